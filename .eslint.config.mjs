@@ -1,0 +1,16 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'demo/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-restricted-properties': ['error',
+        { object: 'process', property: 'exit', message: 'Only src/main.ts exits.' }],
+    },
+  },
+  { files: ['src/main.ts', 'test/**'], rules: { 'no-restricted-properties': 'off' } },
+);

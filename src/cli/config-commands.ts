@@ -1,0 +1,3 @@
+import type { CommandSpec } from './command.js';
+
+export const configCommands: CommandSpec[] = [];

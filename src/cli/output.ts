@@ -1,0 +1,36 @@
+import type { CliContext } from './command.js';
+
+export function writeLine(ctx: CliContext, text = ''): void {
+  ctx.io.stdout.write(`${text}\n`);
+}
+
+export function writeJson(ctx: CliContext, value: unknown): void {
+  ctx.io.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+export function writeErr(ctx: CliContext, text: string): void {
+  ctx.io.stderr.write(`${text}\n`);
+}
+
+export interface Column<T> {
+  header: string;
+  value: (row: T) => unknown;
+}
+
+/** A plain aligned table for humans; `--json` output never goes through here. */
+export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
+  const cells = rows.map((r) => columns.map((c) => cellText(c.value(r))));
+  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i]!.length)));
+  const line = (values: string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(columns.map((c) => c.header.toUpperCase())), ...cells.map(line)].join('\n');
+}
+
+export function writeTable<T>(ctx: CliContext, rows: readonly T[], columns: readonly Column<T>[], empty = '(none)'): void {
+  writeLine(ctx, rows.length === 0 ? empty : formatTable(rows, columns));
+}
+
+function cellText(v: unknown): string {
+  if (v === undefined || v === null) return '-';
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}

@@ -1,0 +1,128 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { CliContext, CommandSpec, GlobalArgs, ParsedArgs } from './command.js';
+import { writeErr, writeLine } from './output.js';
+import { ExitCode, UsageError, exitCodeOf, isAgentError, ConfigError, formatProblem } from '../errors.js';
+
+export const DEFAULT_CONFIG_PATH = '/etc/terminal-agent/config.yaml';
+
+const GLOBAL_OPTIONS = {
+  config: { type: 'string', description: 'config file (else $TERMINAL_AGENT_CONFIG, else /etc/terminal-agent/config.yaml)', valueName: 'PATH' },
+  json: { type: 'boolean', description: 'machine-readable output' },
+  help: { type: 'boolean', short: 'h', description: 'show help' },
+} as const;
+
+/** Finds the command whose words are the longest prefix of argv (words before the first flag). */
+export function findCommand(commands: readonly CommandSpec[], argv: readonly string[]): { spec: CommandSpec; rest: string[] } | undefined {
+  let best: CommandSpec | undefined;
+  for (const spec of commands) {
+    if (spec.path.every((w, i) => argv[i] === w) && (!best || spec.path.length > best.path.length)) best = spec;
+  }
+  return best ? { spec: best, rest: argv.slice(best.path.length) } : undefined;
+}
+
+export function commandHelp(spec: CommandSpec): string {
+  const lines = [`usage: terminal-agent ${spec.path.join(' ')}${spec.usage ? ` ${spec.usage}` : ''} [options]`, '', spec.summary];
+  if (spec.description) lines.push('', spec.description.trim());
+  const opts = { ...(spec.options ?? {}), ...GLOBAL_OPTIONS };
+  lines.push('', 'options:');
+  for (const [name, o] of Object.entries(opts)) {
+    const flag = `${'short' in o && o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${('valueName' in o && o.valueName) || 'VALUE'}` : ''}`;
+    lines.push(`  ${flag.padEnd(28)} ${o.description}`);
+  }
+  return lines.join('\n');
+}
+
+export function overallHelp(commands: readonly CommandSpec[], version: string): string {
+  const rows = commands.map((c) => [`${c.path.join(' ')}${c.usage ? ` ${c.usage}` : ''}`, c.summary] as const);
+  const width = Math.min(60, Math.max(...rows.map((r) => r[0].length)));
+  return [
+    `terminal-agent ${version}: keeps an edge terminal in step with its cloud service`,
+    '',
+    'usage: terminal-agent <command> [options]   (terminal-agent <command> --help for details)',
+    '',
+    'commands:',
+    ...rows.map(([u, s]) => `  ${u.padEnd(width)}  ${s}`),
+    '',
+    'global options: --config PATH, --json, --help',
+    'exit codes: 0 ok, 1 failure, 64 usage, 65 bad input, 69 service unavailable, 77 credentials refused, 78 configuration',
+  ].join('\n');
+}
+
+function resolveGlobal(values: Record<string, unknown>, ctx: CliContext): GlobalArgs {
+  const configPath = typeof values.config === 'string' ? values.config : ctx.env.TERMINAL_AGENT_CONFIG || DEFAULT_CONFIG_PATH;
+  return { configPath, json: values.json === true };
+}
+
+/** Parses argv, runs the command, prints errors, returns the exit code. Never throws. */
+export async function runCli(commands: readonly CommandSpec[], argv: readonly string[], ctx: CliContext): Promise<number> {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  if (argv.length === 0 || (words.length === 0 && argv.some((a) => a === '--help' || a === '-h'))) {
+    writeLine(ctx, overallHelp(commands, ctx.version));
+    return argv.length === 0 ? ExitCode.usage : ExitCode.ok;
+  }
+  if (argv[0] === '--version' || argv[0] === 'version') {
+    writeLine(ctx, ctx.version);
+    return ExitCode.ok;
+  }
+  const found = findCommand(commands, argv);
+  if (!found) {
+    writeErr(ctx, `terminal-agent: unknown command '${words.slice(0, 2).join(' ')}'; run 'terminal-agent --help' for the list`);
+    return ExitCode.usage;
+  }
+  const { spec, rest } = found;
+  let json = argv.includes('--json');
+  try {
+    const config: ParseArgsConfig = {
+      args: rest,
+      options: { ...(spec.options ?? {}), ...GLOBAL_OPTIONS } as ParseArgsConfig['options'],
+      allowPositionals: true,
+      strict: true,
+    };
+    let parsed;
+    try {
+      parsed = parseArgs(config);
+    } catch (err) {
+      throw new UsageError(`${(err as Error).message.replace(/\. To specify.*$/s, '')}\n\n${commandHelp(spec)}`, { cause: err });
+    }
+    const values = parsed.values as ParsedArgs['values'];
+    if (values.help) {
+      writeLine(ctx, commandHelp(spec));
+      return ExitCode.ok;
+    }
+    const { min, max } = spec.positionals ?? { min: 0, max: 0 };
+    if (parsed.positionals.length < min || parsed.positionals.length > max) {
+      const sub = commands.filter((c) => c.path.length > spec.path.length && spec.path.every((w, i) => c.path[i] === w));
+      const hint = parsed.positionals.length > max && sub.length > 0
+        ? `unknown subcommand '${parsed.positionals[0]}' of '${spec.path.join(' ')}'`
+        : `'${spec.path.join(' ')}' takes ${min === max ? min : `${min} to ${max === Infinity ? 'any number of' : max}`} argument(s), got ${parsed.positionals.length}`;
+      throw new UsageError(`${hint}\n\n${commandHelp(spec)}`);
+    }
+    const global = resolveGlobal(values, ctx);
+    json = global.json;
+    const code = await spec.run({ values, positionals: parsed.positionals, global }, ctx);
+    return code ?? ExitCode.ok;
+  } catch (err) {
+    reportError(ctx, err, json);
+    return exitCodeOf(err);
+  }
+}
+
+export function reportError(ctx: CliContext, err: unknown, json: boolean): void {
+  if (json) {
+    const body = isAgentError(err) ? err.toJSON() : { error: String((err as Error)?.message ?? err), code: 'TA_ERR_FAILURE' };
+    if (err instanceof ConfigError) body.problems = err.problems;
+    writeErr(ctx, JSON.stringify(body));
+    return;
+  }
+  if (err instanceof ConfigError) {
+    writeErr(ctx, `terminal-agent: ${err.problems.length} configuration problem(s):`);
+    for (const p of err.problems) writeErr(ctx, `  ${formatProblem(p)}`);
+    return;
+  }
+  if (isAgentError(err)) {
+    writeErr(ctx, `terminal-agent: ${err.message} [${err.code}]`);
+    return;
+  }
+  // An unexpected bug: keep the stack, it is what a maintainer needs.
+  writeErr(ctx, `terminal-agent: unexpected error: ${(err as Error)?.stack ?? String(err)}`);
+}

@@ -1,0 +1,64 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { MIGRATIONS, type Migration } from './migrations.js';
+import { AgentError, AlreadyRunningError } from '../errors.js';
+
+export type Db = Database.Database;
+
+export interface OpenDbOptions {
+  /** Path of agent.db, or ':memory:'. */
+  path: string;
+  readonly?: boolean;
+  migrations?: readonly Migration[];
+}
+
+/**
+ * Opens agent.db with the settings every component relies on: WAL so that readers (CLI, the
+ * face-recognition program) never block the daemon, synchronous=FULL because the outbox records an
+ * operator's files and must survive power loss, and a busy timeout for the CLI running beside the
+ * daemon. Applies pending migrations in one transaction each.
+ */
+export function openDatabase(options: OpenDbOptions): Db {
+  if (options.path !== ':memory:' && !options.readonly) mkdirSync(dirname(options.path), { recursive: true });
+  let db: Db;
+  try {
+    db = new Database(options.path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  } catch (err) {
+    throw new AgentError(`cannot open the database ${options.path}: ${(err as Error).message}; check that state_dir exists and is writable by the agent's user`, { cause: err, details: { path: options.path } });
+  }
+  db.pragma('busy_timeout = 5000');
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    migrate(db, options.migrations ?? MIGRATIONS);
+  }
+  return db;
+}
+
+export function schemaVersion(db: Db): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+export function migrate(db: Db, migrations: readonly Migration[]): void {
+  const current = schemaVersion(db);
+  const latest = migrations.at(-1)?.version ?? 0;
+  if (current > latest) {
+    throw new AgentError(`agent.db has schema version ${current}, newer than this agent knows (${latest}); it was written by a newer terminal-agent: upgrade the agent, or move the database aside`);
+  }
+  for (const m of migrations) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    })();
+  }
+}
+
+/** Runs `fn` in an IMMEDIATE transaction (takes the write lock at once, no upgrade deadlocks). */
+export function inTransaction<T>(db: Db, fn: () => T): T {
+  return db.transaction(fn).immediate();
+}
+
+export { AlreadyRunningError };

@@ -1,0 +1,195 @@
+// Every error the agent raises is one of these classes. `code` is stable (scripts and tests match on
+// it, like undici's UND_ERR_*), `exitCode` is the sysexits code of the product contract, and the
+// original error is kept as `cause`. Messages say what went wrong, where, and how to fix it, and
+// never contain a secret value.
+
+export const ExitCode = {
+  ok: 0,
+  failure: 1,
+  usage: 64,
+  dataErr: 65,
+  unavailable: 69,
+  noPerm: 77,
+  config: 78,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export interface AgentErrorOptions {
+  cause?: unknown;
+  /** Extra machine-readable facts (HTTP status, path, device...). Must not hold secrets. */
+  details?: Record<string, unknown>;
+}
+
+export class AgentError extends Error {
+  readonly code: string = 'TA_ERR_FAILURE';
+  readonly exitCode: ExitCode = ExitCode.failure;
+  readonly details: Record<string, unknown>;
+
+  constructor(message: string, options: AgentErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.details = options.details ?? {};
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { error: this.message, code: this.code, ...this.details };
+  }
+}
+
+export class UsageError extends AgentError {
+  override readonly code = 'TA_ERR_USAGE';
+  override readonly exitCode = ExitCode.usage;
+}
+
+export interface ConfigProblem {
+  /** Dotted key path, e.g. `service.request_timeout`; empty for the file itself. */
+  path: string;
+  message: string;
+  file?: string;
+  line?: number;
+}
+
+export class ConfigError extends AgentError {
+  override readonly code = 'TA_ERR_CONFIG';
+  override readonly exitCode = ExitCode.config;
+  readonly problems: ConfigProblem[];
+
+  constructor(problems: ConfigProblem[], options: AgentErrorOptions = {}) {
+    super(formatProblems(problems), options);
+    this.problems = problems;
+  }
+}
+
+export function formatProblem(p: ConfigProblem): string {
+  const where = p.file ? `${p.file}${p.line ? `:${p.line}` : ''}: ` : '';
+  return `${where}${p.path ? `${p.path}: ` : ''}${p.message}`;
+}
+
+function formatProblems(problems: ConfigProblem[]): string {
+  if (problems.length === 1) return `configuration error: ${formatProblem(problems[0]!)}`;
+  return `${problems.length} configuration errors:\n${problems.map((p) => `  ${formatProblem(p)}`).join('\n')}`;
+}
+
+/** Input the operator gave (an image, a WAV, a name) that cannot be used as it is. */
+export class InvalidInputError extends AgentError {
+  override readonly code: string = 'TA_ERR_BAD_INPUT';
+  override readonly exitCode = ExitCode.dataErr;
+}
+
+/** A recording that failed the quality gate (silence, clipping, too short). */
+export class AudioQualityError extends InvalidInputError {
+  override readonly code = 'TA_ERR_AUDIO_QUALITY';
+}
+
+/** An ALSA device that cannot be opened or failed while in use. */
+export class AudioDeviceError extends AgentError {
+  override readonly code = 'TA_ERR_AUDIO_DEVICE';
+}
+
+/** The recorder program (arecord/sox) is missing, produced nothing, or died. */
+export class RecorderError extends AgentError {
+  override readonly code = 'TA_ERR_RECORDER';
+}
+
+/** The daemon is not running (control socket absent) or another instance holds the state. */
+export class DaemonError extends AgentError {
+  override readonly code: string = 'TA_ERR_DAEMON';
+}
+export class AlreadyRunningError extends DaemonError {
+  override readonly code = 'TA_ERR_ALREADY_RUNNING';
+}
+
+/** Work refused because the component is stopping or busy (e.g. the microphone is in use). */
+export class BusyError extends AgentError {
+  override readonly code = 'TA_ERR_BUSY';
+}
+
+export class AbortedError extends AgentError {
+  override readonly code = 'TA_ERR_ABORTED';
+}
+
+// ---- Errors from the cloud service (the service client raises only these) ----
+
+export interface ServiceErrorOptions extends AgentErrorOptions {
+  /** HTTP status, when a response arrived. */
+  status?: number;
+  /** The server's own message, when it sent one. */
+  serverMessage?: string;
+  /** e.g. `POST /faces`. */
+  operation?: string;
+}
+
+export class ServiceError extends AgentError {
+  override readonly code: string = 'TA_ERR_SERVICE';
+  override readonly exitCode: ExitCode = ExitCode.unavailable;
+  readonly status: number | undefined;
+  readonly serverMessage: string | undefined;
+  readonly operation: string | undefined;
+  /** True when repeating the same request later may succeed. */
+  readonly retryable: boolean = false;
+  /** Milliseconds the server asked us to wait (Retry-After), when it did. */
+  retryAfterMs: number | undefined;
+
+  constructor(message: string, options: ServiceErrorOptions = {}) {
+    super(message, options);
+    this.status = options.status;
+    this.serverMessage = options.serverMessage;
+    this.operation = options.operation;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), status: this.status ?? null, operation: this.operation };
+  }
+}
+
+export class AuthError extends ServiceError {
+  override readonly code = 'TA_ERR_AUTH';
+  override readonly exitCode = ExitCode.noPerm;
+}
+export class NotFoundError extends ServiceError {
+  override readonly code = 'TA_ERR_NOT_FOUND';
+  override readonly exitCode = ExitCode.failure;
+}
+export class BadRequestError extends ServiceError {
+  override readonly code = 'TA_ERR_BAD_REQUEST';
+  override readonly exitCode = ExitCode.dataErr;
+}
+/** 5xx, 429, or a 2xx carrying a non-zero code that the server may clear on a retry. */
+export class ServerError extends ServiceError {
+  override readonly code = 'TA_ERR_SERVER';
+  override readonly retryable: boolean = true;
+}
+/** Connection refused/reset, DNS failure: the request may never have reached the server. */
+export class NetworkError extends ServiceError {
+  override readonly code = 'TA_ERR_NETWORK';
+  override readonly retryable = true;
+  /** True when the failure happened before any byte of the request was sent. */
+  readonly notSent: boolean;
+  constructor(message: string, options: ServiceErrorOptions & { notSent?: boolean } = {}) {
+    super(message, options);
+    this.notSent = options.notSent ?? false;
+  }
+}
+export class TimeoutError extends ServiceError {
+  override readonly code = 'TA_ERR_TIMEOUT';
+  override readonly retryable = true;
+}
+/** A 2xx whose body is not what the API promises (bad JSON, not a WAV, non-zero code). */
+export class BadResponseError extends ServiceError {
+  override readonly code = 'TA_ERR_BAD_RESPONSE';
+}
+
+export function isAgentError(err: unknown): err is AgentError {
+  return err instanceof AgentError;
+}
+
+/** Exit code for anything thrown out of a command. */
+export function exitCodeOf(err: unknown): ExitCode {
+  return isAgentError(err) ? err.exitCode : ExitCode.failure;
+}
+
+/** A short, secret-free description of any thrown value, for logs and error files. */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

@@ -1,0 +1,77 @@
+import { open, rename, rm, mkdir } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { dirname, basename, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+
+// Readers on the terminal (a face-recognition program, an operator's script) must never see a
+// half-written file: everything they read is written to a temp name in the same folder, fsynced,
+// then renamed over the final name, and the folder is fsynced so the rename survives power loss.
+
+export function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes `data` to `path` atomically (temp file + fsync + rename + dir fsync). */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = tempPathFor(path);
+  try {
+    const fh = await open(tmp, 'w', 0o644);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  await fsyncDir(dirname(path));
+}
+
+/**
+ * Streams `source` to a temp file next to `path`; returns the temp path and byte count once it is
+ * fsynced. The caller validates the content, then calls `commitTemp` (or removes the temp file).
+ */
+export async function streamToTemp(path: string, source: Readable | AsyncIterable<Uint8Array>): Promise<{ tmp: string; bytes: number }> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = tempPathFor(path);
+  let bytes = 0;
+  try {
+    const out = createWriteStream(tmp, { mode: 0o644 });
+    await pipeline(source, async function* (chunks: AsyncIterable<Uint8Array>) {
+      for await (const chunk of chunks) {
+        bytes += chunk.length;
+        yield chunk;
+      }
+    }, out);
+    const fh = await open(tmp, 'r+');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    return { tmp, bytes };
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+export async function commitTemp(tmp: string, path: string, syncDir = true): Promise<void> {
+  await rename(tmp, path);
+  if (syncDir) await fsyncDir(dirname(path));
+}
