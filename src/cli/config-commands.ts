@@ -1,3 +1,81 @@
-import type { CommandSpec } from './command.js';
+// `terminal-agent config check`: validates the config file and prints every problem with
+// file:line (exit 78), or a short secret-free summary.
+import type { CliContext, CommandSpec } from './command.js';
+import { writeErr, writeJson, writeLine } from './output.js';
+import { ConfigError, ExitCode, formatProblem } from '../errors.js';
+import { loadConfigDetailed, type LoadedConfig } from '../config/load-config.js';
+import { formatDuration, formatSize } from '../util/units.js';
 
-export const configCommands: CommandSpec[] = [];
+function describeSecret(s: LoadedConfig['secrets']['terminal_secret']): string {
+  switch (s.source) {
+    case 'env':
+      return `set (from $${s.origin})`;
+    case 'credentials':
+      return `set (systemd credential ${s.origin})`;
+    case 'file':
+      return `set (from file ${s.origin})`;
+    case 'inline':
+      return 'set (inline in the config file)';
+    default:
+      return 'not set';
+  }
+}
+
+/** A few lines an operator can eyeball; never a secret value. */
+export function configSummary(loaded: LoadedConfig): Record<string, string> {
+  const c = loaded.config;
+  return {
+    base_url: c.service.base_url,
+    face_base_url: c.service.face_base_url,
+    terminal_secret: describeSecret(loaded.secrets.terminal_secret),
+    api_key: loaded.secrets.api_key.source === 'none' ? 'not set (knowledge commands will need it)' : describeSecret(loaded.secrets.api_key),
+    request: `timeout ${formatDuration(c.service.request_timeout)}, ${c.service.retries} retries${c.service.ca_file ? `, CA ${c.service.ca_file}` : ''}`,
+    state_dir: c.state_dir,
+    enroll_dir: c.enroll.dir,
+    faces_sync: `every ${formatDuration(c.faces.sync_interval)}`,
+    tts: `voice ${c.tts.voice || '(service default)'}, cache ${formatSize(c.tts.cache_size)}`,
+    audio: `out ${c.audio.output_device}, in ${c.audio.input_device}`,
+    control_socket: c.control.socket,
+    log_level: c.log.level,
+  };
+}
+
+async function check(ctx: CliContext, configPath: string, json: boolean): Promise<number> {
+  let loaded: LoadedConfig;
+  try {
+    loaded = await loadConfigDetailed({ path: configPath, env: ctx.env, cwd: ctx.cwd });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (json) {
+      writeJson(ctx, { ok: false, file: err.problems[0]?.file ?? configPath, problems: err.problems });
+    } else {
+      writeErr(ctx, `config has ${err.problems.length} problem${err.problems.length === 1 ? '' : 's'}:`);
+      for (const p of err.problems) writeErr(ctx, `  ${formatProblem(p)}`);
+    }
+    return ExitCode.config;
+  }
+  const summary = configSummary(loaded);
+  if (json) {
+    writeJson(ctx, { ok: true, file: loaded.config.file, problems: [], summary });
+    return ExitCode.ok;
+  }
+  writeLine(ctx, `config OK: ${loaded.config.file}`);
+  const width = Math.max(...Object.keys(summary).map((k) => k.length));
+  for (const [k, v] of Object.entries(summary)) writeLine(ctx, `  ${k.padEnd(width)}  ${v}`);
+  return ExitCode.ok;
+}
+
+export const configCommands: CommandSpec[] = [
+  {
+    path: ['config', 'check'],
+    summary: 'validate the config file; print every problem with file:line (exit 78 on any)',
+    description: `Reads the config (--config, else $TERMINAL_AGENT_CONFIG, else /etc/terminal-agent/config.yaml),
+resolves the secrets and checks every key. Secrets are taken, highest first, from
+$TERMINAL_AGENT_TERMINAL_SECRET / $TERMINAL_AGENT_API_KEY, $CREDENTIALS_DIRECTORY/terminal_secret
+and /api_key (systemd LoadCredential=), service.*_file, then inline values. Prints a summary that
+never shows a secret. --json prints {ok, file, problems:[{path, message, file, line}], summary}.`,
+    async run(args, ctx) {
+      return check(ctx, args.global.configPath, args.global.json);
+    },
+  },
+];

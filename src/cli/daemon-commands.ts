@@ -1,3 +1,50 @@
 import type { CommandSpec } from './command.js';
+import { writeJson, writeLine } from './output.js';
+import { loadConfig } from '../config/load-config.js';
+import { connectControl } from '../control/control-client.js';
+import { makeDaemonEnv } from '../daemon/daemon-env.js';
+import { runDaemon } from '../daemon/daemon.js';
+import { formatStatus } from '../daemon/status-format.js';
+import { runDoctor } from '../daemon/doctor.js';
+import { runDemo } from '../daemon/demo.js';
 
-export const daemonCommands: CommandSpec[] = [];
+export const daemonCommands: CommandSpec[] = [
+  {
+    path: ['run'],
+    summary: 'the daemon (what systemd starts): face sync, enrollment folders, speech, control socket',
+    description: `Runs until SIGTERM/SIGINT (drains in-flight work, exits 0); SIGHUP reloads the config.
+With $NOTIFY_SOCKET (systemd Type=notify) it reports READY=1, STATUS= and feeds the watchdog.
+Logs are JSON lines on stdout.`,
+    async run(args, ctx) {
+      const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+      const d = makeDaemonEnv(ctx, { configPath: args.global.configPath, config });
+      return runDaemon(d, config, ctx.shutdown);
+    },
+  },
+  {
+    path: ['demo'],
+    summary: 'starts the emulator and the daemon together in ./demo/ with a generated config, prints what to try',
+    description: 'Everything lives in ./demo/ (config, state, enrollment folders, logs). Ctrl-C stops both.',
+    async run(_args, ctx) {
+      return runDemo(ctx);
+    },
+  },
+  {
+    path: ['status'],
+    summary: 'asks the running daemon: uptime, last face sync, outbox per kind, recent failures, audio state',
+    async run(args, ctx) {
+      const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+      const control = await connectControl(config.control.socket, { timeoutMs: 10_000 });
+      const status = await control.status();
+      if (args.global.json) writeJson(ctx, status);
+      else writeLine(ctx, formatStatus(status));
+    },
+  },
+  {
+    path: ['doctor'],
+    summary: 'checks config, both base URLs (DNS, TLS, credentials), folders, audio output and input; one line each',
+    async run(args, ctx) {
+      return runDoctor(ctx, args.global.configPath, args.global.json);
+    },
+  },
+];

@@ -1,3 +1,168 @@
-import type { CommandSpec } from './command.js';
+import { rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { stringOpt, type CliContext, type CommandSpec } from './command.js';
+import { writeJson, writeLine, writeTable, type Column } from './output.js';
+import { checkImageFile, withClient } from './api-client.js';
+import type { FaceRecord, ServiceClient, CallOptions } from '../client/types.js';
+import { checkFaceId } from '../client/service-client.js';
+import { BadResponseError, InvalidInputError, UsageError } from '../errors.js';
+import { streamToTemp, commitTemp } from '../util/fs-atomic.js';
+import { listCachedCommand, syncCommand } from '../faces/faces-cli.js';
 
-export const facesCommands: CommandSpec[] = [];
+// `faces ...`: one command object per API call, so that later additions (--cached, sync) stay
+// small edits.
+
+const FACE_COLUMNS: Column<FaceRecord>[] = [
+  { header: 'face_id', value: (f) => f.face_id },
+  { header: 'name', value: (f) => f.name },
+  { header: 'id', value: (f) => f.id },
+  { header: 'group_id', value: (f) => f.group_id },
+];
+
+function printFace(ctx: CliContext, json: boolean, face: FaceRecord, verb?: string): void {
+  if (json) return writeJson(ctx, face);
+  if (verb) writeLine(ctx, `${verb} face ${JSON.stringify(face.name)}: ${face.face_id}`);
+  else for (const c of FACE_COLUMNS) writeLine(ctx, `${c.header.padEnd(9)} ${String(c.value(face))}`);
+}
+
+function faceIdArg(value: string | undefined): string {
+  if (value === undefined) throw new UsageError('a face ID is needed');
+  return checkFaceId(value);
+}
+
+/**
+ * POST /faces returns no face_id: the new record is the face with this name that was not in the
+ * group before the upload (spec-notes.md). Two new ones (someone else added the same name at the
+ * same moment): the highest numeric id, the most recent.
+ */
+export async function createFaceAndFind(client: ServiceClient, name: string, image: { path: string; contentType: string }, call: CallOptions): Promise<FaceRecord> {
+  const before = new Set((await client.listFaces(call)).map((f) => f.face_id));
+  await client.createFace({ name, image }, call);
+  const fresh = (await client.listFaces(call)).filter((f) => f.name === name && !before.has(f.face_id));
+  const newest = fresh.sort((a, b) => b.id - a.id)[0];
+  if (!newest) {
+    throw new BadResponseError(`POST /faces: the service accepted face ${JSON.stringify(name)} but no new face of that name is in the group's list`, { operation: 'POST /faces' });
+  }
+  return newest;
+}
+
+const list: CommandSpec = {
+  path: ['faces', 'list'],
+  summary: "list the terminal group's face records",
+  positionals: { min: 0, max: 0 },
+  options: { cached: { type: 'boolean', description: 'read the local face cache (state_dir), with no network' } },
+  run: (args, ctx) => args.values.cached === true ? listCachedCommand(args, ctx) : withClient(args, ctx, async ({ client, call }) => {
+    const faces = await client.listFaces(call);
+    if (args.global.json) return writeJson(ctx, faces);
+    writeTable(ctx, faces, FACE_COLUMNS, '(no faces in this group)');
+  }),
+};
+
+const show: CommandSpec = {
+  path: ['faces', 'show'],
+  summary: 'show one face record',
+  usage: 'ID',
+  positionals: { min: 1, max: 1, names: ['ID'] },
+  run: async (args, ctx) => {
+    const id = faceIdArg(args.positionals[0]);
+    await withClient(args, ctx, async ({ client, call }) => printFace(ctx, args.global.json, await client.getFace(id, call)));
+  },
+};
+
+const add: CommandSpec = {
+  path: ['faces', 'add'],
+  summary: 'create a face from an image (JPEG, PNG, BMP, WebP) and print its face_id',
+  usage: '--name N IMAGE',
+  options: { name: { type: 'string', description: 'the face name', valueName: 'N' } },
+  positionals: { min: 1, max: 1, names: ['IMAGE'] },
+  run: async (args, ctx) => {
+    const name = stringOpt(args, 'name');
+    if (name === undefined) throw new UsageError("'faces add' needs --name N");
+    if (name.trim() === '') throw new InvalidInputError('the face name is empty');
+    const path = resolve(ctx.cwd, args.positionals[0]!);
+    const contentType = await checkImageFile(path);
+    await withClient(args, ctx, async ({ client, call }) => {
+      printFace(ctx, args.global.json, await createFaceAndFind(client, name, { path, contentType }, call), 'created');
+    });
+  },
+};
+
+const update: CommandSpec = {
+  path: ['faces', 'update'],
+  summary: "change a face's name and/or image",
+  usage: 'ID [--name N] [IMAGE]',
+  options: { name: { type: 'string', description: 'the new name (default: keep the current one)', valueName: 'N' } },
+  positionals: { min: 1, max: 2, names: ['ID', 'IMAGE'] },
+  run: async (args, ctx) => {
+    const id = faceIdArg(args.positionals[0]);
+    let name = stringOpt(args, 'name');
+    const imageArg = args.positionals[1];
+    if (name === undefined && imageArg === undefined) throw new UsageError("'faces update' needs --name N, an IMAGE, or both");
+    if (name !== undefined && name.trim() === '') throw new InvalidInputError('the face name is empty');
+    const path = imageArg === undefined ? undefined : resolve(ctx.cwd, imageArg);
+    const contentType = path ? await checkImageFile(path) : undefined;
+    await withClient(args, ctx, async ({ client, call }) => {
+      // PUT requires the name: keep the current one when only the image changes.
+      name ??= (await client.getFace(id, call)).name;
+      await client.updateFace(id, { name, ...(path && contentType ? { image: { path, contentType } } : {}) }, call);
+      printFace(ctx, args.global.json, await client.getFace(id, call), 'updated');
+    });
+  },
+};
+
+const del: CommandSpec = {
+  path: ['faces', 'delete'],
+  summary: 'delete a face record',
+  usage: 'ID',
+  positionals: { min: 1, max: 1, names: ['ID'] },
+  run: async (args, ctx) => {
+    const id = faceIdArg(args.positionals[0]);
+    await withClient(args, ctx, async ({ client, call }) => {
+      await client.deleteFace(id, call);
+      if (args.global.json) writeJson(ctx, { face_id: id, deleted: true });
+      else writeLine(ctx, `deleted face ${id}`);
+    });
+  },
+};
+
+const image: CommandSpec = {
+  path: ['faces', 'image'],
+  summary: "download a face's image (to stdout, or to FILE with -o)",
+  usage: 'ID [-o FILE]',
+  options: { out: { type: 'string', short: 'o', description: 'write the image to FILE (replaced atomically)', valueName: 'FILE' } },
+  positionals: { min: 1, max: 1, names: ['ID'] },
+  run: async (args, ctx) => {
+    const id = faceIdArg(args.positionals[0]);
+    const outArg = stringOpt(args, 'out');
+    const toStdout = outArg === undefined || outArg === '-';
+    if (toStdout && (ctx.io.stdout as { isTTY?: boolean }).isTTY) throw new UsageError('refusing to write image bytes to a terminal; use -o FILE or a pipe');
+    await withClient(args, ctx, async ({ client, call }) => {
+      const res = await client.getFaceImage(id, call);
+      if (res.notModified) throw new BadResponseError('GET /faces/{face_id}/image: 304 without a conditional request');
+      if (toStdout) {
+        await pipeline(res.body, ctx.io.stdout, { end: false });
+        return;
+      }
+      const path = resolve(ctx.cwd, outArg);
+      const { tmp, bytes } = await streamToTemp(path, res.body);
+      try {
+        await commitTemp(tmp, path);
+      } catch (err) {
+        await rm(tmp, { force: true });
+        throw err;
+      }
+      if (args.global.json) writeJson(ctx, { face_id: id, path, bytes, content_type: res.contentType });
+      else writeLine(ctx, `wrote ${bytes} bytes (${res.contentType}) to ${path}`);
+    });
+  },
+};
+
+const sync: CommandSpec = {
+  path: ['faces', 'sync'],
+  summary: 'sync the local face cache now (through the running daemon, else in this process)',
+  positionals: { min: 0, max: 0 },
+  run: syncCommand,
+};
+
+export const facesCommands: CommandSpec[] = [list, show, add, update, del, image, sync];

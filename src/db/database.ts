@@ -20,9 +20,9 @@ export interface OpenDbOptions {
  * daemon. Applies pending migrations in one transaction each.
  */
 export function openDatabase(options: OpenDbOptions): Db {
-  if (options.path !== ':memory:' && !options.readonly) mkdirSync(dirname(options.path), { recursive: true });
   let db: Db;
   try {
+    if (options.path !== ':memory:' && !options.readonly) mkdirSync(dirname(options.path), { recursive: true });
     db = new Database(options.path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   } catch (err) {
     throw new AgentError(`cannot open the database ${options.path}: ${(err as Error).message}; check that state_dir exists and is writable by the agent's user`, { cause: err, details: { path: options.path } });
@@ -32,7 +32,12 @@ export function openDatabase(options: OpenDbOptions): Db {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
-    migrate(db, options.migrations ?? MIGRATIONS);
+    try {
+      migrate(db, options.migrations ?? MIGRATIONS);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
   }
   return db;
 }

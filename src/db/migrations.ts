@@ -19,8 +19,10 @@ CREATE TABLE faces (
   image_sha256   TEXT,
   image_etag     TEXT,
   image_last_modified TEXT,
+  image_bytes    INTEGER,
   image_checked_at INTEGER,        -- ms epoch of the last image check against the server
   error          TEXT,             -- last per-face error (bad image...), NULL when fine
+  error_code     TEXT,
   updated_at     INTEGER NOT NULL
 );
 CREATE TABLE sync_runs (
@@ -46,10 +48,14 @@ CREATE TABLE outbox (
   kind          TEXT NOT NULL,      -- faces | voiceprints | speakers | knowledge
   name          TEXT NOT NULL,      -- NAME, LABEL or knowledge ID
   source_path   TEXT NOT NULL,      -- as dropped, relative to enroll.dir
+  source_size   INTEGER NOT NULL,   -- size and mtime when claimed: the original is moved to done/
+  source_mtime_ms INTEGER NOT NULL, -- or failed/ only if it is still that file
   staged_path   TEXT,               -- the copy under state_dir that the upload reads
-  content_sha256 TEXT NOT NULL,
+  content_sha256 TEXT NOT NULL,     -- '' when the file was refused unread (too large, symlink)
   size          INTEGER NOT NULL,
-  state         TEXT NOT NULL,      -- queued | sending | unknown | training | done | failed
+  action        TEXT,               -- faces: create | update | skip; knowledge: upload | delete
+  meta_json     TEXT NOT NULL DEFAULT '{}',
+  state         TEXT NOT NULL,      -- queued | sending | unknown | resolving | training | done | failed
   attempts      INTEGER NOT NULL DEFAULT 0,
   next_attempt_at INTEGER NOT NULL DEFAULT 0,
   started_at    INTEGER,            -- ms epoch when the current attempt started (reconciliation)
@@ -57,23 +63,50 @@ CREATE TABLE outbox (
   last_error_code TEXT,
   last_status   INTEGER,
   result_json   TEXT,
+  final_path    TEXT,               -- where the original goes in done/ or failed/, chosen once
+  finalized     INTEGER NOT NULL DEFAULT 0, -- 1 once the result files are written
   created_at    INTEGER NOT NULL,
   updated_at    INTEGER NOT NULL
 );
 CREATE INDEX outbox_state ON outbox(state, next_attempt_at);
 CREATE INDEX outbox_hash ON outbox(kind, content_sha256);
+CREATE INDEX outbox_source ON outbox(source_path, finalized);
+CREATE INDEX outbox_name ON outbox(kind, name, state);
+CREATE INDEX outbox_pending ON outbox(finalized) WHERE finalized = 0;
+-- What the knowledge/ mirror last sent per entry ID, to upload only edits and to spot deletions.
+CREATE TABLE knowledge_mirror (
+  id            TEXT PRIMARY KEY,
+  file          TEXT NOT NULL,      -- relative to enroll.dir
+  size          INTEGER NOT NULL,
+  mtime_ms      INTEGER NOT NULL,
+  content_sha256 TEXT NOT NULL,
+  uploaded      INTEGER NOT NULL DEFAULT 0, -- 1 once some version reached the service
+  updated_at    INTEGER NOT NULL
+);
+CREATE TABLE enroll_state (
+  key   TEXT PRIMARY KEY,           -- knowledge_notify: a counter, > 0 while a notify is owed
+  value INTEGER NOT NULL
+);
 `;
 
 // Local registry (src/enroll, src/audio): the API has no list calls for these.
 const REGISTRY_V1 = `
 CREATE TABLE voiceprints (
-  voiceprint_id TEXT PRIMARY KEY,
+  id            INTEGER PRIMARY KEY,
+  voiceprint_id TEXT UNIQUE,        -- NULL when the service answered without one (spec-notes.md)
   name          TEXT NOT NULL,
   info_json     TEXT NOT NULL,      -- voiceprint_info as the service returned it
   source        TEXT NOT NULL,      -- enroll | folder | cli
-  audit_wav     TEXT,               -- the WAV sent, kept under state_dir for audit
+  model         TEXT,               -- the fields sent with the audio
+  sample_rate   INTEGER,
+  channels      INTEGER,
+  seconds       REAL,
+  quality_json  TEXT,               -- levels measured before upload (src/voiceprint/quality.ts)
+  audit_wav     TEXT,               -- the WAV sent, kept under state_dir/voiceprints/ for audit
+  audit_json    TEXT,               -- its result file beside it
   created_at    INTEGER NOT NULL
 );
+CREATE INDEX voiceprints_name ON voiceprints(name);
 CREATE TABLE speakers (
   speaker_id TEXT NOT NULL,
   model      TEXT NOT NULL,

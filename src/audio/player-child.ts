@@ -1,0 +1,154 @@
+// The player process: the only place that loads the native `speaker` module. When ALSA cannot open
+// a device, speaker aborts the whole process (SIGABRT, see ../shared/audio-without-hardware.md), so
+// it runs here, supervised by src/audio/player.ts, never inside the daemon.
+//
+// Protocol (player-protocol.ts): IPC messages for control, framed PCM on stdin.
+//   child -> parent  {type:'ready'}                      speaker loaded, waiting for a job
+//   parent -> child  {type:'play', format, device}       then PCM frames on stdin, an empty frame ends it
+//   child -> parent  {type:'first-frame'}                the first frames were written to the device
+//   child -> parent  {type:'done', bytes}                everything played (drained), device closed; ready again
+//   child -> parent  {type:'error', message, code}       the device failed; the parent kills the process
+// A stop or an interrupt is a kill: it silences the device at once, without a drain.
+import { createRequire } from 'node:module';
+import type { Writable } from 'node:stream';
+
+import type { PlayerJob, PlayerMessage } from './player-protocol.js';
+
+interface SpeakerOptions {
+  channels: number;
+  bitDepth: number;
+  sampleRate: number;
+  signed: boolean;
+  device: string;
+}
+type SpeakerStream = Writable & { close(flush?: boolean): void };
+type SpeakerClass = new (opts: SpeakerOptions) => SpeakerStream;
+
+/** Frames handed to ALSA in the first write: small, so that the first-frame report is prompt. */
+const FIRST_WRITE_FRAMES = 1024;
+
+function send(msg: PlayerMessage): void {
+  if (process.connected) process.send?.(msg);
+}
+
+function describe(err: unknown): { message: string; code: string | undefined } {
+  const e = err as { message?: string; code?: string };
+  return { message: e?.message ?? String(err), code: e?.code };
+}
+
+interface Job {
+  /** Returns false when the caller should wait for 'drain'. */
+  write(pcm: Buffer): boolean;
+  end(): void;
+  speaker: SpeakerStream;
+}
+
+function startJob(Speaker: SpeakerClass, job: PlayerJob): Job | undefined {
+  const { format } = job;
+  let failed = false;
+  let bytes = 0;
+  let first = true;
+  const fail = (err: unknown) => {
+    if (failed) return;
+    failed = true;
+    send({ type: 'error', ...describe(err) });
+  };
+  let speaker: SpeakerStream;
+  try {
+    speaker = new Speaker({
+      channels: format.channels,
+      bitDepth: format.bitsPerSample,
+      sampleRate: format.sampleRate,
+      // WAV stores 8-bit PCM unsigned and everything wider signed.
+      signed: format.bitsPerSample !== 8,
+      device: job.device,
+    });
+  } catch (err) {
+    fail(err);
+    return undefined;
+  }
+  speaker.on('error', fail);
+  speaker.on('close', () => {
+    if (failed) return;
+    send({ type: 'done', bytes });
+  });
+  const blockAlign = format.channels * (format.bitsPerSample / 8);
+  return {
+    speaker,
+    write(pcm) {
+      if (failed) return true;
+      bytes += pcm.length;
+      if (first) {
+        first = false;
+        const head = pcm.subarray(0, FIRST_WRITE_FRAMES * blockAlign);
+        speaker.write(head, (err) => {
+          if (!err && !failed) send({ type: 'first-frame' });
+        });
+        pcm = pcm.subarray(head.length);
+        if (pcm.length === 0) return true;
+      }
+      return speaker.write(pcm);
+    },
+    end() {
+      if (!failed) speaker.end();
+    },
+  };
+}
+
+function main(): void {
+  let Speaker: SpeakerClass;
+  try {
+    Speaker = createRequire(import.meta.url)('speaker') as SpeakerClass;
+  } catch (err) {
+    send({ type: 'error', ...describe(err) });
+    process.disconnect?.();
+    return;
+  }
+  const stdin = process.stdin;
+  let job: Job | undefined;
+  let buf: Buffer = Buffer.alloc(0);
+  let waiting = false;
+
+  // Frames for the next job may arrive before its 'play' message: they wait in `buf`.
+  const pump = () => {
+    while (job && !waiting && buf.length >= 4) {
+      const len = buf.readUInt32LE(0);
+      if (buf.length < 4 + len) break;
+      const pcm = buf.subarray(4, 4 + len);
+      buf = buf.subarray(4 + len);
+      const current = job;
+      if (len === 0) {
+        // The next frames belong to the next job, once this one has drained.
+        job = undefined;
+        current.end();
+        break;
+      }
+      if (!current.write(pcm)) {
+        waiting = true;
+        stdin.pause();
+        current.speaker.once('drain', () => {
+          waiting = false;
+          stdin.resume();
+          pump();
+        });
+      }
+    }
+  };
+  stdin.on('data', (data: Buffer) => {
+    buf = buf.length === 0 ? data : Buffer.concat([buf, data]);
+    pump();
+  });
+  stdin.on('error', () => undefined);
+  process.on('message', (msg: PlayerJob) => {
+    if (msg?.type !== 'play' || job) return;
+    job = startJob(Speaker, msg);
+    pump();
+  });
+  // The parent went away (crash, kill): nothing else should keep this process alive.
+  process.on('disconnect', () => {
+    stdin.destroy();
+  });
+  send({ type: 'ready' });
+}
+
+main();

@@ -1,0 +1,216 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { once } from 'node:events';
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from '../log/logger.js';
+import { AbortedError, AudioDeviceError } from '../errors.js';
+import type { PcmFormat } from './wav.js';
+import { pcmFrame, type PlayerMessage } from './player-protocol.js';
+
+// Supervises the player processes (player-child.ts). Whatever happens to a child (SIGABRT in
+// ALSA, an error event, a kill) becomes an AudioDeviceError naming the device, and the next
+// utterance gets a fresh child: the daemon never loads `speaker` itself.
+
+export interface PlayerDeps {
+  /** ALSA PCM name, audio.output_device. */
+  device: string;
+  logger: Logger;
+  /** Environment of the player process (tests set ALSA_CONFIG_PATH); inherited when absent. */
+  env?: NodeJS.ProcessEnv;
+  /** The compiled player script; found next to this module or in dist/ when absent. */
+  script?: string;
+  /** Keep a started child waiting, so that playback does not wait for Node to boot. Default true. */
+  warm?: boolean;
+}
+
+export interface PlayOptions {
+  signal?: AbortSignal;
+  /** Called when the child reports the first frames written to the device. */
+  onFirstFrame?: () => void;
+}
+
+export interface Player {
+  /** Plays whole PCM frames from `pcm` until it ends; resolves once the device drained. */
+  play(format: PcmFormat, pcm: Readable, opts?: PlayOptions): Promise<{ bytes: number }>;
+  /** Starts a waiting child if warm mode is on and none is waiting. */
+  warmUp(): void;
+  close(): Promise<void>;
+}
+
+/** The player script: beside this module when running from dist/, else dist/audio/ of the checkout. */
+export function defaultPlayerScript(): string {
+  const here = fileURLToPath(new URL('./player-child.js', import.meta.url));
+  if (existsSync(here)) return here;
+  return fileURLToPath(new URL('../../dist/audio/player-child.js', import.meta.url));
+}
+
+interface Child {
+  proc: ChildProcess;
+  ready: Promise<void>;
+  /** Resolves with how the process ended; never rejects. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderrTail(): string;
+  lastError: { message: string; code: string | undefined } | undefined;
+  dead: boolean;
+}
+
+export function createPlayer(deps: PlayerDeps): Player {
+  const script = deps.script ?? defaultPlayerScript();
+  const log = deps.logger;
+  const warmMode = deps.warm ?? true;
+  let warm: Child | undefined;
+  const active = new Set<Child>();
+  let closed = false;
+
+  function spawnChild(): Child {
+    const proc = spawn(process.execPath, [script], {
+      stdio: ['pipe', 'ignore', 'pipe', 'ipc'],
+      ...(deps.env ? { env: deps.env } : {}),
+    });
+    let stderr = '';
+    proc.stderr?.setEncoding('utf8').on('data', (s: string) => {
+      stderr = (stderr + s).slice(-4096);
+    });
+    // A dead child's stdin raises EPIPE; the exit handler reports the real cause.
+    proc.stdin?.on('error', () => undefined);
+    const child: Child = {
+      proc,
+      ready: undefined as unknown as Promise<void>,
+      exited: new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal }))),
+      stderrTail: () => stderr,
+      lastError: undefined,
+      dead: false,
+    };
+    proc.on('message', (m: PlayerMessage) => {
+      if (m.type === 'error') child.lastError = { message: m.message, code: m.code };
+    });
+    proc.once('error', (err) => {
+      child.lastError = { message: err.message, code: (err as NodeJS.ErrnoException).code };
+    });
+    void child.exited.then(() => {
+      child.dead = true;
+      if (warm === child) warm = undefined;
+    });
+    child.ready = new Promise<void>((resolve, reject) => {
+      const onMsg = (m: PlayerMessage) => {
+        if (m.type === 'ready') resolve();
+        else if (m.type === 'error') reject(deviceError(child, 'the speaker module could not be loaded'));
+      };
+      proc.on('message', onMsg);
+      void child.exited.then(() => reject(deviceError(child, 'the player process ended while starting')));
+    });
+    // An unused child's failure is reported by the play that takes it, not here.
+    child.ready.catch(() => undefined);
+    return child;
+  }
+
+  function deviceError(child: Child, what: string): AudioDeviceError {
+    const { exitCode, signalCode } = child.proc;
+    const alsa = child.stderrTail().split('\n').map((l) => l.trim()).filter((l) => /ALSA|alsa\.c|error|Assertion/i.test(l)).slice(-3);
+    const how = child.lastError?.message ?? (signalCode ? `killed by ${signalCode}` : exitCode !== null ? `exit code ${exitCode}` : 'no answer');
+    const hint = signalCode === 'SIGABRT'
+      ? '; speaker aborts when ALSA cannot open a device (it also probes the ALSA "default" device when it loads)'
+      : '';
+    return new AudioDeviceError(
+      `cannot play on ALSA device "${deps.device}" (audio.output_device): ${what}: ${how}${alsa.length ? ` [${alsa.join(' | ')}]` : ''}${hint}; ` +
+        'check that the speaker is connected and not used by another program, and that the name is listed by `aplay -L`',
+      { details: { device: deps.device, signal: signalCode ?? undefined, exit_code: exitCode ?? undefined, alsa } },
+    );
+  }
+
+  /** Sends PCM chunks as stdin frames, honouring the pipe's backpressure, then the end frame. */
+  async function feed(pcm: Readable, stdin: Writable, signal: AbortSignal): Promise<void> {
+    for await (const chunk of pcm) {
+      if (!stdin.write(pcmFrame(chunk as Buffer))) await once(stdin, 'drain', { signal });
+    }
+    stdin.write(pcmFrame());
+  }
+
+  async function acquire(): Promise<Child> {
+    let child = warm && !warm.dead ? warm : undefined;
+    warm = undefined;
+    // A warm child that died while waiting (device gone at load) says nothing about now: retry.
+    child ??= spawnChild();
+    active.add(child);
+    try {
+      await child.ready;
+    } catch (err) {
+      active.delete(child);
+      throw err;
+    }
+    return child;
+  }
+
+  async function play(format: PcmFormat, pcm: Readable, opts: PlayOptions = {}): Promise<{ bytes: number }> {
+    if (closed) throw new AbortedError('the player is closed');
+    if (opts.signal?.aborted) throw abortedError(opts.signal);
+    const child = await acquire();
+    const { proc } = child;
+    let ok = false;
+    try {
+      const result = await new Promise<{ bytes: number }>((resolve, reject) => {
+        let settled = false;
+        const feeding = new AbortController();
+        const settle = (err: unknown, value?: { bytes: number }) => {
+          if (settled) return;
+          settled = true;
+          feeding.abort();
+          opts.signal?.removeEventListener('abort', onAbort);
+          proc.off('message', onMsg);
+          if (err) {
+            proc.kill('SIGKILL');
+            pcm.destroy();
+            reject(err);
+          } else resolve(value!);
+        };
+        const onAbort = () => settle(abortedError(opts.signal!));
+        const onMsg = (m: PlayerMessage) => {
+          if (m.type === 'first-frame') opts.onFirstFrame?.();
+          else if (m.type === 'done') settle(undefined, { bytes: m.bytes });
+          else if (m.type === 'error') settle(deviceError(child, 'playback failed'));
+        };
+        opts.signal?.addEventListener('abort', onAbort, { once: true });
+        proc.on('message', onMsg);
+        void child.exited.then(() => settle(deviceError(child, 'the player process ended before the audio was played')));
+        proc.send({ type: 'play', format, device: deps.device });
+        feed(pcm, proc.stdin!, feeding.signal).catch((err: unknown) => {
+          // The source failed (cut stream, bad WAV): that is the utterance's error. A broken pipe
+          // to the child is reported by the child's exit, with its cause.
+          if (pcm.errored) settle(pcm.errored);
+          else if (!feeding.signal.aborted) setTimeout(() => settle(err), 500);
+        });
+      });
+      ok = true;
+      return result;
+    } finally {
+      active.delete(child);
+      // A child that finished cleanly plays the next utterance; any other is dropped.
+      if (ok && warmMode && !closed && !(warm && !warm.dead)) warm = child;
+      else {
+        if (!child.dead) proc.kill('SIGKILL');
+        if (!closed) warmUp();
+      }
+    }
+  }
+
+  function warmUp(): void {
+    if (!warmMode || closed || (warm && !warm.dead)) return;
+    warm = spawnChild();
+  }
+
+  async function close(): Promise<void> {
+    closed = true;
+    const all = [...active, ...(warm ? [warm] : [])];
+    warm = undefined;
+    for (const c of all) if (!c.dead) c.proc.kill('SIGKILL');
+    await Promise.all(all.map((c) => c.exited));
+  }
+
+  return { play, warmUp, close };
+}
+
+function abortedError(signal: AbortSignal): AbortedError {
+  const reason = signal.reason instanceof Error ? signal.reason.message : 'playback was stopped';
+  return new AbortedError(reason, { cause: signal.reason });
+}

@@ -1,0 +1,85 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
+import { once } from 'node:events';
+import { dirname } from 'node:path';
+import { commitTemp, tempPathFor } from '../util/fs-atomic.js';
+import { sizePatches, type WavHeaderInfo } from './wav.js';
+
+/**
+ * Writes a WAV that is still arriving to a temp file beside `finalPath`; `commit` makes it visible
+ * (fsync + rename) only once the caller has validated the whole stream, with the streaming
+ * placeholder sizes (0 / 0xFFFFFFFF) replaced by the real ones, so readers of the cache or of
+ * `say --out` always get a complete, self-describing file. Writes are fire-and-forget (the file
+ * is local and far faster than the network); errors surface at commit.
+ */
+export class WavFileWriter {
+  readonly tmp: string;
+  bytes = 0;
+  private out: WriteStream | undefined;
+  private failure: Error | undefined;
+  private done = false;
+
+  /** `maxBytes`: stop writing (and refuse to commit) beyond this size. */
+  constructor(readonly finalPath: string, private readonly maxBytes = Infinity) {
+    this.tmp = tempPathFor(finalPath);
+  }
+
+  /** False once the writer gave up (too large, write error). */
+  get ok(): boolean {
+    return !this.failure && !this.done;
+  }
+
+  write(chunk: Buffer): void {
+    if (!this.ok) return;
+    this.bytes += chunk.length;
+    if (this.bytes > this.maxBytes) {
+      this.failure = new Error(`larger than ${this.maxBytes} bytes`);
+      void this.abort();
+      return;
+    }
+    if (!this.out) {
+      mkdirSync(dirname(this.finalPath), { recursive: true });
+      this.out = createWriteStream(this.tmp, { mode: 0o644 });
+      this.out.on('error', (err) => {
+        this.failure ??= err;
+      });
+    }
+    this.out.write(chunk);
+  }
+
+  /** Finishes the file; `header`/`dataBytes` come from the decoder that validated the stream. */
+  async commit(header: WavHeaderInfo, dataBytes: number): Promise<number> {
+    if (!this.ok || !this.out) throw this.failure ?? new Error('nothing was written');
+    this.done = true;
+    const out = this.out;
+    out.end();
+    if (!out.writableFinished) await once(out, 'finish');
+    if (this.failure) throw this.failure;
+    const fh = await open(this.tmp, 'r+');
+    try {
+      if (header.placeholderSizes) {
+        for (const [offset, value] of sizePatches(header, dataBytes, this.bytes)) {
+          const b = Buffer.alloc(4);
+          b.writeUInt32LE(value);
+          await fh.write(b, 0, 4, offset);
+        }
+      }
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await commitTemp(this.tmp, this.finalPath);
+    return this.bytes;
+  }
+
+  async abort(): Promise<void> {
+    this.done = true;
+    const out = this.out;
+    if (out && !out.closed) {
+      out.destroy();
+      await once(out, 'close').catch(() => undefined);
+    }
+    await rm(this.tmp, { force: true });
+  }
+}

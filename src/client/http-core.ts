@@ -1,0 +1,294 @@
+import { Readable } from 'node:stream';
+import { performance } from 'node:perf_hooks';
+import { request, type Dispatcher, type FormData } from 'undici';
+import type { Logger } from 'pino';
+import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
+import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
+import type { CallOptions, RequestEvent, StreamedBody } from './types.js';
+import {
+  errorForCode, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
+  type CredentialName, type ErrorContext,
+} from './error-mapping.js';
+import { checkBaseUrl, type ServiceConfig } from './transport.js';
+
+// One place that sends a request: base URL and credential, a deadline per attempt, status and
+// `code` checks, retries (GET/PUT/DELETE; POST only when nothing reached the server) with backoff
+// and Retry-After, and bodies always consumed or cancelled.
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface RequestSpec {
+  /** Stable, id-free name for logs and metrics: `GET /faces/{face_id}`. */
+  operation: string;
+  /** What the call is about, for error messages: `face 0123...`. */
+  subject?: string;
+  base: 'face' | 'service';
+  method: Method;
+  /** Path below the base URL, already encoded. */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** terminal_secret / api_key are required; `other` follows service.other_auth. */
+  auth: 'terminal_secret' | 'api_key' | 'other';
+  headers?: Record<string, string>;
+  /** Built again for every attempt (a multipart body is a one-shot stream). */
+  body?: () => string | FormData | Promise<string | FormData>;
+  /** Statuses besides 2xx that are an answer, not an error (304). */
+  alsoOk?: number[];
+  opts?: CallOptions | undefined;
+}
+
+export interface BufferedResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  /** The parsed body when it is JSON, else undefined. */
+  json: unknown;
+}
+
+export interface HttpCoreDeps {
+  config: ServiceConfig;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  userAgent: string;
+  onRequest?: (event: RequestEvent) => void;
+  backoff?: BackoffPolicy;
+  /** A Retry-After longer than this is not waited for inside a call; the error carries it. */
+  maxRetryAfterMs?: number;
+}
+
+export interface HttpCore {
+  send(spec: RequestSpec): Promise<BufferedResponse>;
+  open(spec: RequestSpec): Promise<StreamedBody>;
+  errorContext(spec: RequestSpec): ErrorContext;
+}
+
+const IDEMPOTENT: ReadonlySet<Method> = new Set(['GET', 'PUT', 'DELETE']);
+const ERROR_BODY_LIMIT = 64 * 1024;
+
+export function createHttpCore(deps: HttpCoreDeps): HttpCore {
+  const { config, dispatcher, logger } = deps;
+  const policy = deps.backoff ?? { initialMs: 250, maxMs: 8_000 };
+  const maxRetryAfter = deps.maxRetryAfterMs ?? 60_000;
+  const secrets = [config.terminal_secret, config.api_key].filter((s): s is string => !!s);
+  const bases = new Map<string, URL>();
+
+  function baseUrl(which: RequestSpec['base']): URL {
+    const key = which === 'face' ? 'service.face_base_url' : 'service.base_url';
+    let url = bases.get(key);
+    if (!url) {
+      url = checkBaseUrl(key, which === 'face' ? config.face_base_url : config.base_url, config.allow_insecure_http);
+      bases.set(key, url);
+    }
+    return url;
+  }
+
+  function credential(auth: RequestSpec['auth']): { name: CredentialName; value?: string } {
+    const kind = auth === 'other' ? config.other_auth : auth;
+    if (kind === 'none') return { name: undefined };
+    const value = kind === 'terminal_secret' ? config.terminal_secret : config.api_key;
+    const name = kind === 'terminal_secret' ? 'service.terminal_secret' : 'service.api_key';
+    if (!value) {
+      const file = kind === 'terminal_secret' ? 'terminal_secret' : 'api_key';
+      throw new ConfigError([{
+        path: name,
+        message: `not set, and this call needs it: set service.${file}_file (or service.${file}, $CREDENTIALS_DIRECTORY/${file}, TERMINAL_AGENT_${file.toUpperCase()})`,
+      }]);
+    }
+    return { name, value };
+  }
+
+  function errorContext(spec: RequestSpec): ErrorContext {
+    const kind = spec.auth === 'other' ? config.other_auth : spec.auth;
+    const name: CredentialName = kind === 'terminal_secret' ? 'service.terminal_secret' : kind === 'api_key' ? 'service.api_key' : undefined;
+    return { operation: spec.operation, subject: spec.subject, credential: name, secrets };
+  }
+
+  function urlOf(spec: RequestSpec): URL {
+    const base = baseUrl(spec.base);
+    const url = new URL(`${base.href.replace(/\/+$/, '')}${spec.path}`);
+    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    return url;
+  }
+
+  /**
+   * Runs `attempt` with retries. Each attempt gets its own deadline (service.request_timeout or
+   * opts.timeoutMs); `stream` attempts stop the deadline once the headers are in.
+   */
+  async function withRetries<T>(spec: RequestSpec, stream: boolean): Promise<T> {
+    const ctx = errorContext(spec);
+    const cred = credential(spec.auth);
+    const url = urlOf(spec);
+    const caller = spec.opts?.signal;
+    const timeoutMs = spec.opts?.timeoutMs ?? config.request_timeout;
+    const maxRetries = spec.opts?.retries ?? config.retries;
+    const headers: Record<string, string> = { 'user-agent': deps.userAgent, accept: '*/*', ...(spec.headers ?? {}) };
+    if (cred.value) headers.authorization = `Bearer ${cred.value}`;
+
+    for (let attempt = 0; ; attempt++) {
+      if (caller?.aborted) throw new AbortedError(`${spec.operation}: cancelled`, { cause: caller.reason });
+      const started = performance.now();
+      try {
+        const result = await once(spec, ctx, url, headers, timeoutMs, stream);
+        report(spec, attempt, started, 'ok', result.status);
+        return result as T;
+      } catch (raw) {
+        if (!(raw instanceof ServiceError)) throw raw;
+        const err = raw;
+        const mayRepeat = IDEMPOTENT.has(spec.method) || (err instanceof NetworkError && err.notSent);
+        let delay = err.retryAfterMs ?? backoffDelay(policy, attempt);
+        const retry = err.retryable && mayRepeat && attempt < maxRetries && delay <= maxRetryAfter;
+        report(spec, attempt, started, retry ? 'retry' : 'error', err.status, err.code);
+        if (!retry) throw err;
+        delay = Math.max(0, delay);
+        logger.debug({ operation: spec.operation, attempt, delayMs: delay, code: err.code, status: err.status }, 'retrying');
+        if (!(await wait(delay, caller))) throw new AbortedError(`${spec.operation}: cancelled`, { cause: caller?.reason });
+      }
+    }
+  }
+
+  async function once(
+    spec: RequestSpec, ctx: ErrorContext, url: URL, headers: Record<string, string>, timeoutMs: number, stream: boolean,
+  ): Promise<BufferedResponse | StreamedBody> {
+    const ac = new AbortController();
+    const caller = spec.opts?.signal;
+    let timedOut = false;
+    const timer = setTimeout(() => { timedOut = true; ac.abort(); }, timeoutMs);
+    const onAbort = () => ac.abort();
+    caller?.addEventListener('abort', onAbort, { once: true });
+    const cleanup = () => { clearTimeout(timer); caller?.removeEventListener('abort', onAbort); };
+    let handedOver = false;
+    let body: string | FormData | undefined;
+    try {
+      body = spec.body ? await spec.body() : undefined;
+    } catch (err) {
+      cleanup();
+      throw new InvalidInputError(`${spec.operation}: cannot prepare the request body (${(err as NodeJS.ErrnoException).code ?? describeError(err)})`, { cause: err });
+    }
+    try {
+      const res = await request(url, {
+        dispatcher, method: spec.method, headers, body, signal: ac.signal,
+        headersTimeout: timeoutMs, bodyTimeout: timeoutMs,
+      });
+      const ok = (res.statusCode >= 200 && res.statusCode < 300) || (spec.alsoOk ?? []).includes(res.statusCode);
+      if (!ok) {
+        const text = await readLimited(res.body, ERROR_BODY_LIMIT);
+        throw errorForStatus(ctx, res.statusCode, serverMessageOf(text, ctx.secrets), parseRetryAfter(res.headers['retry-after']));
+      }
+      if (stream) {
+        clearTimeout(timer);
+        handedOver = true;
+        return streamed(res, ctx, timeoutMs, caller, () => caller?.removeEventListener('abort', onAbort));
+      }
+      const text = await res.body.text();
+      const json = parseJson(text, String(res.headers['content-type'] ?? ''));
+      checkCode(ctx, res.statusCode, json);
+      return { status: res.statusCode, headers: res.headers, text, json };
+    } catch (err) {
+      if (caller?.aborted && !(err instanceof ServiceError)) {
+        throw new AbortedError(`${spec.operation}: cancelled`, { cause: caller.reason });
+      }
+      throw errorForException(ctx, err, timeoutMs, timedOut);
+    } finally {
+      if (!handedOver) cleanup();
+    }
+  }
+
+  function report(spec: RequestSpec, attempt: number, started: number, outcome: RequestEvent['outcome'], status?: number, errorCode?: string): void {
+    const event: RequestEvent = {
+      operation: spec.operation, method: spec.method, status, durationMs: performance.now() - started, attempt, outcome,
+      ...(errorCode ? { errorCode } : {}),
+    };
+    logger.debug(event, 'service request');
+    try {
+      deps.onRequest?.(event);
+    } catch (err) {
+      logger.warn({ err }, 'onRequest listener failed');
+    }
+  }
+
+  return {
+    send: (spec) => withRetries<BufferedResponse>(spec, false),
+    open: (spec) => withRetries<StreamedBody>(spec, true),
+    errorContext,
+  };
+}
+
+function parseJson(text: string, contentType: string): unknown {
+  const t = text.trim();
+  if (!t || !(contentType.includes('json') || t.startsWith('{') || t.startsWith('['))) return undefined;
+  try {
+    return JSON.parse(t);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A 2xx with a non-zero `code`/`return_code` is a failure (spec-notes.md). */
+export function checkCode(ctx: ErrorContext, status: number, json: unknown): void {
+  if (!json || typeof json !== 'object' || Array.isArray(json)) return;
+  const o = json as Record<string, unknown>;
+  for (const key of ['code', 'return_code']) {
+    const v = o[key];
+    const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
+    if (typeof n === 'number' && n !== 0) throw errorForCode(ctx, status, n, serverMessageOf(JSON.stringify(o), ctx.secrets));
+  }
+}
+
+async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      const buf = chunk as Buffer;
+      chunks.push(buf);
+      size += buf.length;
+      if (size >= limit) break; // leaving the loop destroys the body: the socket is not reused
+    }
+  } catch {
+    // The status is what matters; a broken error body only loses the server's message.
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+function streamed(
+  res: Dispatcher.ResponseData, ctx: ErrorContext, timeoutMs: number, caller: AbortSignal | undefined, detach: () => void,
+): StreamedBody {
+  async function* relay(): AsyncGenerator<Buffer> {
+    try {
+      for await (const chunk of res.body) yield chunk as Buffer;
+    } catch (err) {
+      if (caller?.aborted) throw new AbortedError(`${ctx.operation}: cancelled`, { cause: caller.reason });
+      throw errorForException(ctx, err, timeoutMs, false);
+    }
+  }
+  // Errors from undici come out of the stream as ServiceErrors; destroying it frees the socket.
+  const body = Readable.from(relay(), { objectMode: false });
+  body.once('close', () => {
+    detach();
+    // Destroyed before the relay started reading: undici's body still holds the socket.
+    // undici emits AbortError on a destroyed unread body: with no listener it is an uncaught exception.
+    if (!res.body.destroyed) res.body.on('error', () => {}).destroy();
+  });
+  const onAbort = () => body.destroy(new AbortedError(`${ctx.operation}: cancelled`, { cause: caller?.reason }));
+  caller?.addEventListener('abort', onAbort, { once: true });
+  body.once('close', () => caller?.removeEventListener('abort', onAbort));
+  const header = (name: string) => {
+    const v = res.headers[name];
+    return Array.isArray(v) ? v[0] : v;
+  };
+  const length = Number(header('content-length'));
+  return {
+    status: res.statusCode,
+    contentType: header('content-type') ?? 'application/octet-stream',
+    contentLength: Number.isFinite(length) && header('content-length') !== undefined ? length : undefined,
+    headers: res.headers,
+    body,
+    cancel: async () => {
+      if (body.destroyed) return;
+      await new Promise<void>((resolve) => {
+        body.once('close', () => resolve());
+        body.destroy();
+      });
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import type { Logger } from 'pino';
+import type { BackoffPolicy } from '../util/backoff.js';
+import { createHttpCore } from './http-core.js';
+import { createDispatcher, type ProxyEnv, type ServiceConfig } from './transport.js';
+import { facesApi } from './faces-api.js';
+import { knowledgeNotifyApi } from './knowledge-notify-api.js';
+import { ttsApi } from './tts-api.js';
+import { speakerVoiceprintApi } from './speaker-voiceprint-api.js';
+import type { RequestEvent, ServiceClient } from './types.js';
+
+export type { ServiceConfig, ProxyEnv } from './transport.js';
+export { checkFaceId } from './faces-api.js';
+
+export interface ServiceClientDeps {
+  /** AgentConfig['service']. */
+  config: ServiceConfig;
+  logger: Logger;
+  /** `terminal-agent/<version>` (src/version.ts userAgent()). */
+  userAgent: string;
+  /** Called once per HTTP attempt (metrics, debug). */
+  onRequest?: (event: RequestEvent) => void;
+  /** HTTPS_PROXY/HTTP_PROXY/NO_PROXY (either case); the client never reads process.env. */
+  env?: ProxyEnv;
+  /** Retry delays; the default starts at 250 ms and caps at 8 s. */
+  backoff?: BackoffPolicy;
+  /** Longest Retry-After waited for inside one call (default 60 s); longer ones fail the call with retryAfterMs set. */
+  maxRetryAfterMs?: number;
+}
+
+/**
+ * The typed client of the cloud API. Throws ServiceError subclasses for anything the service or
+ * the network did, ConfigError for a missing credential or a refused base URL, InvalidInputError
+ * for input it will not send (a face id that is not 32 hex, a file whose bytes do not match its
+ * type), AbortedError when the caller's signal fires.
+ */
+export function createServiceClient(deps: ServiceClientDeps): ServiceClient {
+  const dispatcher = createDispatcher(deps.config, deps.env ?? {}, deps.config.request_timeout);
+  const core = createHttpCore({
+    config: deps.config,
+    dispatcher,
+    logger: deps.logger,
+    userAgent: deps.userAgent,
+    ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
+    ...(deps.backoff ? { backoff: deps.backoff } : {}),
+    ...(deps.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: deps.maxRetryAfterMs } : {}),
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    ...facesApi(core),
+    ...knowledgeNotifyApi(core),
+    ...ttsApi(core),
+    ...speakerVoiceprintApi(core),
+    close() {
+      closing ??= dispatcher.close().catch(() => dispatcher.destroy());
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,154 @@
+// Reads the YAML config, resolves secrets, validates everything through the schema and reports
+// EVERY problem at once as a ConfigError whose problems carry file, line, key path and the fix.
+// `env` is passed in (only src/main.ts reads process.env).
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { LineCounter, parseDocument, type Document } from 'yaml';
+import type { z } from 'zod';
+import { ConfigError, type ConfigProblem } from '../errors.js';
+import { unknownKeyMessage } from './did-you-mean.js';
+import { configSchema, type AgentConfig } from './schema.js';
+import { resolveSecret, secretEnvName, type ResolvedSecret, type SecretName, type SecretProblem } from './secrets.js';
+import { keyLine, valueLine } from './yaml-locate.js';
+
+export interface LoadConfigOptions {
+  /** The YAML file; a relative path is taken from `cwd` (default: the process's working dir). */
+  path: string;
+  env: Readonly<Record<string, string | undefined>>;
+  cwd?: string;
+}
+
+export interface LoadedConfig {
+  config: AgentConfig;
+  /** Where each secret came from (no values), for `config check` and `doctor`. */
+  secrets: Record<SecretName, Pick<ResolvedSecret, 'source' | 'origin'>>;
+}
+
+export async function loadConfig(opts: LoadConfigOptions): Promise<AgentConfig> {
+  return (await loadConfigDetailed(opts)).config;
+}
+
+/** The secret values of a resolved config, for the logger's scrubber. */
+export function configSecrets(cfg: AgentConfig): string[] {
+  return [cfg.service.terminal_secret, cfg.service.api_key].filter((s): s is string => typeof s === 'string' && s.length > 0);
+}
+
+export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<LoadedConfig> {
+  const file = opts.cwd === undefined ? resolve(opts.path) : resolve(opts.cwd, opts.path);
+  const text = await readConfigFile(file);
+
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    // Validating a half-parsed document only adds noise: report the syntax first.
+    throw new ConfigError(doc.errors.map((e) => ({
+      path: '',
+      file,
+      // An unclosed quote is detected at the end of the file: point at the last written line instead.
+      line: counter.linePos(Math.min(e.pos[0], Math.max(0, text.trimEnd().length - 1))).line,
+      message: `YAML syntax error: ${e.message.replace(/\s+at line \d+, column \d+:?[\s\S]*$/, '')} (check indentation, a missing ':' or an unclosed quote)`,
+    })));
+  }
+
+  const raw: unknown = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  const problems: ConfigProblem[] = [];
+  const at = (path: string) => ({ file, line: valueLine(doc, counter, path ? path.split('.') : []) });
+
+  // Secrets are resolved before validation so the schema checks the value that will be used.
+  const service = isRecord(raw) && isRecord(raw.service) ? raw.service : undefined;
+  const secretProblems: SecretProblem[] = [];
+  const baseDir = dirname(file);
+  const terminal = await resolveSecret('terminal_secret', service, opts.env, baseDir, secretProblems);
+  const apiKey = await resolveSecret('api_key', service, opts.env, baseDir, secretProblems);
+  for (const p of secretProblems) {
+    problems.push(p.file ? { path: p.path, message: p.message, file: p.file } : { path: p.path, message: p.message, ...at(p.path) });
+  }
+  if (service) {
+    for (const [name, r] of [['terminal_secret', terminal], ['api_key', apiKey]] as const) {
+      if (r.source === 'env' || r.source === 'credentials' || r.source === 'file') {
+        if (r.value !== undefined) service[name] = r.value;
+        else delete service[name]; // unusable, already reported
+      }
+    }
+  }
+
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, doc, counter, file));
+
+  if (terminal.value === undefined && !terminal.failed) {
+    problems.push({
+      path: 'service.terminal_secret',
+      message: `no terminal secret: set service.terminal_secret_file (a file holding it), or LoadCredential=terminal_secret:PATH in the systemd unit, or $${secretEnvName('terminal_secret')}`,
+      ...at('service.terminal_secret'),
+    });
+  }
+
+  if (!parsed.success || problems.length > 0) throw new ConfigError(sortProblems(problems));
+
+  const config: AgentConfig = { ...parsed.data, file };
+  resolvePaths(config, baseDir);
+  return {
+    config,
+    secrets: {
+      terminal_secret: { source: terminal.source, origin: terminal.origin },
+      api_key: { source: apiKey.source, origin: apiKey.origin },
+    },
+  };
+}
+
+async function readConfigFile(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const message =
+      code === 'ENOENT'
+        ? 'config file not found: pass --config PATH or set TERMINAL_AGENT_CONFIG (default /etc/terminal-agent/config.yaml); config/config.example.yaml is a documented starting point'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'config file is not readable by this user: fix its owner/mode (e.g. chmod 0640, group terminal-agent)'
+          : code === 'EISDIR'
+            ? 'config path is a directory: point --config at the YAML file'
+            : `config file cannot be read (${code ?? 'error'}): check the path and permissions`;
+    throw new ConfigError([{ path: '', file, message }], { cause: err });
+  }
+}
+
+/** Relative paths in the file are relative to the file's folder, not to wherever the CLI ran. */
+function resolvePaths(config: AgentConfig, baseDir: string): void {
+  config.state_dir = resolve(baseDir, config.state_dir);
+  config.enroll.dir = resolve(baseDir, config.enroll.dir);
+  config.control.socket = resolve(baseDir, config.control.socket);
+  if (config.service.ca_file) config.service.ca_file = resolve(baseDir, config.service.ca_file);
+}
+
+function issuesToProblems(issues: readonly z.core.$ZodIssue[], doc: Document, counter: LineCounter, file: string): ConfigProblem[] {
+  const out: ConfigProblem[] = [];
+  for (const iss of issues) {
+    const segs = iss.path.map((s) => (typeof s === 'symbol' ? String(s.description) : s));
+    const dotted = segs.join('.');
+    if (iss.code === 'unrecognized_keys') {
+      for (const key of iss.keys) {
+        out.push({
+          path: dotted ? `${dotted}.${key}` : key,
+          file,
+          line: keyLine(doc, counter, segs, key),
+          message: unknownKeyMessage(dotted, key),
+        });
+      }
+      continue;
+    }
+    out.push({ path: dotted, file, line: valueLine(doc, counter, segs), message: iss.message });
+  }
+  return out;
+}
+
+function sortProblems(problems: ConfigProblem[]): ConfigProblem[] {
+  return problems
+    .map((p, i) => ({ p, i }))
+    .sort((a, b) => (a.p.line ?? 0) - (b.p.line ?? 0) || a.i - b.i)
+    .map(({ p }) => p);
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

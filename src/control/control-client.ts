@@ -1,0 +1,127 @@
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import {
+  AbortedError, AgentError, AudioDeviceError, AudioQualityError, AuthError, BadRequestError,
+  BadResponseError, BusyError, DaemonError, InvalidInputError, NetworkError, NotFoundError,
+  RecorderError, ServerError, ServiceError, TimeoutError, UsageError,
+} from '../errors.js';
+import type { AgentStatus, SayBody, VoiceprintEnrollBody } from './types.js';
+
+// What the CLI (and any Node program on the terminal) uses to talk to the running daemon.
+
+export interface ControlClient {
+  readonly socketPath: string;
+  status(): Promise<AgentStatus>;
+  faces(): Promise<unknown[]>;
+  syncFaces(): Promise<unknown>;
+  say(body: SayBody): Promise<unknown>;
+  enrollVoiceprint(body: VoiceprintEnrollBody): Promise<unknown>;
+  metrics(): Promise<string>;
+}
+
+export interface ControlCallOptions {
+  /** Overall deadline per call, ms (default 10 min: /say and /voiceprint/enroll wait for the audio). */
+  timeoutMs?: number;
+}
+
+/** Connects to the daemon's control socket; throws DaemonError when no daemon answers there. */
+export async function connectControl(socketPath: string, options: ControlCallOptions = {}): Promise<ControlClient> {
+  if (!(await daemonAnswers(socketPath))) throw notRunning(socketPath);
+  return controlClient(socketPath, options);
+}
+
+/** The client when a daemon answers on `socketPath`, else undefined (for "use the daemon if it runs"). */
+export async function tryConnectControl(socketPath: string, options: ControlCallOptions = {}): Promise<ControlClient | undefined> {
+  return (await daemonAnswers(socketPath)) ? controlClient(socketPath, options) : undefined;
+}
+
+export function daemonAnswers(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(socketPath);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+function controlClient(socketPath: string, options: ControlCallOptions): ControlClient {
+  const timeoutMs = options.timeoutMs ?? 10 * 60_000;
+  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> =>
+    new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const req = request({
+        socketPath, path, method,
+        headers: payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {},
+        signal: AbortSignal.timeout(timeoutMs),
+      }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') reject(notRunning(socketPath, err));
+        else if (err.name === 'AbortError') reject(new DaemonError(`the daemon did not answer ${method} ${path} within ${Math.round(timeoutMs / 1000)}s on ${socketPath}; check 'journalctl -u terminal-agent'`, { cause: err }));
+        else reject(new DaemonError(`control socket ${socketPath}: ${err.message}`, { cause: err }));
+      });
+      req.end(payload);
+    });
+  const json = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const { status, text } = await call(method, path, body);
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      throw new DaemonError(`the daemon answered ${method} ${path} with status ${status} and a body that is not JSON`, { cause: err });
+    }
+    if (status >= 400) throw remoteError(value, status);
+    return value as T;
+  };
+  return {
+    socketPath,
+    status: () => json<AgentStatus>('GET', '/status'),
+    faces: () => json<unknown[]>('GET', '/faces'),
+    syncFaces: () => json<unknown>('POST', '/faces/sync'),
+    say: (body) => json<unknown>('POST', '/say', body),
+    enrollVoiceprint: (body) => json<unknown>('POST', '/voiceprint/enroll', body),
+    async metrics() {
+      const { status, text } = await call('GET', '/metrics');
+      if (status >= 400) throw remoteError(safeParse(text), status);
+      return text;
+    },
+  };
+}
+
+function notRunning(socketPath: string, cause?: unknown): DaemonError {
+  return new DaemonError(`no terminal-agent daemon is running (nothing answers on ${socketPath}); start it with 'systemctl start terminal-agent' or 'terminal-agent run', or check control.socket in the config`, { cause, details: { socket: socketPath } });
+}
+
+type ErrorCtor = new (message: string, options?: { details?: Record<string, unknown>; status?: number; operation?: string }) => AgentError;
+const BY_CODE: Record<string, ErrorCtor> = {
+  TA_ERR_USAGE: UsageError, TA_ERR_BAD_INPUT: InvalidInputError, TA_ERR_AUDIO_QUALITY: AudioQualityError,
+  TA_ERR_AUDIO_DEVICE: AudioDeviceError, TA_ERR_RECORDER: RecorderError, TA_ERR_DAEMON: DaemonError,
+  TA_ERR_BUSY: BusyError, TA_ERR_ABORTED: AbortedError, TA_ERR_SERVICE: ServiceError, TA_ERR_AUTH: AuthError,
+  TA_ERR_NOT_FOUND: NotFoundError, TA_ERR_BAD_REQUEST: BadRequestError, TA_ERR_SERVER: ServerError,
+  TA_ERR_NETWORK: NetworkError, TA_ERR_TIMEOUT: TimeoutError, TA_ERR_BAD_RESPONSE: BadResponseError,
+};
+
+/** Rebuilds the daemon's error as the same class, so the CLI exits with the same code. */
+function remoteError(value: unknown, httpStatus: number): AgentError {
+  const body = (value && typeof value === 'object' ? value : {}) as Record<string, unknown>;
+  const message = typeof body.error === 'string' ? body.error : `the daemon answered HTTP ${httpStatus}`;
+  const code = typeof body.code === 'string' ? body.code : '';
+  const { error: _e, code: _c, exit_code: _x, ...details } = body;
+  const Ctor = BY_CODE[code] ?? DaemonError;
+  const status = typeof body.status === 'number' ? body.status : undefined;
+  return new Ctor(message, { details, status, operation: typeof body.operation === 'string' ? body.operation : undefined });
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,194 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Logger } from '../log/logger.js';
+import { AgentError, AlreadyRunningError, UsageError } from '../errors.js';
+import { errorBody, httpStatusFor, MethodNotAllowed, RouteNotFound } from './http-errors.js';
+
+// HTTP over a unix socket: every program on the terminal can speak it (curl --unix-socket), access
+// is the file mode (0660, the agent's group), and no TCP port is opened on the device.
+
+export interface ControlHandlers {
+  status(): Promise<unknown> | unknown;
+  faces(): Promise<unknown> | unknown;
+  syncFaces(): Promise<unknown>;
+  /** `signal` aborts when the caller hangs up before the answer. */
+  say(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
+  enrollVoiceprint(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
+  metrics(): Promise<{ contentType: string; text: string }>;
+}
+
+export interface ControlServer {
+  readonly socketPath: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ControlServerOptions {
+  socketPath: string;
+  handlers: ControlHandlers;
+  logger: Logger;
+}
+
+const MAX_BODY = 64 * 1024;
+// Longest usable sun_path on Linux (108 bytes with the terminating NUL).
+const MAX_SOCKET_PATH = 107;
+
+export function createControlServer(options: ControlServerOptions): ControlServer {
+  const { socketPath, handlers, logger } = options;
+  let server: Server | undefined;
+  let stopping: Promise<void> | undefined;
+
+  async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = Date.now();
+    const url = new URL(req.url ?? '/', 'http://control');
+    const route = `${req.method} ${url.pathname}`;
+    try {
+      if (url.pathname === '/metrics') {
+        allow(req, 'GET');
+        const m = await handlers.metrics();
+        res.writeHead(200, { 'content-type': m.contentType });
+        res.end(m.text);
+        return;
+      }
+      const gone = new AbortController();
+      res.once('close', () => {
+        if (!res.writableFinished) gone.abort(new Error('caller hung up'));
+      });
+      const result = await route2(req, url.pathname, gone.signal);
+      sendJson(res, 200, result);
+    } catch (err) {
+      const status = httpStatusFor(err);
+      if (status >= 500 && !(err instanceof AgentError)) logger.error({ err, route }, 'control request failed');
+      else logger.debug({ route, code: (err as AgentError).code }, 'control request refused');
+      sendJson(res, status, errorBody(err));
+    } finally {
+      logger.debug({ route, status: res.statusCode, ms: Date.now() - started }, 'control request');
+    }
+  }
+
+  async function route2(req: IncomingMessage, path: string, signal: AbortSignal): Promise<unknown> {
+    switch (path) {
+      case '/status':
+        allow(req, 'GET');
+        return handlers.status();
+      case '/faces':
+        allow(req, 'GET');
+        return handlers.faces();
+      case '/faces/sync':
+        allow(req, 'POST');
+        return handlers.syncFaces();
+      case '/say':
+        allow(req, 'POST');
+        return handlers.say(await readJson(req), signal);
+      case '/voiceprint/enroll':
+        allow(req, 'POST');
+        return handlers.enrollVoiceprint(await readJson(req), signal);
+      default:
+        throw new RouteNotFound(`no such control endpoint ${path}; the daemon serves GET /status, GET /faces, POST /faces/sync, POST /say, POST /voiceprint/enroll, GET /metrics`);
+    }
+  }
+
+  return {
+    socketPath,
+    async start() {
+      if (server) return;
+      if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
+        throw new UsageError(`control.socket path ${socketPath} is longer than ${MAX_SOCKET_PATH} bytes, the limit for unix sockets; choose a shorter path`);
+      }
+      await mkdir(dirname(socketPath), { recursive: true });
+      await removeStaleSocket(socketPath, logger);
+      const srv = createServer((req, res) => void dispatch(req, res));
+      // /say and /voiceprint/enroll last as long as the utterance or recording.
+      srv.requestTimeout = 10 * 60_000;
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(socketPath, () => {
+          srv.off('error', reject);
+          resolve();
+        });
+      });
+      server = srv;
+      await chmod(socketPath, 0o660);
+      logger.info({ socket: socketPath }, 'control socket listening');
+    },
+    stop() {
+      if (!server) return Promise.resolve();
+      stopping ??= (async () => {
+        const srv = server!;
+        // Stop taking new connections; in-flight requests finish as their components drain.
+        const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
+        srv.closeIdleConnections();
+        const timer = setTimeout(() => srv.closeAllConnections(), 5000);
+        await closed;
+        clearTimeout(timer);
+        await unlink(socketPath).catch(() => {});
+      })();
+      return stopping;
+    },
+  };
+}
+
+function allow(req: IncomingMessage, method: string): void {
+  if (req.method !== method) throw new MethodNotAllowed(`${req.url} takes ${method}, not ${req.method}`);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const text = `${JSON.stringify(body ?? null)}\n`;
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new UsageError(`request body larger than ${MAX_BODY} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (!text) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`request body is not JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError('request body must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+/**
+ * A socket file left by a crash would make listen() fail with EADDRINUSE. Connect first: if someone
+ * answers, another daemon owns it and we must not steal it; if not, it is stale and is replaced.
+ */
+async function removeStaleSocket(path: string, logger: Logger): Promise<void> {
+  let st;
+  try {
+    st = await lstat(path);
+  } catch {
+    return;
+  }
+  if (!st.isSocket()) {
+    throw new UsageError(`control.socket ${path} exists and is not a socket; remove it or choose another path`);
+  }
+  const live = await new Promise<boolean>((resolve) => {
+    const s = connect(path);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+  if (live) {
+    throw new AlreadyRunningError(`another terminal-agent is already answering on the control socket ${path}; stop it first (systemctl stop terminal-agent), or set a different control.socket`, { details: { socket: path } });
+  }
+  logger.warn({ socket: path }, 'replacing a stale control socket left by a previous run');
+  await unlink(path);
+}

@@ -1,0 +1,147 @@
+import { Registry } from 'prom-client';
+import type { Logger } from '../log/logger.js';
+import type { Db } from '../db/database.js';
+import type { AgentConfig } from '../config/schema.js';
+import type { ServiceClient } from '../client/types.js';
+import type { SayBody, VoiceprintEnrollBody } from '../control/types.js';
+import { AgentError, AbortedError } from '../errors.js';
+import { stuckWhileBusy, type ProgressCheck } from './watchdog.js';
+import { buildComponents, type Components } from './components.js';
+import type { SayRequest } from '../audio/speech.js';
+
+// One generation of the agent's components, built from one config. The daemon builds one at start
+// and a new one on a reload that changes more than the log level; nothing here is module-level.
+
+export interface AgentDeps {
+  config: AgentConfig;
+  /** The root logger; each component gets `logger.child({ component })`. */
+  logger: Logger;
+  db: Db;
+  client: ServiceClient;
+  /** This generation's Registry: components register their terminal_agent_* metrics on it. */
+  metrics: Registry;
+  /** Environment of the audio child processes (ALSA_CONFIG_PATH, PATH); inherited when absent. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface Agent {
+  readonly metrics: Registry;
+  readonly components: Components;
+  /** Starts faces, speech, voice, then enrollment (which may call into faces and speech). */
+  start(): Promise<void>;
+  /** Stops in reverse order; each stop lets in-flight work finish. Safe to call twice. */
+  stop(): Promise<void>;
+  /** Resumes a face sync stopped by a refused credential (SIGHUP with an unchanged config). */
+  resume(): void;
+  status(): Record<string, unknown>;
+  progressChecks(): ProgressCheck[];
+  listFaces(): unknown[];
+  syncFaces(): Promise<unknown>;
+  say(body: SayBody, signal?: AbortSignal): Promise<unknown>;
+  enrollVoiceprint(body: VoiceprintEnrollBody, signal?: AbortSignal): Promise<unknown>;
+}
+
+// A sync or an upload may take long on a slow link; one that has not finished in this long is
+// wedged, and only a restart clears it. Far above any request timeout times its retries.
+const WEDGED_MS = 30 * 60_000;
+
+export function createAgent(deps: AgentDeps): Agent {
+  const { logger } = deps;
+  const log = logger.child({ component: 'daemon' });
+  const c = buildComponents(deps);
+  const order = [
+    ['faces', c.faces],
+    ['speech', c.speech],
+    ['voice', c.voice],
+    ['enroll', c.enroll],
+  ] as const;
+  // Audio hardware is optional on a terminal: a missing sound card must not stop face sync and uploads.
+  const optional = new Set(['speech', 'voice']);
+  const degraded: Record<string, string> = {};
+  let started = false;
+  let stopping: Promise<void> | undefined;
+
+  const missing = (name: string): never => {
+    throw new AgentError(`the ${name} component is not part of this build of terminal-agent`, { details: { component: name } });
+  };
+
+  return {
+    metrics: deps.metrics,
+    components: c,
+    async start() {
+      if (started) return;
+      started = true;
+      for (const [name, comp] of order) {
+        if (!comp?.start) continue;
+        try {
+          await comp.start();
+        } catch (err) {
+          if (!optional.has(name)) throw err;
+          degraded[name] = (err as Error).message;
+          log.error({ err, component_failed: name }, `${name} could not start; the agent runs without it (see terminal-agent doctor)`);
+        }
+      }
+    },
+    stop() {
+      stopping ??= (async () => {
+        for (const [name, comp] of [...order].reverse()) {
+          if (!comp?.stop) continue;
+          try {
+            await comp.stop();
+          } catch (err) {
+            log.error({ err, component_failed: name }, `${name} failed while stopping`);
+          }
+        }
+      })();
+      return stopping;
+    },
+    resume() {
+      c.faces?.reload?.();
+    },
+    status() {
+      const out: Record<string, unknown> = {};
+      for (const [name, comp] of order) {
+        out[name] = comp ? safe(() => comp.status()) : 'missing';
+        if (degraded[name]) out[name] = { degraded: degraded[name], ...(out[name] as object) };
+      }
+      return out;
+    },
+    progressChecks() {
+      const checks: ProgressCheck[] = [];
+      if (c.faces) {
+        const faces = c.faces;
+        checks.push(stuckWhileBusy('face sync', WEDGED_MS, () => faces.status().state === 'syncing'));
+      }
+      if (c.enroll) {
+        const enroll = c.enroll;
+        // Uploads in flight with none finishing: the in-flight count never drops to zero.
+        const kinds = () => Object.values(enroll.status().kinds);
+        checks.push(stuckWhileBusy('uploads', WEDGED_MS, () => kinds().some((k) => k.in_flight > 0), () => kinds().reduce((a, k) => a + k.done + k.failed, 0)));
+      }
+      return checks;
+    },
+    listFaces: () => (c.faces ? c.faces.listCached() : missing('faces')),
+    syncFaces: () => (c.faces ? c.faces.syncNow('manual') : missing('faces')),
+    async say(body, signal) {
+      if (stopping) throw new AbortedError('the agent is stopping and takes no new work');
+      if (!c.speech) return missing('speech');
+      const { text, voice, volume_ratio, speed_ratio, pitch_ratio, interrupt } = body;
+      return c.speech.say({ text, voice, volume_ratio, speed_ratio, pitch_ratio, interrupt: interrupt === true, ...(signal ? { signal } : {}) } as SayRequest);
+    },
+    async enrollVoiceprint(body, signal) {
+      if (stopping) throw new AbortedError('the agent is stopping and takes no new work');
+      if (!c.voice) return missing('voice');
+      return c.voice.enroll({ name: body.name, ...(body.seconds !== undefined ? { seconds: body.seconds } : {}), ...(signal ? { signal } : {}) });
+    },
+  };
+}
+
+function safe(fn: () => unknown): unknown {
+  try {
+    return fn();
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+export { Registry };

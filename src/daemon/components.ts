@@ -1,0 +1,63 @@
+import type { AgentDeps } from './agent.js';
+import { createFaceSync } from '../faces/face-sync.js';
+import { createSpeech } from '../audio/speech.js';
+import { createVoiceEnroll } from '../voiceprint/voice-enroll.js';
+import { createEnrollment } from '../enroll/index.js';
+import type { SayRequest } from '../audio/speech.js';
+
+// The seam between the daemon and the capabilities: each is built from its factory with its config
+// slice, `logger.child({ component })`, the shared db, the service client and this generation's
+// metrics Registry. The structural types below are all the daemon relies on.
+
+export interface Lifecycle {
+  start?(): Promise<void>;
+  stop?(): Promise<void>;
+  status(): unknown;
+}
+
+export interface FacesComponent extends Lifecycle {
+  status(): { state: string };
+  syncNow(reason?: 'manual'): Promise<unknown>;
+  listCached(): unknown[];
+  reload?(update?: unknown): void;
+  refreshFace?(faceId: string): Promise<unknown>;
+}
+
+export interface EnrollComponent extends Lifecycle {
+  status(): { kinds: Record<string, { in_flight: number; done: number; failed: number }> };
+}
+
+export interface SpeechComponent extends Lifecycle {
+  say(request: SayRequest): Promise<unknown>;
+  hold(): Promise<() => void>;
+}
+
+export interface VoiceComponent extends Lifecycle {
+  enroll(request: { name: string; seconds?: number; signal?: AbortSignal }): Promise<unknown>;
+}
+
+export interface Components {
+  faces: FacesComponent | undefined;
+  enroll: EnrollComponent | undefined;
+  speech: SpeechComponent | undefined;
+  voice: VoiceComponent | undefined;
+}
+
+export function buildComponents(deps: AgentDeps): Components {
+  const { config, logger, db, client, metrics, env } = deps;
+  const child = (component: string) => logger.child({ component });
+  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics });
+  const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...(env ? { playerOptions: { env } } : {}) });
+  const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, playback: speech, ...(env ? { env } : {}) });
+  const enroll = createEnrollment({
+    config, db, client, logger: child('enroll'), metrics,
+    // A face this agent created or updated is fetched into the cache at once, not at the next sync.
+    onFaceChanged: (faceId) => void faces.refreshFace(faceId).catch(() => {}),
+  });
+  return {
+    faces,
+    enroll,
+    speech,
+    voice,
+  };
+}

@@ -1,0 +1,83 @@
+import type { AgentStatus, SayBody, VoiceprintEnrollBody } from '../control/types.js';
+import type { ControlHandlers } from '../control/control-server.js';
+import { AbortedError, UsageError } from '../errors.js';
+import { formatDuration } from '../util/units.js';
+import type { DaemonEnv, DaemonState } from './daemon.js';
+import { scrape } from './daemon-metrics.js';
+import { iso, pendingPerKind } from './state-queries.js';
+
+// What the daemon tells about itself: GET /status, the STATUS= line systemd shows, and the other
+// control endpoints, which forward to the component of the current generation.
+
+export function buildStatus(state: DaemonState, d: Pick<DaemonEnv, 'pid' | 'version'>): AgentStatus {
+  const q = state.queries;
+  const comps = state.agent.status();
+  return {
+    version: d.version,
+    pid: d.pid,
+    state: state.phase,
+    started_at: iso(state.startedAt)!,
+    uptime_s: Math.round((Date.now() - state.startedAt) / 1000),
+    config_file: state.config.file ?? null,
+    state_dir: state.config.state_dir,
+    faces: { cached: q.cachedFaces(), last_sync: q.lastSync(), last_ok_sync_at: iso(q.lastOkSyncAt()) },
+    outbox: q.outbox(),
+    recent_failures: q.recentFailures(10),
+    audio: {
+      output_device: state.config.audio.output_device,
+      input_device: state.config.audio.input_device,
+      speech: comps.speech ?? null,
+      voice: comps.voice ?? null,
+    },
+    components: comps,
+    reload: { count: state.reload.count, last_at: iso(state.reload.lastAt), last_error: state.reload.lastError },
+    watchdog: state.watchdog.status(),
+  };
+}
+
+/** One short line for `systemctl status`: last sync and outbox depth. */
+export function statusLine(state: DaemonState): string {
+  const q = state.queries;
+  const last = q.lastSync();
+  const lastOk = q.lastOkSyncAt();
+  const sync = !last
+    ? 'no face sync yet'
+    : last.ok
+      ? `last sync ${ago(lastOk)} ok (${q.cachedFaces() ?? 0} faces)`
+      : `last sync failed ${ago(Date.parse(last.finished_at ?? last.started_at))}: ${last.error_code ?? 'error'}${lastOk ? `, last ok ${ago(lastOk)}` : ''}`;
+  const pending = pendingPerKind(q.outbox());
+  const depth = Object.values(pending).reduce((a, n) => a + n, 0);
+  const parts = Object.entries(pending).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
+  return `${state.phase === 'running' ? '' : `${state.phase}; `}${sync}; outbox ${depth}${parts.length ? ` (${parts.join(', ')})` : ''}`;
+}
+
+function ago(ms: number | null): string {
+  if (ms === null || Number.isNaN(ms)) return 'never';
+  return `${formatDuration(Math.max(0, Date.now() - ms))} ago`;
+}
+
+export function controlHandlers(state: DaemonState, d: Pick<DaemonEnv, 'pid' | 'version'>): ControlHandlers {
+  const accepting = () => {
+    if (state.phase === 'stopping') throw new AbortedError('the daemon is stopping and takes no new work; retry once it has restarted');
+  };
+  return {
+    status: () => buildStatus(state, d),
+    faces: () => state.agent.listFaces(),
+    async syncFaces() {
+      accepting();
+      return state.agent.syncFaces();
+    },
+    async say(body, signal) {
+      accepting();
+      if (typeof body.text !== 'string' || body.text.trim() === '') throw new UsageError('POST /say needs a JSON body with a non-empty "text"');
+      return state.agent.say(body as SayBody, signal);
+    },
+    async enrollVoiceprint(body, signal) {
+      accepting();
+      if (typeof body.name !== 'string' || body.name.trim() === '') throw new UsageError('POST /voiceprint/enroll needs a JSON body with a non-empty "name"');
+      if (body.seconds !== undefined && (typeof body.seconds !== 'number' || !(body.seconds > 0))) throw new UsageError('"seconds" must be a positive number');
+      return state.agent.enrollVoiceprint(body as VoiceprintEnrollBody, signal);
+    },
+    metrics: () => scrape([state.metrics.registry, state.agent.metrics]),
+  };
+}

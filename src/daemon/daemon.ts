@@ -1,0 +1,177 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Registry } from 'prom-client';
+import type { Logger } from '../log/logger.js';
+import { openDatabase, type Db } from '../db/database.js';
+import type { AgentConfig } from '../config/schema.js';
+import type { ServiceClient, RequestEvent } from '../client/types.js';
+import { AbortedError } from '../errors.js';
+import { userAgent } from '../version.js';
+import { createControlServer, type ControlServer } from '../control/control-server.js';
+import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
+import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
+import { createWatchdog, type Watchdog } from './watchdog.js';
+import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
+import { createStateQueries, type StateQueries } from './state-queries.js';
+import { createAgent, type Agent } from './agent.js';
+import { createReloader } from './reload.js';
+import { buildStatus, statusLine, controlHandlers } from './daemon-status.js';
+
+// The daemon's lifecycle: lock the state, open the database, build and start the components, open
+// the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
+// time so that systemd never has to SIGKILL us (TimeoutStopSec=30s in the unit, 20s here).
+
+export const STOP_BOUND_MS = 20_000;
+
+export interface DaemonEnv {
+  configPath: string;
+  env: NodeJS.ProcessEnv;
+  pid: number;
+  version: string;
+  logger: Logger;
+  loadConfig(path: string): Promise<AgentConfig>;
+  createClient(config: AgentConfig['service'], logger: Logger, onRequest: (e: RequestEvent) => void): ServiceClient;
+  /** Shared with the logger's scrubber: the secrets of the config in use. */
+  setConfig(cfg: AgentConfig): void;
+  onReload(listener: () => void): () => void;
+}
+
+export interface RunningDaemon {
+  readonly config: AgentConfig;
+  readonly socketPath: string;
+  /** Drains and closes everything; true when it finished within STOP_BOUND_MS. Safe to call twice. */
+  stop(): Promise<boolean>;
+}
+
+/** Mutable state of one daemon instance (never module-level). */
+export interface DaemonState {
+  config: AgentConfig;
+  phase: 'starting' | 'running' | 'reloading' | 'stopping';
+  startedAt: number;
+  db: Db;
+  queries: StateQueries;
+  client: ServiceClient;
+  agent: Agent;
+  metrics: DaemonMetrics;
+  notifier: Notifier;
+  watchdog: Watchdog;
+  reload: { count: number; lastAt: number | null; lastError: string | null };
+}
+
+export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<RunningDaemon> {
+  const logger = d.logger.child({ component: 'daemon' });
+  const cfg = initial;
+  d.setConfig(cfg);
+  const lock: InstanceLock = acquireInstanceLock(cfg.state_dir, d.pid);
+  const undo: Array<() => Promise<void> | void> = [() => lock.release()];
+  try {
+    await mkdir(cfg.state_dir, { recursive: true });
+    const db = openDatabase({ path: join(cfg.state_dir, 'agent.db') });
+    undo.unshift(() => {
+      db.close();
+    });
+    const queries = createStateQueries(db);
+    const metrics = createDaemonMetrics({ version: d.version, queries: () => queries });
+    const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
+    undo.unshift(() => notifier.close());
+    const client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), metrics.onRequest);
+    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), env: d.env });
+    const state: DaemonState = {
+      config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, notifier,
+      watchdog: undefined as unknown as Watchdog,
+      reload: { count: 0, lastAt: null, lastError: null },
+    };
+    state.watchdog = createWatchdog({
+      notifier,
+      watchdogMs: watchdogIntervalMs(d.env, d.pid),
+      checks: () => state.agent.progressChecks(),
+      statusLine: () => statusLine(state),
+      logger,
+    });
+    undo.unshift(() => state.client.close());
+    await notifier.notify({ STATUS: 'starting components' });
+    await agent.start();
+    undo.unshift(() => state.agent.stop());
+
+    const control: ControlServer = createControlServer({
+      socketPath: cfg.control.socket,
+      handlers: controlHandlers(state, d),
+      logger: d.logger.child({ component: 'control' }),
+    });
+    await control.start();
+    undo.unshift(() => control.stop());
+
+    state.phase = 'running';
+    state.watchdog.start();
+    const reloader = createReloader(state, d, logger);
+    const unsubscribe = d.onReload(() => void reloader.reload());
+    await notifier.notify({ READY: 1, MAINPID: d.pid, STATUS: statusLine(state) });
+    await state.watchdog.tick();
+    logger.info({ pid: d.pid, version: d.version, state_dir: cfg.state_dir, socket: cfg.control.socket, config: cfg.file ?? null, watchdog_ms: watchdogIntervalMs(d.env, d.pid) ?? null }, 'terminal-agent is ready');
+
+    let stopping: Promise<boolean> | undefined;
+    return {
+      get config() {
+        return state.config;
+      },
+      socketPath: cfg.control.socket,
+      stop() {
+        stopping ??= (async () => {
+          state.phase = 'stopping';
+          unsubscribe();
+          logger.info('stopping: no new work is taken; in-flight uploads and the current utterance finish or stay in the outbox');
+          await notifier.notify({ STOPPING: 1, STATUS: 'draining' });
+          await reloader.idle();
+          const drained = await withinBound(Promise.allSettled([control.stop(), state.agent.stop()]).then((results) => {
+            for (const r of results) if (r.status === 'rejected') logger.error({ err: r.reason }, 'a component failed while stopping');
+          }), STOP_BOUND_MS);
+          if (!drained) logger.error({ bound_ms: STOP_BOUND_MS }, 'components did not stop in time; closing the database anyway (unfinished uploads are retried from the outbox at the next start)');
+          await state.watchdog.stop();
+          await state.client.close().catch(() => {});
+          db.close();
+          notifier.close();
+          lock.release();
+          logger.info({ clean: drained }, 'stopped');
+          return drained;
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    for (const step of undo) {
+      try {
+        await step();
+      } catch (e) {
+        logger.warn({ err: (e as Error).message }, 'clean-up after a failed start failed');
+      }
+    }
+    throw err;
+  }
+}
+
+/** `terminal-agent run`: starts, waits for the first SIGTERM/SIGINT, drains, returns the exit code. */
+export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortSignal): Promise<number> {
+  if (shutdown.aborted) throw new AbortedError('stopped before start-up finished');
+  const daemon = await startDaemon(d, cfg);
+  await new Promise<void>((resolve) => {
+    if (shutdown.aborted) resolve();
+    else shutdown.addEventListener('abort', () => resolve(), { once: true });
+  });
+  d.logger.child({ component: 'daemon' }).info({ signal: String((shutdown.reason as Error)?.message ?? shutdown.reason) }, 'stop requested');
+  const clean = await daemon.stop();
+  return clean ? 0 : 1;
+}
+
+async function withinBound(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export { buildStatus };

@@ -1,0 +1,71 @@
+import Database from 'better-sqlite3';
+import { mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { AgentError, AlreadyRunningError } from '../errors.js';
+
+// One daemon per state_dir. The lock is an exclusive SQLite lock on state_dir/agent.lock: SQLite
+// takes a POSIX byte-range lock that the kernel drops when the process dies, so a crash leaves no
+// stale lock and a recycled pid cannot fool it (a pid file alone can do neither), and SQLite's own
+// per-inode bookkeeping makes it hold between two opens in one process too (tests, demo).
+// agent.pid next to it only serves the error message.
+
+export interface InstanceLock {
+  readonly path: string;
+  release(): void;
+}
+
+export function acquireInstanceLock(stateDir: string, pid: number): InstanceLock {
+  const path = join(stateDir, 'agent.lock');
+  const pidPath = join(stateDir, 'agent.pid');
+  let db: Database.Database;
+  try {
+    mkdirSync(stateDir, { recursive: true });
+    db = new Database(path);
+  } catch (err) {
+    throw new AgentError(`cannot create the instance lock ${path}: ${(err as Error).message}; check that state_dir exists and is writable by the agent's user`, { cause: err, details: { path } });
+  }
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE');
+  } catch (err) {
+    db.close();
+    const holder = readPid(pidPath);
+    throw new AlreadyRunningError(
+      `another terminal-agent${holder ? ` (pid ${holder})` : ''} is already running on state_dir ${stateDir}; stop it first (systemctl stop terminal-agent), or give this one another state_dir`,
+      { cause: err, details: { state_dir: stateDir, ...(holder ? { pid: holder } : {}) } },
+    );
+  }
+  try {
+    writeFileSync(pidPath, `${pid}\n`);
+  } catch {
+    // informational only
+  }
+  let released = false;
+  return {
+    path,
+    release() {
+      if (released) return;
+      released = true;
+      try {
+        rmSync(pidPath, { force: true });
+      } catch {
+        // informational only
+      }
+      try {
+        db.exec('ROLLBACK');
+      } finally {
+        db.close();
+      }
+    },
+  };
+}
+
+function readPid(pidPath: string): number | undefined {
+  try {
+    const n = Number(readFileSync(pidPath, 'utf8').trim());
+    return Number.isInteger(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}

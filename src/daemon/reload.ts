@@ -1,0 +1,104 @@
+import { Registry } from 'prom-client';
+import type { Logger } from '../log/logger.js';
+import { ConfigError, describeError } from '../errors.js';
+import type { DaemonEnv, DaemonState } from './daemon.js';
+import { diffConfig, onlyLogChanged } from './config-diff.js';
+import { createAgent } from './agent.js';
+import { statusLine } from './daemon-status.js';
+
+// SIGHUP: read the config again. An invalid file is reported and the running config kept (a typo
+// must not take a terminal down). A valid one is applied with the least disturbance:
+// - only log.level changed: set the level, nothing else moves;
+// - nothing changed: resume what an operator expects a HUP to resume (a face sync stopped by 401
+//   after the credential file was fixed in place is seen as a change, but a HUP after a password
+//   rotation on the server side is not);
+// - anything else: a new service client and a new generation of components, built exactly as at
+//   start-up; the old generation drains first (uploads finish or stay in the outbox).
+
+export interface Reloader {
+  reload(): Promise<void>;
+  /** Resolves when no reload is running. */
+  idle(): Promise<void>;
+}
+
+export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger): Reloader {
+  let running: Promise<void> | undefined;
+  let again = false;
+
+  async function once(): Promise<void> {
+    const started = Date.now();
+    await state.notifier.notify({ RELOADING: 1, MONOTONIC_USEC: String(process.hrtime.bigint() / 1000n), STATUS: 'reloading configuration' });
+    try {
+      let next;
+      try {
+        next = await d.loadConfig(d.configPath);
+      } catch (err) {
+        state.reload.lastError = describeError(err);
+        state.metrics.reloads.inc({ result: 'rejected' });
+        const problems = err instanceof ConfigError ? err.problems : undefined;
+        logger.error({ err: describeError(err), problems }, 'reload refused: the new configuration is invalid; the running configuration stays in use (fix the file, then send SIGHUP again)');
+        return;
+      }
+      if (state.phase === 'stopping') return;
+      const change = diffConfig(state.config, next);
+      if (change.needsRestart.length > 0) {
+        logger.warn({ keys: change.needsRestart }, 'these settings only take effect after a restart (systemctl restart terminal-agent); their running values are kept');
+      }
+      const cfg = change.effective;
+      if (cfg.log.level !== state.config.log.level) d.logger.level = cfg.log.level;
+      d.setConfig(cfg);
+      if (change.changed.length === 0) {
+        state.config = cfg;
+        state.agent.resume();
+        logger.info('configuration unchanged; resumed anything stopped by a refused credential');
+      } else if (onlyLogChanged(change)) {
+        state.config = cfg;
+        logger.info({ changed: change.changed }, 'configuration reloaded (log level only)');
+      } else {
+        state.phase = 'reloading';
+        const serviceChanged = change.changed.some((k) => k.startsWith('service.'));
+        await state.agent.stop();
+        const oldClient = state.client;
+        if (serviceChanged) {
+          state.client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), state.metrics.onRequest);
+        }
+        state.agent = createAgent({ config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), env: d.env });
+        state.config = cfg;
+        await state.agent.start();
+        if (serviceChanged) await oldClient.close().catch(() => {});
+        if (state.phase === 'reloading') state.phase = 'running';
+        logger.info({ changed: change.changed, ms: Date.now() - started }, 'configuration reloaded; components restarted with it');
+      }
+      state.reload.count += 1;
+      state.reload.lastAt = Date.now();
+      state.reload.lastError = null;
+      state.metrics.reloads.inc({ result: 'applied' });
+    } catch (err) {
+      state.reload.lastError = describeError(err);
+      logger.error({ err }, 'reload failed while restarting components');
+    } finally {
+      await state.notifier.notify({ READY: 1, STATUS: statusLine(state) });
+    }
+  }
+
+  return {
+    reload() {
+      if (running) {
+        // A HUP during a reload: read the file once more after this one, not twice in parallel.
+        again = true;
+        return running;
+      }
+      running = (async () => {
+        do {
+          again = false;
+          await once();
+        } while (again && state.phase !== 'stopping');
+        running = undefined;
+      })();
+      return running;
+    },
+    async idle() {
+      await running;
+    },
+  };
+}

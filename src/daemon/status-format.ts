@@ -1,0 +1,52 @@
+import type { AgentStatus } from '../control/types.js';
+import { formatDuration } from '../util/units.js';
+
+// `terminal-agent status` for a human: a few labelled lines, the most urgent facts first.
+
+export function formatStatus(s: AgentStatus): string {
+  const lines: string[] = [];
+  lines.push(`terminal-agent ${s.version}, pid ${s.pid}, ${s.state}, up ${formatDuration(s.uptime_s * 1000)} (since ${s.started_at})`);
+  lines.push(`config:      ${s.config_file ?? '-'}   state: ${s.state_dir}`);
+  const last = s.faces.last_sync;
+  const faces = !last
+    ? 'no sync yet'
+    : last.ok
+      ? `last sync ${last.finished_at ?? last.started_at} ok (+${last.added} ~${last.updated} -${last.removed}${last.failed ? `, ${last.failed} image(s) failed` : ''})`
+      : `last sync ${last.finished_at ?? last.started_at} FAILED: ${last.error ?? '?'}${last.error_code ? ` [${last.error_code}]` : ''}; last ok ${s.faces.last_ok_sync_at ?? 'never'}`;
+  lines.push(`faces:       ${s.faces.cached ?? 0} cached; ${faces}`);
+  const kinds = Object.entries(s.outbox);
+  if (kinds.length === 0) lines.push('outbox:      empty');
+  else {
+    lines.push('outbox:');
+    for (const [kind, states] of kinds.sort(([a], [b]) => a.localeCompare(b))) {
+      lines.push(`  ${kind.padEnd(12)} ${Object.entries(states).map(([st, n]) => `${st} ${n}`).join(', ')}`);
+    }
+  }
+  lines.push(`audio:       output ${s.audio.output_device} (${brief(s.audio.speech)}), input ${s.audio.input_device} (${brief(s.audio.voice)})`);
+  const missing = Object.entries(s.components).filter(([, v]) => v === 'missing').map(([k]) => k);
+  if (missing.length) lines.push(`components:  not in this build: ${missing.join(', ')}`);
+  if (s.watchdog.enabled) lines.push(`watchdog:    every ${formatDuration(s.watchdog.interval_ms ?? 0)}, last fed ${s.watchdog.last_fed_at ?? 'never'}`);
+  if (s.watchdog.failing.length) lines.push(`STUCK:       ${s.watchdog.failing.join('; ')}`);
+  if (s.reload.last_error) lines.push(`reload:      last reload refused: ${s.reload.last_error}`);
+  if (s.recent_failures.length === 0) lines.push('failures:    none recent');
+  else {
+    lines.push('recent failures:');
+    for (const f of s.recent_failures) {
+      lines.push(`  ${f.at}  ${f.source}${f.kind ? `/${f.kind}` : ''}${f.name ? ` ${f.name}` : ''}: ${f.error}${f.code ? ` [${f.code}]` : ''}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+/** A component status in a few words: its `state` when it has one. */
+function brief(v: unknown): string {
+  if (v === null || v === undefined) return 'not running';
+  if (v === 'missing') return 'not in this build';
+  if (typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    if (typeof o.degraded === 'string') return `unavailable: ${o.degraded}`;
+    for (const k of ['state', 'status']) if (typeof o[k] === 'string') return o[k] as string;
+    if (typeof o.playing === 'boolean') return o.playing ? 'playing' : 'idle';
+  }
+  return 'ok';
+}

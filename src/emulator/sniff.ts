@@ -1,0 +1,99 @@
+// Recognises uploads by their bytes, never by file name or declared Content-Type, as the real
+// service must: a PNG renamed face.jpg is a PNG, a text file named face.jpg is refused.
+
+export interface ImageKind {
+  mime: 'image/jpeg' | 'image/png' | 'image/bmp' | 'image/webp';
+  ext: 'jpg' | 'png' | 'bmp' | 'webp';
+}
+
+/** Bytes needed by the sniffers below. */
+export const SNIFF_BYTES = 64;
+
+export function sniffImage(head: Buffer): ImageKind | undefined {
+  if (head.length >= 3 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return { mime: 'image/jpeg', ext: 'jpg' };
+  if (head.length >= 8 && head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
+    return { mime: 'image/png', ext: 'png' };
+  }
+  // BMP: "BM", then a DIB header whose size is one of the known variants.
+  if (head.length >= 18 && head[0] === 0x42 && head[1] === 0x4d) {
+    const dib = head.readUInt32LE(14);
+    if ([12, 40, 52, 56, 64, 108, 124].includes(dib)) return { mime: 'image/bmp', ext: 'bmp' };
+  }
+  if (head.length >= 16 && ascii(head, 0, 4) === 'RIFF' && ascii(head, 8, 4) === 'WEBP' && ['VP8 ', 'VP8L', 'VP8X'].includes(ascii(head, 12, 4))) {
+    return { mime: 'image/webp', ext: 'webp' };
+  }
+  return undefined;
+}
+
+/** Other well-known containers, so that a JPEG or an MP3 is not taken for raw PCM. */
+export function sniffOtherContainer(head: Buffer): string | undefined {
+  if (sniffImage(head)) return 'an image';
+  if (head.length >= 4 && ascii(head, 0, 4) === 'RIFF') return 'a RIFF file';
+  if (head.length >= 3 && ascii(head, 0, 3) === 'ID3') return 'MP3';
+  if (head.length >= 2 && head[0] === 0xff && ((head[1] ?? 0) & 0xe0) === 0xe0 && ((head[1] ?? 0) & 0x06) !== 0) return 'MP3';
+  if (head.length >= 4 && ascii(head, 0, 4) === 'OggS') return 'Ogg';
+  if (head.length >= 4 && ascii(head, 0, 4) === 'fLaC') return 'FLAC';
+  if (head.length >= 8 && ascii(head, 4, 4) === 'ftyp') return 'MP4/M4A';
+  if (head.length >= 4 && ascii(head, 0, 4) === '%PDF') return 'PDF';
+  if (head.length >= 2 && ascii(head, 0, 2) === 'PK') return 'a ZIP archive';
+  return undefined;
+}
+
+export interface WavInfo {
+  format: number;
+  channels: number;
+  sampleRate: number;
+  bitsPerSample: number;
+  dataOffset: number;
+  dataBytes: number;
+  durationMs: number;
+}
+
+/** Reads `len` bytes at `offset` (fewer at the end of the file). */
+export type ByteReader = (offset: number, len: number) => Buffer;
+
+export function bufferReader(buf: Buffer): ByteReader {
+  return (offset, len) => buf.subarray(offset, offset + len);
+}
+
+/**
+ * Checks a WAV file by walking its chunk headers (never loading the audio): RIFF/WAVE, a PCM fmt
+ * chunk, a data chunk whose declared size is really there (streaming placeholders such as
+ * 0xFFFFFFFF are refused). Returns the problem as a string.
+ */
+export function parseWav(read: ByteReader, fileSize: number): WavInfo | string {
+  const head = read(0, 12);
+  if (head.length < 12 || ascii(head, 0, 4) !== 'RIFF' || ascii(head, 8, 4) !== 'WAVE') return 'not a WAV file (no RIFF/WAVE header)';
+  const riffSize = head.readUInt32LE(4);
+  if (riffSize + 8 > fileSize + 1) return `WAV header declares ${riffSize + 8} bytes but the file has ${fileSize}: write the header with the real sizes`;
+  let off = 12;
+  let fmt: Omit<WavInfo, 'dataOffset' | 'dataBytes' | 'durationMs'> | undefined;
+  for (let chunks = 0; off + 8 <= fileSize && chunks < 64; chunks++) {
+    const hdr = read(off, 8);
+    const id = ascii(hdr, 0, 4);
+    const size = hdr.readUInt32LE(4);
+    const body = off + 8;
+    if (id === 'fmt ') {
+      const f = read(body, Math.min(size, 40));
+      if (size < 16 || f.length < 16) return 'WAV fmt chunk is truncated';
+      let format = f.readUInt16LE(0);
+      // WAVE_FORMAT_EXTENSIBLE carries the real format in its sub-format GUID.
+      if (format === 0xfffe && f.length >= 26) format = f.readUInt16LE(24);
+      fmt = { format, channels: f.readUInt16LE(2), sampleRate: f.readUInt32LE(4), bitsPerSample: f.readUInt16LE(14) };
+    } else if (id === 'data') {
+      if (!fmt) return 'WAV data chunk comes before the fmt chunk';
+      if (body + size > fileSize) return `WAV data chunk declares ${size} bytes but only ${fileSize - body} follow: write the header with the real sizes`;
+      if (fmt.format !== 1) return `WAV format ${fmt.format} is not PCM`;
+      if (fmt.channels < 1 || fmt.sampleRate < 1 || ![8, 16, 24, 32].includes(fmt.bitsPerSample)) return 'WAV fmt chunk has impossible values';
+      if (size === 0) return 'WAV has no audio data';
+      const frame = fmt.channels * (fmt.bitsPerSample / 8);
+      return { ...fmt, dataOffset: body, dataBytes: size, durationMs: Math.round((size / frame / fmt.sampleRate) * 1000) };
+    }
+    off = body + size + (size % 2);
+  }
+  return fmt ? 'WAV has no data chunk' : 'WAV has no fmt chunk';
+}
+
+function ascii(buf: Buffer, start: number, len: number): string {
+  return buf.toString('latin1', start, start + len);
+}

@@ -1,0 +1,223 @@
+import type { Db } from '../db/database.js';
+import { inTransaction } from '../db/database.js';
+import type { Logger } from '../log/logger.js';
+import { backoffDelay, type BackoffPolicy } from '../util/backoff.js';
+import { classifyFailure, OUTCOME_UNKNOWN, type Applied } from './failure.js';
+import type { FaceUploader } from './face-uploader.js';
+import type { OutboxStore } from './outbox-store.js';
+import { parseMeta } from './outbox-store.js';
+import type { Kind, OutboxRow, StepOutcome } from './types.js';
+
+// The outbox loop: starts uploads (upload_concurrency at most, one at a time per kind+name so that
+// files for the same name keep their order), settles faces whose id or outcome is pending, follows
+// speaker training, and records each step in one transaction. After a retryable failure it pauses
+// every upload with backoff instead of letting a thousand queued files hammer a dead service.
+
+export interface KindHandler {
+  upload(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome>;
+  ifUnknown(applied: Applied, row: OutboxRow): 'retry' | 'reconcile' | 'fail';
+}
+
+export interface DispatcherDeps {
+  db: Db;
+  store: OutboxStore;
+  handlers: Record<Kind, KindHandler>;
+  faces: FaceUploader;
+  poll(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome>;
+  concurrency: number;
+  retry: BackoffPolicy;
+  /** How long a request may still be running at the service after we lost sight of it, ms. */
+  graceMs: number;
+  logger: Logger;
+  /** A row reached done/failed (committed); the caller finalizes its files. */
+  onFinal(row: OutboxRow): void;
+  onAttempt?(kind: Kind, outcome: 'ok' | 'retry' | 'error', seconds: number): void;
+}
+
+/** Auth failures wait at least this long: the operator has to fix a credential first. */
+const AUTH_PAUSE_MS = 30_000;
+const IDLE_POLL_MS = 1_000;
+
+export function createDispatcher(deps: DispatcherDeps) {
+  const { store, logger } = deps;
+  const uploading = new Set<number>();
+  let side = 0; // resolve / reconcile / poll tasks in flight
+  let pausedUntil = 0;
+  let pauseEpoch = 0;
+  let failuresInRow = 0;
+  let lastServiceError: string | null = null;
+  let wakeUp: (() => void) | undefined;
+  const tasks = new Set<Promise<void>>();
+
+  function wake(): void {
+    wakeUp?.();
+  }
+
+  function track(p: Promise<void>): void {
+    tasks.add(p);
+    void p.finally(() => {
+      tasks.delete(p);
+      wake();
+    });
+  }
+
+  /** Records a step; final rows are handed on for their result files. */
+  function apply(row: OutboxRow, o: StepOutcome): void {
+    inTransaction(deps.db, () => {
+      store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, error: o.error ?? null });
+      o.commit?.();
+    });
+    o.after?.();
+    if (o.state === 'done' || o.state === 'failed') {
+      const fresh = store.get(row.id);
+      if (fresh) deps.onFinal(fresh);
+    }
+  }
+
+  function pause(epoch: number, delayFloor: number): number {
+    if (epoch === pauseEpoch) {
+      pausedUntil = Date.now() + Math.max(backoffDelay(deps.retry, failuresInRow++), delayFloor);
+      pauseEpoch++;
+    }
+    return pausedUntil;
+  }
+
+  function fail(row: OutboxRow, err: unknown, epoch: number, handler: KindHandler): void {
+    const f = classifyFailure(err);
+    const fresh = store.get(row.id) ?? row;
+    const error = { message: f.message, code: f.code, status: f.status };
+    if (!f.retryable) {
+      if (row.kind === 'faces' && f.status === 404 && fresh.action === 'update') {
+        // The face to update was deleted meanwhile: decide again (create) from a fresh listing.
+        deps.faces.forget(parseMeta(fresh).targetId ?? '');
+        apply(fresh, { state: 'queued', error });
+        return;
+      }
+      apply(fresh, { state: 'failed', error });
+      return;
+    }
+    lastServiceError = f.message;
+    const until = pause(epoch, Math.max(f.retryAfterMs ?? 0, f.auth ? AUTH_PAUSE_MS : 0));
+    if (f.auth) logger.error({ err }, 'the service refused the credentials; uploads wait until it accepts them');
+    const wasSent = fresh.state === 'sending';
+    const decision = wasSent && f.applied !== 'no' ? handler.ifUnknown(f.applied, fresh) : 'retry';
+    if (decision === 'fail') {
+      apply(fresh, {
+        state: 'failed',
+        error: { message: `${f.message}; the service may or may not have registered it and offers no way to check: look with the service before dropping the file again`, code: OUTCOME_UNKNOWN, status: f.status },
+      });
+    } else if (decision === 'reconcile') {
+      const settleAt = f.applied === 'unknown' ? (fresh.started_at ?? Date.now()) + deps.graceMs : Date.now();
+      apply(fresh, { state: 'unknown', nextAttemptAt: Math.max(settleAt, until), error });
+    } else {
+      apply(fresh, { state: 'queued', nextAttemptAt: until, error });
+    }
+    logger.warn({ kind: row.kind, name: row.name, err: f.message, retryAt: new Date(until).toISOString() }, 'upload failed; will retry');
+  }
+
+  async function runUpload(row: OutboxRow, signal: AbortSignal): Promise<void> {
+    const handler = deps.handlers[row.kind];
+    const epoch = pauseEpoch;
+    const t0 = performance.now();
+    try {
+      const outcome = await handler.upload(row, signal);
+      if (signal.aborted) return;
+      failuresInRow = 0;
+      lastServiceError = null;
+      apply(row, outcome);
+      deps.onAttempt?.(row.kind, 'ok', (performance.now() - t0) / 1000);
+    } catch (err) {
+      // Stopping: leave the row as it is; the next start settles it like after a crash.
+      if (signal.aborted) return;
+      fail(row, err, epoch, handler);
+      deps.onAttempt?.(row.kind, classifyFailure(err).retryable ? 'retry' : 'error', (performance.now() - t0) / 1000);
+    }
+  }
+
+  /** A batch of face rows settled by one listing; a failed listing pauses like an upload. */
+  async function runFaceBatch(rows: OutboxRow[], step: 'resolve' | 'reconcile'): Promise<void> {
+    const epoch = pauseEpoch;
+    try {
+      const outcomes = await (step === 'resolve' ? deps.faces.resolve(rows) : deps.faces.reconcile(rows));
+      for (const row of rows) {
+        const o = outcomes.get(row.id);
+        if (o) apply(row, step === 'reconcile' && o.state === 'queued' ? { ...o, nextAttemptAt: 0 } : o);
+      }
+    } catch (err) {
+      const f = classifyFailure(err);
+      lastServiceError = f.message;
+      const until = pause(epoch, f.retryAfterMs ?? 0);
+      if (!f.retryable) logger.error({ err }, 'listing the group failed');
+      for (const row of rows) if (step === 'reconcile') apply(row, { state: 'unknown', nextAttemptAt: until, error: { message: f.message, code: f.code, status: f.status } });
+    }
+  }
+
+  function pass(signal: AbortSignal): void {
+    const now = Date.now();
+    if (side === 0) {
+      const resolving = store.byState('resolving');
+      const unknown = store.due('unknown', now, 500);
+      const batches: [OutboxRow[], 'resolve' | 'reconcile'][] = [];
+      if (resolving.length) batches.push([resolving, 'resolve']);
+      if (unknown.length && now >= pausedUntil) batches.push([unknown, 'reconcile']);
+      for (const [rows, step] of batches) {
+        side++;
+        track(runFaceBatch(rows, step).finally(() => side--));
+      }
+      for (const row of store.due('training', now, 16)) {
+        side++;
+        track(deps.poll(row, signal).then((o) => apply(row, o), (err: unknown) => {
+          if (!signal.aborted) logger.warn({ err, name: row.name }, 'speaker status poll failed');
+        }).finally(() => side--));
+      }
+    }
+    if (now < pausedUntil) return;
+    const free = deps.concurrency - uploading.size;
+    if (free <= 0) return;
+    let started = 0;
+    for (const row of store.due('queued', now, Math.max(64, deps.concurrency * 8))) {
+      if (started >= free) break;
+      if (uploading.has(row.id) || store.hasEarlierActive(row)) continue;
+      uploading.add(row.id);
+      started++;
+      track(runUpload(row, signal).finally(() => uploading.delete(row.id)));
+    }
+  }
+
+  return {
+    wake,
+    /**
+     * Runs until `signal` aborts, then waits for the steps in flight; `requests` aborts those
+     * (what is cut off mid-request is settled by the next start, as after a crash).
+     */
+    async run(signal: AbortSignal, requests: AbortSignal): Promise<void> {
+      while (!signal.aborted) {
+        try {
+          pass(requests);
+        } catch (err) {
+          logger.error({ err }, 'outbox pass failed');
+        }
+        const next = store.nextDue();
+        const now = Date.now();
+        let delay = IDLE_POLL_MS;
+        if (next !== null && next > now) delay = Math.min(delay, next - now);
+        if (pausedUntil > now) delay = Math.min(delay, pausedUntil - now);
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(done, Math.max(5, delay));
+          function done() {
+            clearTimeout(t);
+            signal.removeEventListener('abort', done);
+            wakeUp = undefined;
+            resolve();
+          }
+          wakeUp = done;
+          signal.addEventListener('abort', done, { once: true });
+        });
+      }
+      await Promise.allSettled([...tasks]);
+    },
+    inFlight: () => uploading.size,
+    pausedUntil: () => (pausedUntil > Date.now() ? pausedUntil : null),
+    lastServiceError: () => lastServiceError,
+  };
+}

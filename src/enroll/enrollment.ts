@@ -1,0 +1,171 @@
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { inTransaction } from '../db/database.js';
+import type { BackoffPolicy } from '../util/backoff.js';
+import { createSpeakerUploader, createVoiceprintUploader } from './audio-uploaders.js';
+import { createClaimer } from './claim.js';
+import { createDispatcher } from './dispatcher.js';
+import { createFaceUploader } from './face-uploader.js';
+import { OUTCOME_UNKNOWN } from './failure.js';
+import { createKnowledgeNotifier, createKnowledgeUploader, queueKnowledgeDeletions } from './knowledge-mirror.js';
+import { classify, createLayout, ensureFolders } from './layout.js';
+import { createOutboxStore } from './outbox-store.js';
+import { finalizeRow } from './results.js';
+import { createStabilityTracker } from './stability.js';
+import { outboxStatus, registerEnrollMetrics } from './status.js';
+import type { Enrollment, EnrollmentDeps, EnrollmentStatus } from './types.js';
+import { createWorkQueue } from './work-queue.js';
+import { createFolderWatcher } from './watcher.js';
+
+const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
+const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
+/** Copies (claims) and result moves run a few at a time: disk-bound, and cheap. */
+const CLAIM_CONCURRENCY = 4;
+const FINALIZE_CONCURRENCY = 4;
+
+export function createEnrollment(deps: EnrollmentDeps): Enrollment {
+  const { config, db, client, logger } = deps;
+  const settings = config.enroll;
+  const layout = createLayout(settings.dir, config.state_dir);
+  const store = createOutboxStore(db);
+  const retry = deps.retry ?? DEFAULT_RETRY;
+  const requestTimeout = config.service?.request_timeout ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  // A request we lost sight of may still be processed after our deadline (a slow server, a queue
+  // behind a proxy): the listing that settles it is made only this long after it was sent.
+  const graceMs = 2 * requestTimeout;
+  let running = false;
+  let loopAc = new AbortController();
+  let requestAc = new AbortController();
+  let loop: Promise<void> | undefined;
+
+  const faces = createFaceUploader({ client, store, settings, logger, onFaceChanged: deps.onFaceChanged });
+  const speakers = createSpeakerUploader({ client, store, db, config });
+  const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
+  const claim = createClaimer({ layout, store, db, config });
+
+  const finalizer = createWorkQueue<number>(FINALIZE_CONCURRENCY, async (id) => {
+    const row = store.get(id);
+    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) await finalizeRow(layout, store, row);
+  }, (err, id) => logger.warn({ err, id }, 'cannot write the result files of an enrollment file; retrying at the next rescan'));
+
+  const dispatcher = createDispatcher({
+    db, store, faces, concurrency: settings.upload_concurrency, retry, graceMs, logger,
+    handlers: { faces, speakers, voiceprints: createVoiceprintUploader({ client, store, db, config }), knowledge: createKnowledgeUploader({ client, store }) },
+    poll: (row, signal) => speakers.poll(row, signal),
+    onFinal(row) {
+      metrics.finished(row.kind, row.state === 'done' ? 'done' : 'failed');
+      if (row.state === 'failed') logger.warn({ kind: row.kind, name: row.name, file: row.source_path, code: row.last_error_code, err: row.last_error }, 'enrollment file failed');
+      else logger.info({ kind: row.kind, name: row.name, file: row.source_path }, 'enrollment file done');
+      if (row.kind === 'knowledge' && row.state === 'done') notifier.poke();
+      finalizer.push(row.id);
+    },
+    onAttempt: (kind, outcome, seconds) => metrics.attempt(kind, outcome, seconds),
+  });
+
+  const claimer = createWorkQueue<string>(CLAIM_CONCURRENCY, async (rel) => {
+    const c = classify(rel);
+    if (!c) return;
+    const r = await claim(c);
+    if (r.outcome === 'queued') dispatcher.wake();
+    else if (r.outcome === 'retry') tracker.touch(rel);
+    else if (r.outcome === 'failed' || r.outcome === 'duplicate') {
+      const row = store.get(r.rowId);
+      if (row) settledAtClaim(row, r.outcome);
+    }
+  }, (err, rel) => logger.warn({ err, file: rel }, 'cannot take an enrollment file; trying again at the next rescan'));
+
+  function settledAtClaim(row: NonNullable<ReturnType<typeof store.get>>, how: 'failed' | 'duplicate'): void {
+    metrics.finished(row.kind, how);
+    if (how === 'failed') logger.warn({ kind: row.kind, file: row.source_path, code: row.last_error_code, err: row.last_error }, 'enrollment file refused');
+    else logger.info({ kind: row.kind, file: row.source_path }, 'enrollment file already uploaded earlier: not sending it again');
+    finalizer.push(row.id);
+  }
+
+  const tracker = createStabilityTracker({ settleMs: settings.settle_time, abs: layout.abs, logger, onStable: (rel) => claimer.push(rel) });
+
+  let knowledgeScan: Promise<void> | undefined;
+  const watcher = createFolderWatcher({
+    layout, rescanMs: settings.rescan_interval, logger,
+    onCandidate(rel) {
+      const c = classify(rel);
+      if (!c || tracker.has(rel) || claimer.has(rel)) return;
+      if (c.kind !== 'knowledge' && store.isActiveSource(rel)) return;
+      tracker.touch(rel);
+    },
+    onKnowledgeScan() {
+      knowledgeScan ??= queueKnowledgeDeletions(layout, store, db, settings.settle_time, loopAc.signal)
+        .then((n) => { if (n > 0) dispatcher.wake(); }, (err: unknown) => logger.warn({ err }, 'knowledge deletion check failed'))
+        .finally(() => { knowledgeScan = undefined; });
+      for (const row of store.unfinalized(100)) finalizer.push(row.id);
+    },
+  });
+
+  function status(): EnrollmentStatus {
+    const pausedUntil = dispatcher.pausedUntil();
+    return {
+      dir: settings.dir,
+      running,
+      settling: tracker.size() + claimer.size(),
+      ...outboxStatus(store),
+      paused_until: pausedUntil ? new Date(pausedUntil).toISOString() : null,
+      last_service_error: dispatcher.lastServiceError(),
+    };
+  }
+  const metrics = registerEnrollMetrics(deps.metrics, status);
+
+  /** Settles what a crash (or kill -9) left half-done, before anything new starts. */
+  async function recover(): Promise<void> {
+    const keep = store.stagedPaths();
+    for (const f of await readdir(layout.staging)) {
+      const p = join(layout.staging, f);
+      if (!keep.has(p)) await rm(p, { force: true });
+    }
+    inTransaction(db, () => {
+      for (const row of store.byState('sending')) {
+        if (row.kind === 'faces' && row.action === 'create') {
+          store.setState(row.id, 'unknown', { nextAttemptAt: (row.started_at ?? 0) + graceMs });
+        } else if (row.kind === 'voiceprints' || row.kind === 'speakers') {
+          store.setState(row.id, 'failed', {
+            error: { message: `the agent stopped while ${row.source_path} was being sent; the service may or may not have registered it and offers no way to check: look with the service before dropping the file again`, code: OUTCOME_UNKNOWN },
+          });
+        } else {
+          store.setState(row.id, 'queued');
+        }
+      }
+    });
+    for (const row of store.unfinalized(1_000_000)) finalizer.push(row.id);
+  }
+
+  return {
+    async start() {
+      if (running) return;
+      await ensureFolders(layout);
+      await recover();
+      loopAc = new AbortController();
+      requestAc = new AbortController();
+      running = true;
+      notifier.start();
+      loop = dispatcher.run(loopAc.signal, requestAc.signal);
+      tracker.start();
+      await watcher.start();
+      logger.info({ dir: settings.dir }, 'enrollment folders watched');
+    },
+    async stop() {
+      if (!running) return;
+      running = false;
+      await watcher.stop();
+      tracker.stop();
+      loopAc.abort();
+      // Uploads in flight get the request timeout to finish; what is cut off is settled at the next start.
+      const cut = setTimeout(() => requestAc.abort(), requestTimeout);
+      await loop;
+      clearTimeout(cut);
+      requestAc.abort();
+      await claimer.idle();
+      await finalizer.idle();
+      await knowledgeScan;
+      await notifier.stop();
+    },
+    status,
+  };
+}

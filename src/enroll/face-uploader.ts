@@ -1,0 +1,162 @@
+import type { FaceRecord, ServiceClient } from '../client/types.js';
+import type { Logger } from '../log/logger.js';
+import type { Applied } from './failure.js';
+import type { OutboxStore } from './outbox-store.js';
+import { parseMeta } from './outbox-store.js';
+import type { EnrollSettings, OutboxRow, StepOutcome } from './types.js';
+
+// Faces: POST /faces returns no face_id (spec-notes.md), so the group listing is how the agent
+// learns the id of a face it created, and how it settles an upload whose answer was lost. One
+// listing serves every row waiting at that moment; each row only trusts a listing that started
+// after its request could have finished.
+
+/** A listing younger than this decides create/update/skip without asking again. */
+const VIEW_TTL_MS = 10_000;
+/** Listings that must miss a created face before giving up on learning its id. */
+const RESOLVE_TRIES = 3;
+
+interface GroupView {
+  faces: FaceRecord[];
+  startedAt: number;
+}
+
+export interface FaceUploaderDeps {
+  client: ServiceClient;
+  store: OutboxStore;
+  settings: Pick<EnrollSettings, 'on_existing_face'>;
+  logger: Logger;
+  onFaceChanged?: (faceId: string) => void;
+}
+
+export type FaceUploader = ReturnType<typeof createFaceUploader>;
+
+export function createFaceUploader(deps: FaceUploaderDeps) {
+  const { client, store, logger } = deps;
+  let view: GroupView | undefined;
+  let listing: Promise<GroupView> | undefined;
+
+  function refresh(): Promise<GroupView> {
+    if (!listing) {
+      const startedAt = Date.now();
+      listing = client.listFaces().then(
+        (faces) => {
+          listing = undefined;
+          view = { faces, startedAt };
+          return view;
+        },
+        (err: unknown) => {
+          listing = undefined;
+          throw err;
+        },
+      );
+    }
+    return listing;
+  }
+
+  /** A listing that started at or after `t`. */
+  async function viewSince(t: number): Promise<GroupView> {
+    for (;;) {
+      if (view && view.startedAt >= t) return view;
+      await refresh();
+    }
+  }
+
+  const changed = (faceId: string) => () => {
+    try {
+      deps.onFaceChanged?.(faceId);
+    } catch (err) {
+      logger.warn({ err, faceId }, 'onFaceChanged listener failed');
+    }
+  };
+
+  /** A face named like the row that was not there before its POST and is no other upload's. */
+  function findCreated(v: GroupView, row: OutboxRow): FaceRecord | undefined {
+    const pre = new Set(parseMeta(row).preIds ?? []);
+    const known = store.knownFaceIds(row.name);
+    const fresh = v.faces.filter((f) => f.name === row.name && !pre.has(f.face_id) && !known.has(f.face_id));
+    return fresh.sort((a, b) => b.id - a.id)[0];
+  }
+
+  function created(row: OutboxRow, face: FaceRecord, reconciled: boolean): StepOutcome {
+    return {
+      state: 'done',
+      result: { face_id: face.face_id, group_id: face.group_id, id: face.id, action: 'created', ...(reconciled ? { reconciled: true } : {}) },
+      after: changed(face.face_id),
+    };
+  }
+
+  return {
+    async upload(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome> {
+      const v = await viewSince(Date.now() - VIEW_TTL_MS);
+      const existing = v.faces.filter((f) => f.name === row.name).sort((a, b) => b.id - a.id);
+      const mode = deps.settings.on_existing_face;
+      const meta = parseMeta(row);
+      const image = { path: row.staged_path!, filename: row.source_path.split('/').at(-1)!, contentType: meta.contentType ?? 'image/jpeg' };
+      const first = existing[0];
+      if (first && mode === 'skip') {
+        return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'skipped', reason: `a face named ${row.name} already exists (enroll.on_existing_face: skip)` } };
+      }
+      if (first && mode === 'update') {
+        store.startAttempt(row.id, 'update', { ...meta, targetId: first.face_id });
+        await client.updateFace(first.face_id, { name: row.name, image }, { signal, retries: 0 });
+        return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id) };
+      }
+      // Recorded before the request leaves: after a crash, this is what tells a face we created
+      // from one that was already there.
+      const preIds = [...new Set([...existing.map((f) => f.face_id), ...store.knownFaceIds(row.name)])];
+      store.startAttempt(row.id, 'create', { ...meta, preIds });
+      await client.createFace({ name: row.name, image }, { signal, retries: 0 });
+      return { state: 'resolving' };
+    },
+
+    /** Creating twice is what must not happen; an update may simply be sent again. */
+    ifUnknown(_applied: Applied, row: OutboxRow): 'retry' | 'reconcile' | 'fail' {
+      return row.action === 'create' ? 'reconcile' : 'retry';
+    },
+
+    /** Rows whose POST succeeded: find their face_id in a listing made after it. */
+    async resolve(rows: OutboxRow[]): Promise<Map<number, StepOutcome>> {
+      const v = await viewSince(Math.max(...rows.map((r) => r.updated_at)));
+      const out = new Map<number, StepOutcome>();
+      for (const row of rows) {
+        const face = findCreated(v, row);
+        if (face) {
+          out.set(row.id, created(row, face, false));
+          continue;
+        }
+        const meta = parseMeta(row);
+        const tries = (meta.resolveTries ?? 0) + 1;
+        if (tries < RESOLVE_TRIES) {
+          out.set(row.id, { state: 'resolving', meta: { ...meta, resolveTries: tries } });
+        } else {
+          out.set(row.id, {
+            state: 'failed',
+            error: { message: `the service accepted face ${row.name} but ${tries} listings of the group did not show a new face of that name; check 'terminal-agent faces list' before dropping it again`, code: 'TA_ERR_FACE_NOT_LISTED' },
+          });
+        }
+      }
+      return out;
+    },
+
+    /** Rows whose request may or may not have created the face: a listing settles it. */
+    async reconcile(rows: OutboxRow[]): Promise<Map<number, StepOutcome>> {
+      const v = await viewSince(Math.max(...rows.map((r) => r.next_attempt_at)));
+      const out = new Map<number, StepOutcome>();
+      for (const row of rows) {
+        const face = findCreated(v, row);
+        if (face) {
+          logger.info({ name: row.name, faceId: face.face_id }, 'an interrupted upload had created the face: not sending it again');
+          out.set(row.id, created(row, face, true));
+        } else {
+          out.set(row.id, { state: 'queued' });
+        }
+      }
+      return out;
+    },
+
+    /** A PUT target that is gone: the next attempt decides again from a fresh listing. */
+    forget(faceId: string): void {
+      if (view) view = { ...view, faces: view.faces.filter((f) => f.face_id !== faceId), startedAt: 0 };
+    },
+  };
+}

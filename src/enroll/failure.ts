@@ -1,0 +1,42 @@
+import { AbortedError, AuthError, ConfigError, NetworkError, ServerError, ServiceError, TimeoutError, describeError, isAgentError } from '../errors.js';
+
+// How the outbox reads an error from an upload: retry later or fail for good, and whether the
+// service may have acted on the request anyway (then a blind retry could upload twice).
+
+/**
+ * no: the request surely had no effect (never sent, or the server answered 429);
+ * unlikely: the server answered 5xx (normally nothing was done, but a server can fail after
+ *   committing); unknown: the request was sent and no answer came (dropped, timed out).
+ */
+export type Applied = 'no' | 'unlikely' | 'unknown';
+
+export interface Failure {
+  retryable: boolean;
+  applied: Applied;
+  message: string;
+  code: string;
+  status: number | undefined;
+  retryAfterMs: number | undefined;
+  /** Credentials refused: nothing the file can fix, so it waits (longer) for the operator. */
+  auth: boolean;
+}
+
+export function classifyFailure(err: unknown): Failure {
+  const base = {
+    message: describeError(err),
+    code: isAgentError(err) ? err.code : 'TA_ERR_FAILURE',
+    status: err instanceof ServiceError ? err.status : undefined,
+    retryAfterMs: err instanceof ServiceError ? err.retryAfterMs : undefined,
+    auth: false,
+  };
+  // Credentials refused or missing: nothing the file can fix, so it waits for the operator.
+  if (err instanceof AuthError || err instanceof ConfigError) return { ...base, retryable: true, applied: 'no', auth: true };
+  if (err instanceof NetworkError) return { ...base, retryable: true, applied: err.notSent ? 'no' : 'unknown' };
+  if (err instanceof TimeoutError) return { ...base, retryable: true, applied: 'unknown' };
+  if (err instanceof ServerError) return { ...base, retryable: true, applied: err.status === 429 ? 'no' : 'unlikely' };
+  if (err instanceof AbortedError) return { ...base, retryable: true, applied: 'unknown' };
+  // 4xx other than 429, a 2xx with a non-zero code, a bad local file: retrying cannot help.
+  return { ...base, retryable: false, applied: 'no' };
+}
+
+export const OUTCOME_UNKNOWN = 'TA_ERR_OUTCOME_UNKNOWN';

@@ -1,0 +1,117 @@
+import { mkdir } from 'node:fs/promises';
+import { join, posix, sep } from 'node:path';
+import { KINDS, type Kind } from './types.js';
+
+// The folder contract of product.md ("Enrollment folders"): what an operator may drop where, and
+// where the results go. Paths inside the agent are kept relative to enroll.dir, POSIX style.
+
+export const IMAGE_EXTS = ['.jpg', '.jpeg', '.png', '.bmp', '.webp'] as const;
+const AUDIO_EXTS: Record<'voiceprints' | 'speakers', readonly string[]> = {
+  voiceprints: ['.wav', '.pcm'],
+  speakers: ['.wav'],
+};
+const KNOWLEDGE_EXTS = ['.txt', '.md'];
+const TEMP_SUFFIXES = ['.part', '.tmp', '.crdownload', '.swp', '~'];
+
+export interface Candidate {
+  kind: Kind;
+  /** NAME, LABEL or knowledge ID. */
+  name: string;
+  /** Lower-case extension with the dot. */
+  ext: string;
+  /** Relative to enroll.dir, POSIX separators. */
+  rel: string;
+  /** Relative to the kind's folder (e.g. `alice.jpg`, `alice/1.jpg`). */
+  inner: string;
+}
+
+export interface Layout {
+  root: string;
+  inbox(kind: Kind): string;
+  done(kind: Kind): string;
+  failed(kind: Kind): string;
+  staging: string;
+  abs(rel: string): string;
+}
+
+export function createLayout(dir: string, stateDir: string): Layout {
+  return {
+    root: dir,
+    inbox: (kind) => join(dir, kind),
+    done: (kind) => join(dir, 'done', kind),
+    failed: (kind) => join(dir, 'failed', kind),
+    staging: join(stateDir, 'enroll-staging'),
+    abs: (rel) => join(dir, ...rel.split('/')),
+  };
+}
+
+/** Creates every folder of the contract that is missing (operators find them ready to use). */
+export async function ensureFolders(layout: Layout): Promise<void> {
+  for (const kind of KINDS) {
+    await mkdir(layout.inbox(kind), { recursive: true });
+    await mkdir(layout.done(kind), { recursive: true });
+    await mkdir(layout.failed(kind), { recursive: true });
+  }
+  await mkdir(layout.staging, { recursive: true });
+}
+
+/** Dotfiles and the names copy tools give to unfinished files are left alone until renamed. */
+export function isIgnoredName(base: string): boolean {
+  if (base.startsWith('.')) return true;
+  const lower = base.toLowerCase();
+  return TEMP_SUFFIXES.some((s) => lower.endsWith(s));
+}
+
+export function toRel(root: string, absPath: string): string | undefined {
+  const prefix = root.endsWith(sep) ? root : root + sep;
+  if (!absPath.startsWith(prefix)) return undefined;
+  return absPath.slice(prefix.length).split(sep).join('/');
+}
+
+function extOf(base: string): string {
+  const dot = base.lastIndexOf('.');
+  return dot <= 0 ? '' : base.slice(dot).toLowerCase();
+}
+
+function stemOf(base: string): string {
+  const dot = base.lastIndexOf('.');
+  return dot <= 0 ? base : base.slice(0, dot);
+}
+
+/**
+ * What a path under enroll.dir is, or undefined when it is nothing to act on (result folders,
+ * temp names, unknown extensions, too deep, a speaker's companion .txt).
+ */
+export function classify(rel: string): Candidate | undefined {
+  const parts = rel.split('/');
+  if (parts.some((p) => p === '' || isIgnoredName(p))) return undefined;
+  const kind = parts[0] as Kind;
+  if (!(KINDS as readonly string[]).includes(kind)) return undefined;
+  const inner = parts.slice(1).join('/');
+  const base = parts.at(-1)!;
+  const ext = extOf(base);
+  if (kind === 'faces') {
+    if (!(IMAGE_EXTS as readonly string[]).includes(ext)) return undefined;
+    if (parts.length === 2) return { kind, name: stemOf(base), ext, rel, inner };
+    if (parts.length === 3) return { kind, name: parts[1]!, ext, rel, inner };
+    return undefined;
+  }
+  if (parts.length !== 2) return undefined;
+  const name = stemOf(base);
+  if (kind === 'knowledge') return KNOWLEDGE_EXTS.includes(ext) ? { kind, name, ext, rel, inner } : undefined;
+  return AUDIO_EXTS[kind].includes(ext) ? { kind, name, ext, rel, inner } : undefined;
+}
+
+/** The speaker's text file that goes with `speakers/LABEL.wav`. */
+export function speakerTextRel(c: Candidate): string {
+  return posix.join('speakers', `${c.name}.txt`);
+}
+
+/** Splits `a/b/name.ext` into the folder part and the stem, for naming result files. */
+export function splitInner(inner: string): { folder: string; stem: string; ext: string } {
+  const slash = inner.lastIndexOf('/');
+  const folder = slash < 0 ? '' : inner.slice(0, slash);
+  const base = slash < 0 ? inner : inner.slice(slash + 1);
+  const dot = base.lastIndexOf('.');
+  return dot <= 0 ? { folder, stem: base, ext: '' } : { folder, stem: base.slice(0, dot), ext: base.slice(dot) };
+}

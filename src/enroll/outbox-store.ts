@@ -1,0 +1,152 @@
+import type { Db } from '../db/database.js';
+import type { Kind, OutboxRow, RowMeta, RowState } from './types.js';
+
+// Every statement on the outbox tables, prepared once. Callers group them in inTransaction().
+
+export interface NewRow {
+  kind: Kind;
+  name: string;
+  source_path: string;
+  source_size: number;
+  source_mtime_ms: number;
+  staged_path: string | null;
+  content_sha256: string;
+  size: number;
+  action?: string | null;
+  meta?: RowMeta;
+  state: RowState;
+  last_error?: string | null;
+  last_error_code?: string | null;
+  last_status?: number | null;
+  result_json?: string | null;
+}
+
+export interface KnowledgeMirrorRow {
+  id: string;
+  file: string;
+  size: number;
+  mtime_ms: number;
+  content_sha256: string;
+  uploaded: number;
+}
+
+export interface CountRow {
+  kind: Kind;
+  state: RowState;
+  n: number;
+  oldest: number | null;
+}
+
+export type OutboxStore = ReturnType<typeof createOutboxStore>;
+
+export function createOutboxStore(db: Db) {
+  const s = {
+    insert: db.prepare(`INSERT INTO outbox (kind, name, source_path, source_size, source_mtime_ms, staged_path, content_sha256, size, action, meta_json, state,
+        last_error, last_error_code, last_status, result_json, created_at, updated_at)
+      VALUES (@kind, @name, @source_path, @source_size, @source_mtime_ms, @staged_path, @content_sha256, @size, @action, @meta_json, @state,
+        @last_error, @last_error_code, @last_status, @result_json, @now, @now)`),
+    get: db.prepare('SELECT * FROM outbox WHERE id = ?'),
+    pending: db.prepare('SELECT * FROM outbox WHERE finalized = 0 ORDER BY id'),
+    activeBySource: db.prepare('SELECT id FROM outbox WHERE source_path = ? AND finalized = 0 LIMIT 1'),
+    doneByContent: db.prepare(`SELECT * FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state = 'done' AND result_json IS NOT NULL
+      ORDER BY id DESC LIMIT 1`),
+    activeByContent: db.prepare(`SELECT id FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state NOT IN ('done', 'failed') LIMIT 1`),
+    earlierActive: db.prepare(`SELECT id FROM outbox WHERE kind = ? AND name = ? AND id < ? AND state NOT IN ('done', 'failed') LIMIT 1`),
+    activeName: db.prepare(`SELECT id FROM outbox WHERE kind = ? AND name = ? AND state NOT IN ('done', 'failed') LIMIT 1`),
+    due: db.prepare('SELECT * FROM outbox WHERE state = ? AND next_attempt_at <= ? AND finalized = 0 ORDER BY id LIMIT ?'),
+    byState: db.prepare('SELECT * FROM outbox WHERE state = ? AND finalized = 0 ORDER BY id'),
+    unfinalized: db.prepare(`SELECT * FROM outbox WHERE finalized = 0 AND state IN ('done', 'failed') ORDER BY id LIMIT ?`),
+    nextDue: db.prepare(`SELECT MIN(next_attempt_at) AS t FROM outbox WHERE finalized = 0 AND state IN ('queued', 'unknown', 'training')`),
+    doneFaceResults: db.prepare(`SELECT result_json FROM outbox WHERE kind = 'faces' AND name = ? AND state = 'done' AND result_json IS NOT NULL`),
+    startAttempt: db.prepare(`UPDATE outbox SET state = 'sending', attempts = attempts + 1, started_at = @now, action = @action, meta_json = @meta_json,
+      updated_at = @now WHERE id = @id`),
+    setState: db.prepare(`UPDATE outbox SET state = @state, next_attempt_at = @next_attempt_at, meta_json = COALESCE(@meta_json, meta_json),
+      result_json = COALESCE(@result_json, result_json), last_error = @last_error, last_error_code = @last_error_code, last_status = @last_status,
+      updated_at = @now WHERE id = @id`),
+    setFinalPath: db.prepare('UPDATE outbox SET final_path = ?, updated_at = ? WHERE id = ?'),
+    finalize: db.prepare('UPDATE outbox SET finalized = 1, staged_path = NULL, updated_at = ? WHERE id = ?'),
+    counts: db.prepare(`SELECT kind, state, COUNT(*) AS n, MIN(CASE WHEN state IN ('done', 'failed') THEN NULL ELSE created_at END) AS oldest
+      FROM outbox GROUP BY kind, state`),
+    recentFailures: db.prepare(`SELECT * FROM outbox WHERE state = 'failed' ORDER BY updated_at DESC, id DESC LIMIT ?`),
+    stagedPaths: db.prepare('SELECT staged_path FROM outbox WHERE staged_path IS NOT NULL'),
+    mirrorGet: db.prepare('SELECT * FROM knowledge_mirror WHERE id = ?'),
+    mirrorAll: db.prepare('SELECT * FROM knowledge_mirror ORDER BY id'),
+    mirrorPut: db.prepare(`INSERT INTO knowledge_mirror (id, file, size, mtime_ms, content_sha256, uploaded, updated_at)
+      VALUES (@id, @file, @size, @mtime_ms, @content_sha256, @uploaded, @now)
+      ON CONFLICT(id) DO UPDATE SET file = excluded.file, size = excluded.size, mtime_ms = excluded.mtime_ms,
+        content_sha256 = excluded.content_sha256, uploaded = MAX(uploaded, excluded.uploaded), updated_at = excluded.updated_at`),
+    mirrorUploaded: db.prepare('UPDATE knowledge_mirror SET uploaded = 1, updated_at = ? WHERE id = ?'),
+    mirrorDelete: db.prepare('DELETE FROM knowledge_mirror WHERE id = ?'),
+    stateGet: db.prepare('SELECT value FROM enroll_state WHERE key = ?'),
+    stateSet: db.prepare('INSERT INTO enroll_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+  };
+
+  return {
+    insert(r: NewRow): number {
+      const info = s.insert.run({
+        ...r,
+        action: r.action ?? null,
+        meta_json: JSON.stringify(r.meta ?? {}),
+        last_error: r.last_error ?? null,
+        last_error_code: r.last_error_code ?? null,
+        last_status: r.last_status ?? null,
+        result_json: r.result_json ?? null,
+        now: Date.now(),
+      });
+      return Number(info.lastInsertRowid);
+    },
+    get: (id: number) => s.get.get(id) as OutboxRow | undefined,
+    pending: () => s.pending.all() as OutboxRow[],
+    isActiveSource: (rel: string) => s.activeBySource.get(rel) !== undefined,
+    doneByContent: (kind: Kind, name: string, sha: string) => s.doneByContent.get(kind, name, sha) as OutboxRow | undefined,
+    isActiveContent: (kind: Kind, name: string, sha: string) => s.activeByContent.get(kind, name, sha) !== undefined,
+    /** True while an earlier file for the same kind and name is unfinished: uploads per name go in order. */
+    hasEarlierActive: (row: OutboxRow) => s.earlierActive.get(row.kind, row.name, row.id) !== undefined,
+    isActiveName: (kind: Kind, name: string) => s.activeName.get(kind, name) !== undefined,
+    due: (state: RowState, now: number, limit: number) => s.due.all(state, now, limit) as OutboxRow[],
+    byState: (state: RowState) => s.byState.all(state) as OutboxRow[],
+    unfinalized: (limit: number) => s.unfinalized.all(limit) as OutboxRow[],
+    nextDue: () => (s.nextDue.get() as { t: number | null }).t,
+    /** Face ids this agent already recorded for NAME: never taken as the result of another upload. */
+    knownFaceIds(name: string): Set<string> {
+      const ids = new Set<string>();
+      for (const r of s.doneFaceResults.all(name) as { result_json: string }[]) {
+        const id = (JSON.parse(r.result_json) as { face_id?: unknown }).face_id;
+        if (typeof id === 'string') ids.add(id);
+      }
+      return ids;
+    },
+    startAttempt(id: number, action: string | null, meta: RowMeta): void {
+      s.startAttempt.run({ id, action, meta_json: JSON.stringify(meta), now: Date.now() });
+    },
+    setState(id: number, state: RowState, f: { nextAttemptAt?: number; meta?: RowMeta; result?: unknown; error?: { message: string; code: string; status?: number | undefined } | null } = {}): void {
+      s.setState.run({
+        id,
+        state,
+        next_attempt_at: f.nextAttemptAt ?? 0,
+        meta_json: f.meta ? JSON.stringify(f.meta) : null,
+        result_json: f.result === undefined ? null : JSON.stringify(f.result),
+        last_error: f.error?.message ?? null,
+        last_error_code: f.error?.code ?? null,
+        last_status: f.error?.status ?? null,
+        now: Date.now(),
+      });
+    },
+    setFinalPath: (id: number, path: string) => void s.setFinalPath.run(path, Date.now(), id),
+    finalize: (id: number) => void s.finalize.run(Date.now(), id),
+    counts: () => s.counts.all() as CountRow[],
+    recentFailures: (limit: number) => s.recentFailures.all(limit) as OutboxRow[],
+    stagedPaths: () => new Set((s.stagedPaths.all() as { staged_path: string }[]).map((r) => r.staged_path)),
+    mirrorGet: (id: string) => s.mirrorGet.get(id) as KnowledgeMirrorRow | undefined,
+    mirrorAll: () => s.mirrorAll.all() as KnowledgeMirrorRow[],
+    mirrorPut: (r: KnowledgeMirrorRow) => void s.mirrorPut.run({ ...r, now: Date.now() }),
+    mirrorUploaded: (id: string) => void s.mirrorUploaded.run(Date.now(), id),
+    mirrorDelete: (id: string) => void s.mirrorDelete.run(id),
+    counter: (key: string) => ((s.stateGet.get(key) as { value: number } | undefined)?.value ?? 0),
+    setCounter: (key: string, value: number) => void s.stateSet.run(key, value),
+  };
+}
+
+export function parseMeta(row: OutboxRow): RowMeta {
+  return JSON.parse(row.meta_json) as RowMeta;
+}

@@ -1,0 +1,115 @@
+import { lstat, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { writeFileAtomic } from '../util/fs-atomic.js';
+import type { Layout } from './layout.js';
+import { splitInner } from './layout.js';
+import type { OutboxStore } from './outbox-store.js';
+import { parseMeta } from './outbox-store.js';
+import type { OutboxRow } from './types.js';
+
+// The operator-visible end of every file: the original moved to done/<kind>/ or failed/<kind>/
+// with NAME.json or NAME.error.json beside it. Idempotent, so that a crash half-way is finished
+// by the next start: the target is chosen once and stored, moves skip what already moved.
+
+export interface ErrorFile {
+  error: string;
+  code: string;
+  status: number | null;
+  attempts: number;
+  at: string;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `alice.jpg` in done/faces, or `alice.2.jpg` when an earlier alice is already there. */
+async function chooseTarget(base: string, inner: string): Promise<string> {
+  const { folder, stem, ext } = splitInner(inner);
+  for (let k = 1; ; k++) {
+    const s = k === 1 ? stem : `${stem}.${k}`;
+    const rel = folder ? `${folder}/${s}${ext}` : `${s}${ext}`;
+    const abs = join(base, ...rel.split('/'));
+    const dir = dirname(abs);
+    if (!(await exists(abs)) && !(await exists(join(dir, `${s}.json`))) && !(await exists(join(dir, `${s}.error.json`)))) return rel;
+  }
+}
+
+function resultFilePath(base: string, targetRel: string, failed: boolean): string {
+  const { folder, stem } = splitInner(targetRel);
+  return join(base, ...(folder ? folder.split('/') : []), `${stem}${failed ? '.error.json' : '.json'}`);
+}
+
+/** True when the path still holds the file that was claimed (an operator may have replaced it). */
+async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
+  for (const f of [stat, lstat]) {
+    try {
+      const st = await f(path);
+      if (st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms) return true;
+    } catch {
+      // missing or a dangling link: try the other view
+    }
+  }
+  return false;
+}
+
+export function errorFileOf(row: OutboxRow): ErrorFile {
+  return {
+    error: row.last_error ?? 'failed',
+    code: row.last_error_code ?? 'TA_ERR_FAILURE',
+    status: row.last_status,
+    attempts: row.attempts,
+    at: new Date(row.updated_at).toISOString(),
+  };
+}
+
+export function doneFileOf(row: OutboxRow): Record<string, unknown> {
+  const result = row.result_json ? (JSON.parse(row.result_json) as Record<string, unknown>) : {};
+  const meta = parseMeta(row);
+  return {
+    kind: row.kind,
+    name: row.name,
+    ...result,
+    ...(meta.duplicateOf !== undefined ? { duplicate_of_upload: meta.duplicateOf } : {}),
+    source: row.source_path,
+    sha256: row.content_sha256 || undefined,
+    attempts: row.attempts,
+    at: new Date(row.updated_at).toISOString(),
+  };
+}
+
+export async function finalizeRow(layout: Layout, store: OutboxStore, row: OutboxRow): Promise<void> {
+  const failed = row.state === 'failed';
+  const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
+  const body = `${JSON.stringify(failed ? errorFileOf(row) : doneFileOf(row), null, 2)}\n`;
+  if (row.kind === 'knowledge') {
+    // A mirror: the file stays where the operator keeps it; only the latest outcome is recorded.
+    await writeFileAtomic(join(base, `${row.name}${failed ? '.error.json' : '.json'}`), body);
+    if (!failed) await rm(join(layout.failed('knowledge'), `${row.name}.error.json`), { force: true });
+  } else {
+    const inner = row.source_path.slice(row.kind.length + 1);
+    let target = row.final_path;
+    if (!target) {
+      target = await chooseTarget(base, inner);
+      store.setFinalPath(row.id, target);
+    }
+    const source = layout.abs(row.source_path);
+    const dest = join(base, ...target.split('/'));
+    await mkdir(dirname(dest), { recursive: true });
+    if (await sameFile(source, row)) await rename(source, dest);
+    const companion = parseMeta(row).companion;
+    if (companion) {
+      const { folder, stem } = splitInner(target);
+      const txtDest = join(base, ...(folder ? folder.split('/') : []), `${stem}.txt`);
+      await rename(layout.abs(companion), txtDest).catch(() => undefined);
+    }
+    await writeFileAtomic(resultFilePath(base, target, failed), body);
+  }
+  store.finalize(row.id);
+  if (row.staged_path) await rm(row.staged_path, { force: true });
+}

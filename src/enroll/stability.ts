@@ -1,0 +1,86 @@
+import { lstat, stat } from 'node:fs/promises';
+import type { Logger } from '../log/logger.js';
+
+// A file is taken only once its size and mtime have not changed for settle_time, whatever event
+// (or rescan) brought it here: chokidar's awaitWriteFinish does not cover files found at start-up,
+// and scp, Samba or a USB copy give no "closed" signal we could trust.
+
+interface Watch {
+  size: number;
+  mtimeMs: number;
+  since: number;
+}
+
+export interface StabilityTrackerDeps {
+  settleMs: number;
+  abs(rel: string): string;
+  onStable(rel: string): void;
+  logger: Logger;
+}
+
+export type StabilityTracker = ReturnType<typeof createStabilityTracker>;
+
+async function look(path: string): Promise<{ size: number; mtimeMs: number } | undefined> {
+  try {
+    return await stat(path);
+  } catch {
+    // A dangling symlink is still something to refuse (the claim says why).
+    try {
+      const l = await lstat(path);
+      return l.isSymbolicLink() ? l : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+export function createStabilityTracker(deps: StabilityTrackerDeps) {
+  const watching = new Map<string, Watch | null>();
+  const tickMs = Math.max(20, Math.min(250, Math.floor(deps.settleMs / 4)));
+  let timer: NodeJS.Timeout | undefined;
+  let ticking = false;
+
+  async function tick(): Promise<void> {
+    if (ticking) return;
+    ticking = true;
+    try {
+      const now = Date.now();
+      for (const [rel, prev] of [...watching]) {
+        const st = await look(deps.abs(rel));
+        if (!watching.has(rel)) continue;
+        if (!st) {
+          watching.delete(rel);
+          continue;
+        }
+        const mtimeMs = Math.floor(st.mtimeMs);
+        if (!prev || prev.size !== st.size || prev.mtimeMs !== mtimeMs) {
+          watching.set(rel, { size: st.size, mtimeMs, since: now });
+        } else if (now - prev.since >= deps.settleMs) {
+          watching.delete(rel);
+          deps.onStable(rel);
+        }
+      }
+    } catch (err) {
+      deps.logger.warn({ err }, 'stability check failed');
+    } finally {
+      ticking = false;
+    }
+  }
+
+  return {
+    /** Starts following `rel` (a no-op when followed already: each tick notices changes itself). */
+    touch(rel: string): void {
+      if (!watching.has(rel)) watching.set(rel, null);
+    },
+    has: (rel: string) => watching.has(rel),
+    size: () => watching.size,
+    start(): void {
+      if (!timer) timer = setInterval(() => void tick(), tickMs);
+    },
+    stop(): void {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      watching.clear();
+    },
+  };
+}

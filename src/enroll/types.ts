@@ -1,0 +1,131 @@
+import type { Registry } from 'prom-client';
+import type { Logger } from '../log/logger.js';
+import type { Db } from '../db/database.js';
+import type { ServiceClient } from '../client/types.js';
+import type { BackoffPolicy } from '../util/backoff.js';
+import type { AgentConfig } from '../config/schema.js';
+
+export type EnrollSettings = AgentConfig['enroll'];
+
+/** The slices of AgentConfig that enrollment reads (the daemon may pass the whole config). */
+export type EnrollmentConfig = Pick<AgentConfig, 'enroll' | 'state_dir' | 'voiceprint' | 'speaker_training'> & {
+  /** request_timeout bounds how long a request whose answer was lost may still be running at the service. */
+  service?: Pick<AgentConfig['service'], 'request_timeout'>;
+};
+
+export interface EnrollmentDeps {
+  config: EnrollmentConfig;
+  db: Db;
+  client: ServiceClient;
+  logger: Logger;
+  metrics?: Registry;
+  /** Called when this agent created or updated a face, so the face cache can refresh it at once. */
+  onFaceChanged?(faceId: string): void;
+  /** Retry policy for uploads while the service is unreachable (default 1 s doubling to 60 s). */
+  retry?: BackoffPolicy;
+}
+
+export const KINDS = ['faces', 'voiceprints', 'speakers', 'knowledge'] as const;
+export type Kind = (typeof KINDS)[number];
+
+/** queued -> sending -> (resolving | training) -> done, or failed; unknown = outcome to reconcile. */
+export type RowState = 'queued' | 'sending' | 'unknown' | 'resolving' | 'training' | 'done' | 'failed';
+
+export interface OutboxRow {
+  id: number;
+  kind: Kind;
+  name: string;
+  source_path: string;
+  source_size: number;
+  source_mtime_ms: number;
+  staged_path: string | null;
+  content_sha256: string;
+  size: number;
+  action: string | null;
+  meta_json: string;
+  state: RowState;
+  attempts: number;
+  next_attempt_at: number;
+  started_at: number | null;
+  last_error: string | null;
+  last_error_code: string | null;
+  last_status: number | null;
+  result_json: string | null;
+  final_path: string | null;
+  finalized: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Per-row facts that only some kinds use, kept as JSON in outbox.meta_json. */
+export interface RowMeta {
+  /** Speakers: the text spoken in the WAV (from LABEL.txt). */
+  text?: string;
+  /** Speakers: the companion .txt, relative to enroll.dir, moved along with the WAV. */
+  companion?: string;
+  /** Faces: the sniffed image type, sent as the part's Content-Type. */
+  contentType?: string;
+  /** Voiceprints: audio parameters sent with the registration. */
+  sampleRate?: number;
+  channels?: number;
+  /** Faces: ids of faces with this name that existed before the POST (reconciliation). */
+  preIds?: string[];
+  /** Faces: the face a PUT targets. */
+  targetId?: string;
+  /** Faces: listings that did not show the created face yet. */
+  resolveTries?: number;
+  /** Speakers: when training was accepted, and how many polls so far. */
+  trainingSince?: number;
+  polls?: number;
+  /** Set when this row reused the result of an earlier upload of the same content. */
+  duplicateOf?: number;
+}
+
+export interface KindStatus {
+  queued: number;
+  in_flight: number;
+  done: number;
+  failed: number;
+  /** Age of the oldest file not yet done or failed, ms; null when none waits. */
+  oldest_waiting_ms: number | null;
+}
+
+export interface FailureSummary {
+  kind: Kind;
+  name: string;
+  file: string;
+  error: string;
+  code: string;
+  at: string;
+}
+
+export interface EnrollmentStatus {
+  dir: string;
+  running: boolean;
+  /** Files seen but not yet stable (still being written). */
+  settling: number;
+  kinds: Record<Kind, KindStatus>;
+  recent_failures: FailureSummary[];
+  /** Set while uploads are paused after the service failed (offline, 5xx, 429). */
+  paused_until: string | null;
+  last_service_error: string | null;
+}
+
+export interface Enrollment {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  status(): EnrollmentStatus;
+}
+
+/** What an upload step decided for its row; the dispatcher records it in one transaction. */
+export interface StepOutcome {
+  state: RowState;
+  result?: unknown;
+  meta?: RowMeta;
+  nextAttemptAt?: number;
+  error?: { message: string; code: string; status?: number | undefined } | null;
+  /** Runs inside the transaction that records the outcome (registry rows, mirror). */
+  commit?(): void;
+  /** Runs after the transaction committed. */
+  after?(): void;
+}

@@ -1,0 +1,88 @@
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../util/fs-atomic.js';
+import type { FaceRow } from './face-store.js';
+import type { IndexEntry } from './types.js';
+
+// The files a face-recognition program reads: `faces/<face_id>.<ext>` and `faces/index.json`.
+// Ordering rules that keep a reader safe: an image is renamed into place before any index names
+// it, and an image is deleted only after the index that named it has been replaced.
+
+export const INDEX_FILE = 'index.json';
+
+const FACE_ID = /^[0-9a-fA-F]{32}$/;
+
+/** face_id values become file names: anything but 32 hex characters is refused (spec-notes.md). */
+export function isValidFaceId(faceId: string): boolean {
+  return FACE_ID.test(faceId);
+}
+
+export function imageFileName(faceId: string, ext: string): string {
+  return `${faceId}.${ext}`;
+}
+
+export function indexEntries(rows: readonly FaceRow[]): IndexEntry[] {
+  return rows
+    .filter((r) => r.image_file !== null)
+    .map((r) => ({ face_id: r.face_id, group_id: r.group_id, id: r.id ?? 0, name: r.name, image: r.image_file! }));
+}
+
+export function renderIndex(entries: readonly IndexEntry[]): string {
+  // One record per line: diffable by an operator, still one JSON array for programs.
+  return entries.length === 0 ? '[]\n' : `[\n${entries.map((e) => JSON.stringify(e)).join(',\n')}\n]\n`;
+}
+
+export function createCacheFiles(dir: string) {
+  const indexPath = join(dir, INDEX_FILE);
+
+  return {
+    dir,
+    indexPath,
+    pathOf(file: string): string {
+      return join(dir, file);
+    },
+    async writeIndex(rows: readonly FaceRow[]): Promise<void> {
+      await writeFileAtomic(indexPath, renderIndex(indexEntries(rows)));
+    },
+    /** Rewrites index.json only when it differs from what the rows say (start-up repair). */
+    async ensureIndex(rows: readonly FaceRow[]): Promise<boolean> {
+      const wanted = renderIndex(indexEntries(rows));
+      const current = await readFile(indexPath, 'utf8').catch(() => undefined);
+      if (current === wanted) return false;
+      await writeFileAtomic(indexPath, wanted);
+      return true;
+    },
+    /** face_ids of rows whose image file is missing on disk (someone deleted it, or a crash). */
+    async missingImages(rows: readonly FaceRow[]): Promise<string[]> {
+      const present = new Set(await readdir(dir).catch(() => [] as string[]));
+      return rows.filter((r) => r.image_file !== null && !present.has(r.image_file)).map((r) => r.face_id);
+    },
+    /**
+     * Removes temp files left by a crash and image files that no row names (an interrupted
+     * commit). Call only after the index has been made to match the rows.
+     */
+    async removeStrays(rows: readonly FaceRow[]): Promise<number> {
+      const named = new Set(rows.map((r) => r.image_file).filter((f): f is string => f !== null));
+      let removed = 0;
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        if (name === INDEX_FILE) continue;
+        const stray = name.startsWith('.') ? name.endsWith('.tmp') : !named.has(name) && /^[0-9a-fA-F]{32}\.[a-z]+$/.test(name);
+        if (!stray) continue;
+        await rm(join(dir, name), { force: true });
+        removed++;
+      }
+      return removed;
+    },
+    async removeFiles(files: Iterable<string>): Promise<void> {
+      for (const f of files) await rm(join(dir, f), { force: true });
+    },
+    async removeTemps(tmps: Iterable<string>): Promise<void> {
+      for (const t of tmps) await rm(t, { force: true });
+    },
+    async exists(file: string): Promise<boolean> {
+      return stat(join(dir, file)).then(() => true, () => false);
+    },
+  };
+}
+
+export type CacheFiles = ReturnType<typeof createCacheFiles>;

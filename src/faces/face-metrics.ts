@@ -1,0 +1,51 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+// Face sync metrics on the Registry the daemon gives us (never prom-client's global one). When a
+// metric of the same name is already there (a second FaceSync after a reload) it is reused.
+
+export type SyncResult = 'ok' | 'partial' | 'error' | 'auth_error';
+
+export interface FaceMetrics {
+  syncDone(result: SyncResult, seconds: number): void;
+  imageRequest(): void;
+  cached(n: number): void;
+}
+
+export function createFaceMetrics(registry: Registry | undefined): FaceMetrics {
+  const registers = registry ? [registry] : [];
+  const reuse = <T>(name: string, make: () => T): T => (registry?.getSingleMetric(name) as T | undefined) ?? make();
+  const total = reuse('terminal_agent_face_sync_total', () => new Counter({
+    name: 'terminal_agent_face_sync_total',
+    help: 'Face syncs by result: ok, partial (some images failed), error (nothing changed), auth_error (credentials refused)',
+    labelNames: ['result'] as const,
+    registers,
+  }));
+  const duration = reuse('terminal_agent_face_sync_duration_seconds', () => new Histogram({
+    name: 'terminal_agent_face_sync_duration_seconds',
+    help: 'Duration of face syncs, failed ones included',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers,
+  }));
+  const cachedGauge = reuse('terminal_agent_faces_cached', () => new Gauge({
+    name: 'terminal_agent_faces_cached',
+    help: 'Faces in the local cache (with their image)',
+    registers,
+  }));
+  const images = reuse('terminal_agent_face_image_requests_total', () => new Counter({
+    name: 'terminal_agent_face_image_requests_total',
+    help: 'GET /faces/{face_id}/image requests sent by face sync',
+    registers,
+  }));
+  return {
+    syncDone(result, seconds) {
+      total.inc({ result });
+      duration.observe(seconds);
+    },
+    imageRequest() {
+      images.inc();
+    },
+    cached(n) {
+      cachedGauge.set(n);
+    },
+  };
+}

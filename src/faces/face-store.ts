@@ -1,0 +1,141 @@
+import { inTransaction, type Db } from '../db/database.js';
+import type { CachedFace, SyncReport } from './types.js';
+
+// The face rows in agent.db (FACES_V1). A row with image_file NULL is a face whose image has never
+// been fetched successfully: it is kept (with its error) so that status can show it and the next
+// sync retries it, but it is never served (listCached, index.json).
+
+export interface FaceRow {
+  face_id: string;
+  group_id: string;
+  id: number | null;
+  name: string;
+  image_file: string | null;
+  image_sha256: string | null;
+  image_etag: string | null;
+  image_last_modified: string | null;
+  image_bytes: number | null;
+  image_checked_at: number | null;
+  error: string | null;
+  error_code: string | null;
+  updated_at: number;
+}
+
+export interface SyncRunRow {
+  started_at: number;
+  finished_at: number | null;
+  duration_ms: number | null;
+  ok: number;
+  added: number;
+  updated: number;
+  removed: number;
+  failed: number;
+  image_requests: number;
+  error: string | null;
+  error_code: string | null;
+}
+
+/** The face changes of one sync, committed together. */
+export interface FaceChanges {
+  upserts: FaceRow[];
+  deletes: string[];
+}
+
+const ROW_COLUMNS = 'face_id, group_id, id, name, image_file, image_sha256, image_etag, image_last_modified, image_bytes, image_checked_at, error, error_code, updated_at';
+const KEEP_RUNS = 200;
+
+export function createFaceStore(db: Db) {
+  const all = db.prepare<[], FaceRow>(`SELECT ${ROW_COLUMNS} FROM faces`);
+  const served = db.prepare<[], FaceRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`);
+  const countServed = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM faces WHERE image_file IS NOT NULL');
+  const upsert = db.prepare<FaceRow>(`INSERT INTO faces (${ROW_COLUMNS}) VALUES (@face_id, @group_id, @id, @name, @image_file, @image_sha256, @image_etag, @image_last_modified, @image_bytes, @image_checked_at, @error, @error_code, @updated_at)
+    ON CONFLICT(face_id) DO UPDATE SET group_id = excluded.group_id, id = excluded.id, name = excluded.name,
+      image_file = excluded.image_file, image_sha256 = excluded.image_sha256, image_etag = excluded.image_etag,
+      image_last_modified = excluded.image_last_modified, image_bytes = excluded.image_bytes,
+      image_checked_at = excluded.image_checked_at, error = excluded.error, error_code = excluded.error_code,
+      updated_at = excluded.updated_at`);
+  const remove = db.prepare<[string]>('DELETE FROM faces WHERE face_id = ?');
+  const forgetImage = db.prepare<[string]>('UPDATE faces SET image_file = NULL, image_sha256 = NULL, image_etag = NULL, image_last_modified = NULL WHERE face_id = ?');
+  const insertRun = db.prepare(`INSERT INTO sync_runs (started_at, finished_at, duration_ms, ok, added, updated, removed, failed, image_requests, error, error_code)
+    VALUES (@started_at, @finished_at, @duration_ms, @ok, @added, @updated, @removed, @failed, @image_requests, @error, @error_code)`);
+  const pruneRuns = db.prepare<[number]>('DELETE FROM sync_runs WHERE id <= (SELECT max(id) FROM sync_runs) - ?');
+  const lastRun = db.prepare<[], SyncRunRow>('SELECT started_at, finished_at, duration_ms, ok, added, updated, removed, failed, image_requests, error, error_code FROM sync_runs ORDER BY id DESC LIMIT 1');
+  const lastOk = db.prepare<[], { finished_at: number }>('SELECT finished_at FROM sync_runs WHERE ok = 1 ORDER BY id DESC LIMIT 1');
+  const named = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM faces WHERE image_file = ?');
+  const failedRows = db.prepare<[number], FaceRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE error IS NOT NULL ORDER BY name LIMIT ?`);
+
+  function recordRun(run: SyncReport): void {
+    insertRun.run({
+      started_at: Date.parse(run.started_at),
+      finished_at: Date.parse(run.finished_at),
+      duration_ms: run.duration_ms,
+      ok: run.ok ? 1 : 0,
+      added: run.added,
+      updated: run.updated,
+      removed: run.removed,
+      failed: run.failed,
+      image_requests: run.image_requests,
+      error: run.error?.message ?? null,
+      error_code: run.error?.code ?? null,
+    });
+    pruneRuns.run(KEEP_RUNS);
+  }
+
+  return {
+    allRows(): FaceRow[] {
+      return all.all();
+    },
+    servedRows(): FaceRow[] {
+      return served.all();
+    },
+    countServed(): number {
+      return countServed.get()?.n ?? 0;
+    },
+    failedRows(limit: number): FaceRow[] {
+      return failedRows.all(limit);
+    },
+    isNamed(file: string): boolean {
+      return named.get(file) !== undefined;
+    },
+    lastRun(): SyncRunRow | undefined {
+      return lastRun.get();
+    },
+    lastSuccessAt(): number | undefined {
+      return lastOk.get()?.finished_at;
+    },
+    /** Rows and deletions in one transaction: readers see all of a sync or none of it. */
+    commit(changes: FaceChanges): void {
+      if (changes.upserts.length === 0 && changes.deletes.length === 0) return;
+      inTransaction(db, () => {
+        for (const row of changes.upserts) upsert.run(row);
+        for (const id of changes.deletes) remove.run(id);
+      });
+    },
+    /** Every sync, failed or not, is remembered for status across restarts. */
+    recordRun(run: SyncReport): void {
+      inTransaction(db, () => recordRun(run));
+    },
+    /** Rows whose image file vanished from disk are fetched again by the next sync. */
+    forgetImages(faceIds: string[]): void {
+      if (faceIds.length === 0) return;
+      inTransaction(db, () => {
+        for (const id of faceIds) forgetImage.run(id);
+      });
+    },
+  };
+}
+
+export type FaceStore = ReturnType<typeof createFaceStore>;
+
+export function toCachedFace(row: FaceRow): CachedFace {
+  return {
+    face_id: row.face_id,
+    group_id: row.group_id,
+    id: row.id ?? 0,
+    name: row.name,
+    image: row.image_file ?? '',
+    image_sha256: row.image_sha256 ?? '',
+    image_bytes: row.image_bytes,
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+}

@@ -1,0 +1,277 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { AbortedError, AgentError, AuthError, describeError } from '../errors.js';
+import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
+import { createCacheFiles, isValidFaceId } from './cache-files.js';
+import { createFaceMetrics, type SyncResult } from './face-metrics.js';
+import { createFaceStore, toCachedFace, type SyncRunRow } from './face-store.js';
+import { runSyncPass } from './sync-run.js';
+import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
+
+const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
+const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
+const DEFAULT_DELETE_GRACE_MS = 60_000;
+
+/**
+ * Keeps `<state_dir>/faces/` and the faces table in step with GET /faces of the terminal's group.
+ * One sync runs at a time; callers arriving meanwhile share it. A refused credential (401) parks
+ * the loop until `reload()`: a fleet with a revoked secret must not hammer the service.
+ */
+export function createFaceSync(deps: FaceSyncDeps): FaceSync {
+  const now = deps.now ?? Date.now;
+  const log = deps.logger;
+  let client = deps.client;
+  let facesConfig = deps.config.faces;
+  const store = createFaceStore(deps.db);
+  const files = createCacheFiles(join(deps.config.state_dir, 'faces'));
+  const metrics = createFaceMetrics(deps.metrics);
+  const lifecycle = new AbortController();
+  const forced = new Set<string>();
+  const graceMs = deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
+  /** Files dropped from the index, kept for readers of the previous one until their time is up. */
+  let retired: Array<{ file: string; at: number }> = [];
+
+  let started = false;
+  let stopped = false;
+  let loop: Promise<void> | undefined;
+  let wake = new AbortController();
+  let running: Promise<SyncReport> | undefined;
+  let followUp: Promise<SyncReport> | undefined;
+  let authError: SyncErrorInfo | undefined;
+  let consecutiveFailures = 0;
+  // Until start() has compared index.json with the rows, assume it may be stale.
+  let indexDirty = true;
+  let nextSyncAt: number | null = null;
+  let cachedCount = store.countServed();
+  let lastReport: SyncReport | null = reportFromRun(store.lastRun());
+  let lastSuccessAt: number | null = store.lastSuccessAt() ?? null;
+  let lastError: (SyncErrorInfo & { at: string }) | null = null;
+  metrics.cached(cachedCount);
+
+  const backoff = (): BackoffPolicy => deps.backoff ?? { initialMs: 5_000, maxMs: Math.max(facesConfig.sync_interval, 30_000) };
+
+  async function doSync(reason: SyncReason): Promise<SyncReport> {
+    const startedAt = now();
+    const t0 = performance.now();
+    const forcedNow = new Set(forced);
+    let report: SyncReport;
+    let result: SyncResult;
+    try {
+      const pass = await runSyncPass({
+        client, store, files, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
+        concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
+        signal: lifecycle.signal, forced: forcedNow, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+      });
+      for (const id of forcedNow) forced.delete(id);
+      indexDirty = false;
+      for (const file of pass.obsolete) retired.push({ file, at: now() });
+      await removeRetired();
+      consecutiveFailures = 0;
+      result = pass.failures.length > 0 ? 'partial' : 'ok';
+      report = makeReport(reason, startedAt, t0, {
+        ok: true, added: pass.added, updated: pass.updated, removed: pass.removed, failed: pass.failures.length,
+        image_requests: pass.imageRequests, changed: pass.indexWritten, error: null, failures: pass.failures,
+      });
+      lastSuccessAt = Date.parse(report.finished_at);
+    } catch (err) {
+      // Anything may have failed after the rows were committed (the index write): rewrite it next time.
+      indexDirty = true;
+      const info = errorInfo(err);
+      const aborted = err instanceof AbortedError || lifecycle.signal.aborted;
+      if (!aborted) consecutiveFailures++;
+      if (err instanceof AuthError) {
+        authError = info;
+        result = 'auth_error';
+        log.error({ err_code: info.code, status: info.status }, info.message);
+      } else {
+        result = 'error';
+        if (!aborted) log.warn({ err_code: info.code, status: info.status, failures: consecutiveFailures }, `face sync failed, the cache is unchanged: ${info.message}`);
+      }
+      report = makeReport(reason, startedAt, t0, {
+        ok: false, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, error: info, failures: [],
+      });
+      lastError = { ...info, at: report.finished_at };
+    }
+    try {
+      // A sync cut short by shutdown is not a failure worth showing after the restart.
+      if (result !== 'error' || !lifecycle.signal.aborted) store.recordRun(report);
+    } catch (err) {
+      log.warn({ err: describeError(err) }, 'could not record the face sync in agent.db');
+    }
+    cachedCount = store.countServed();
+    report.faces_cached = cachedCount;
+    metrics.cached(cachedCount);
+    metrics.syncDone(result, report.duration_ms / 1000);
+    lastReport = report;
+    if (report.ok) {
+      const level = report.changed || report.failed > 0 ? 'info' : 'debug';
+      log[level]({ reason, added: report.added, updated: report.updated, removed: report.removed, failed: report.failed, image_requests: report.image_requests, duration_ms: report.duration_ms, faces_cached: cachedCount }, 'face sync done');
+    }
+    return report;
+  }
+
+  /** Deletes retired files whose grace is over, unless a row names the file again (jpg -> png -> jpg). */
+  async function removeRetired(): Promise<void> {
+    const due = retired.filter((r) => now() - r.at >= graceMs);
+    if (due.length === 0) return;
+    retired = retired.filter((r) => now() - r.at < graceMs);
+    await files.removeFiles(due.map((r) => r.file).filter((f) => !store.isNamed(f)));
+  }
+
+  function makeReport(reason: SyncReason, startedAt: number, t0: number, fields: Omit<SyncReport, 'reason' | 'started_at' | 'finished_at' | 'duration_ms' | 'faces_cached'>): SyncReport {
+    const duration = Math.round(performance.now() - t0);
+    return { reason, started_at: new Date(startedAt).toISOString(), finished_at: new Date(startedAt + duration).toISOString(), duration_ms: duration, faces_cached: cachedCount, ...fields };
+  }
+
+  function refused(reason: SyncReason, error: SyncErrorInfo): SyncReport {
+    const t = now();
+    return { reason, ok: false, started_at: new Date(t).toISOString(), finished_at: new Date(t).toISOString(), duration_ms: 0, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, faces_cached: cachedCount, error, failures: [] };
+  }
+
+  function syncNow(reason: SyncReason = 'manual'): Promise<SyncReport> {
+    if (stopped) return Promise.resolve(refused(reason, errorInfo(new AbortedError('face sync is stopped (the agent is shutting down)'))));
+    if (authError) return Promise.resolve(refused(reason, authError));
+    running ??= doSync(reason).finally(() => {
+      running = undefined;
+    });
+    return running;
+  }
+
+  function refreshFace(faceId: string): Promise<SyncReport> {
+    if (!isValidFaceId(faceId)) {
+      return Promise.resolve(refused('refresh', errorInfo(new AgentError(`cannot refresh face '${faceId}': a face_id is 32 hex characters`))));
+    }
+    forced.add(faceId);
+    if (!running) return syncNow('refresh');
+    // The running sync listed the group before this face changed: run one more after it.
+    followUp ??= running.then(() => {
+      followUp = undefined;
+      return syncNow('refresh');
+    });
+    return followUp;
+  }
+
+  async function waitOrWake(ms: number): Promise<'timeout' | 'woken' | 'stopped'> {
+    const signal = AbortSignal.any([lifecycle.signal, wake.signal]);
+    for (let left = ms; left > 0; left -= MAX_WAIT_MS) {
+      if (!(await wait(Math.min(left, MAX_WAIT_MS), signal))) break;
+    }
+    if (lifecycle.signal.aborted) return 'stopped';
+    if (wake.signal.aborted) {
+      wake = new AbortController();
+      return 'woken';
+    }
+    return 'timeout';
+  }
+
+  async function runLoop(): Promise<void> {
+    let reason: SyncReason = 'start';
+    while (!lifecycle.signal.aborted) {
+      const report = await syncNow(reason);
+      if (lifecycle.signal.aborted) break;
+      let delay: number;
+      if (authError) {
+        nextSyncAt = null;
+        delay = Number.POSITIVE_INFINITY;
+      } else if (report.ok) {
+        delay = facesConfig.sync_interval;
+      } else {
+        delay = backoffDelay(backoff(), consecutiveFailures - 1);
+      }
+      if (Number.isFinite(delay)) nextSyncAt = now() + delay;
+      const outcome = await waitOrWake(delay);
+      if (outcome === 'stopped') break;
+      reason = outcome === 'woken' ? 'reload' : report.ok ? 'interval' : 'retry';
+    }
+    nextSyncAt = null;
+  }
+
+  /** Start-up repair: rows whose file vanished are re-fetched, index.json matches the rows, strays go. */
+  async function reconcile(): Promise<void> {
+    await mkdir(files.dir, { recursive: true });
+    const missing = await files.missingImages(store.allRows());
+    if (missing.length > 0) {
+      log.warn({ faces: missing.length }, 'cached face images are missing on disk; they will be downloaded again');
+      store.forgetImages(missing);
+    }
+    if (await files.ensureIndex(store.servedRows())) log.info({ index: files.indexPath }, 'face index rewritten from agent.db');
+    indexDirty = false;
+    const strays = await files.removeStrays(store.allRows());
+    if (strays > 0) log.info({ files: strays }, 'removed leftover files from an interrupted face sync');
+    cachedCount = store.countServed();
+    metrics.cached(cachedCount);
+  }
+
+  return {
+    async start() {
+      if (started || stopped) return;
+      started = true;
+      await reconcile();
+      log.info({ faces_cached: cachedCount, index: files.indexPath, sync_interval_ms: facesConfig.sync_interval }, 'face cache ready');
+      loop = runLoop().catch((err: unknown) => {
+        log.error({ err: describeError(err) }, 'face sync loop stopped unexpectedly');
+      });
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      lifecycle.abort();
+      await loop;
+      await running?.catch(() => {});
+    },
+    syncNow,
+    refreshFace,
+    reload(update) {
+      if (update?.client) client = update.client;
+      if (update?.faces) facesConfig = update.faces;
+      if (authError) log.info('configuration reloaded: face sync resumes');
+      authError = undefined;
+      consecutiveFailures = 0;
+      wake.abort();
+    },
+    status(): FaceSyncStatus {
+      const state: FaceSyncState = stopped ? 'stopped' : running ? 'syncing' : authError ? 'auth_failed' : consecutiveFailures > 0 ? 'backoff' : 'idle';
+      const { failures: _omit, ...last } = lastReport ?? { failures: [] };
+      return {
+        state,
+        faces_cached: cachedCount,
+        last_sync: lastReport ? (last as FaceSyncStatus['last_sync']) : null,
+        last_success_at: lastSuccessAt === null ? null : new Date(lastSuccessAt).toISOString(),
+        next_sync_at: nextSyncAt === null || authError ? null : new Date(nextSyncAt).toISOString(),
+        consecutive_failures: consecutiveFailures,
+        last_error: authError ? { ...authError, at: lastError?.at ?? null } : lastError,
+        failed_faces: store.failedRows(20).map((r) => ({ face_id: r.face_id, name: r.name, code: r.error_code ?? 'TA_ERR_FAILURE', message: r.error ?? '' })),
+        index_file: files.indexPath,
+      };
+    },
+    listCached() {
+      return store.servedRows().map(toCachedFace);
+    },
+  };
+}
+
+function errorInfo(err: unknown): SyncErrorInfo {
+  if (err instanceof AuthError) {
+    return {
+      code: err.code, exit_code: err.exitCode, ...(err.status !== undefined ? { status: err.status } : {}),
+      message: `${err.message}; face sync is stopped until the configuration is reloaded: fix service.terminal_secret (or terminal_secret_file), then reload the agent (systemctl reload terminal-agent)`,
+    };
+  }
+  if (err instanceof AgentError) {
+    const status = (err as { status?: number }).status;
+    return { code: err.code, message: err.message, exit_code: err.exitCode, ...(status !== undefined ? { status } : {}) };
+  }
+  return { code: 'TA_ERR_FAILURE', message: describeError(err), exit_code: 1 };
+}
+
+function reportFromRun(run: SyncRunRow | undefined): SyncReport | null {
+  if (!run) return null;
+  return {
+    reason: 'start', ok: run.ok === 1, started_at: new Date(run.started_at).toISOString(),
+    finished_at: new Date(run.finished_at ?? run.started_at).toISOString(), duration_ms: run.duration_ms ?? 0,
+    added: run.added, updated: run.updated, removed: run.removed, failed: run.failed, image_requests: run.image_requests,
+    changed: false, faces_cached: 0,
+    error: run.error ? { code: run.error_code ?? 'TA_ERR_FAILURE', message: run.error, exit_code: 1 } : null, failures: [],
+  };
+}

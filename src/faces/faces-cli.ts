@@ -1,0 +1,88 @@
+import { join } from 'node:path';
+import type { DestinationStream } from 'pino';
+import type { CliContext, ParsedArgs } from '../cli/command.js';
+import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js';
+import { clientFromConfig } from '../cli/api-client.js';
+import { loadConfig, configSecrets } from '../config/load-config.js';
+import { tryConnectControl } from '../control/control-client.js';
+import { openDatabase } from '../db/database.js';
+import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
+import { createLogger } from '../log/logger.js';
+import { formatDuration } from '../util/units.js';
+import { createFaceSync } from './face-sync.js';
+import { readCachedFaces, type CachedFaceView } from './read-cache.js';
+import type { SyncReport } from './types.js';
+
+// The face-sync side of `faces list --cached` and `faces sync` (wired in src/cli/faces-commands.ts).
+
+const CACHED_COLUMNS: Column<CachedFaceView>[] = [
+  { header: 'face_id', value: (f) => f.face_id },
+  { header: 'name', value: (f) => f.name },
+  { header: 'id', value: (f) => f.id },
+  { header: 'group_id', value: (f) => f.group_id },
+  { header: 'image', value: (f) => f.image },
+];
+
+/** `faces list --cached`: agent.db under the configured state_dir, read-only, no network. */
+export async function listCachedCommand(args: ParsedArgs, ctx: CliContext): Promise<void> {
+  const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+  const faces = readCachedFaces(config.state_dir);
+  if (args.global.json) return writeJson(ctx, faces);
+  writeTable(ctx, faces, CACHED_COLUMNS, `(no faces cached in ${join(config.state_dir, 'faces')})`);
+}
+
+/**
+ * `faces sync`: asks the running daemon over the control socket; with no daemon, runs one sync
+ * in this process against state_dir (the daemon's instance lock is not taken: it is not running).
+ */
+export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<number> {
+  const session = await clientFromConfig(args, ctx);
+  let report: SyncReport;
+  let via: 'daemon' | 'local';
+  try {
+    const control = await tryConnectControl(session.config.control.socket);
+    if (control) {
+      via = 'daemon';
+      report = (await control.syncFaces()) as SyncReport;
+    } else {
+      via = 'local';
+      report = await syncOnce(session, ctx);
+    }
+  } finally {
+    await session.client.close();
+  }
+  if (args.global.json) writeJson(ctx, { ...report, via });
+  else if (report.ok) {
+    writeLine(ctx, `face sync done (${via === 'daemon' ? 'by the running daemon' : 'in this process, no daemon running'}) in ${formatDuration(report.duration_ms)}: `
+      + `${report.added} added, ${report.updated} updated, ${report.removed} removed, ${report.failed} failed, `
+      + `${report.image_requests} image requests; ${report.faces_cached} faces cached`);
+    for (const f of report.failures ?? []) writeLine(ctx, `  failed: ${f.name} (${f.face_id}): ${f.message}`);
+  }
+  if (!report.ok) throw errorOfReport(report);
+  return report.failed > 0 ? ExitCode.failure : ExitCode.ok;
+}
+
+async function syncOnce(session: Awaited<ReturnType<typeof clientFromConfig>>, ctx: CliContext): Promise<SyncReport> {
+  const { config, client } = session;
+  const logger = createLogger({ level: 'warn', destination: ctx.io.stderr as unknown as DestinationStream, secrets: () => configSecrets(config) });
+  const db = openDatabase({ path: join(config.state_dir, 'agent.db') });
+  const sync = createFaceSync({ config, db, client, logger: logger.child({ component: 'faces' }), deleteGraceMs: 0 });
+  const onAbort = () => void sync.stop();
+  ctx.shutdown.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await sync.syncNow('manual');
+  } finally {
+    ctx.shutdown.removeEventListener('abort', onAbort);
+    await sync.stop();
+    db.close();
+  }
+}
+
+/** The failed sync as an error of the class whose exit code it carries (77 credentials, 69 service). */
+export function errorOfReport(report: SyncReport): AgentError {
+  const e = report.error ?? { code: 'TA_ERR_FAILURE', message: 'face sync failed', exit_code: 1 };
+  const opts = { details: { code: e.code }, ...(e.status !== undefined ? { status: e.status } : {}) };
+  if (e.exit_code === ExitCode.noPerm) return new AuthError(e.message, opts);
+  if (e.exit_code === ExitCode.unavailable) return new ServiceError(e.message, opts);
+  return new AgentError(e.message, opts);
+}

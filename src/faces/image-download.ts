@@ -1,0 +1,143 @@
+import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import type { ServiceClient } from '../client/types.js';
+import { streamToTemp } from '../util/fs-atomic.js';
+import {
+  AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError,
+} from '../errors.js';
+import { ImageTap, extensionFor } from './image-check.js';
+
+// Downloads one face image straight to a temp file in the cache folder (same filesystem, so the
+// commit is a rename), checking its bytes on the way. Memory per download is one stream chunk.
+
+export interface ImageJob {
+  faceId: string;
+  /** A recheck: send the validators we have; unconditional when absent. */
+  conditional?: { etag: string | null; lastModified: string | null };
+  /** Hash of the cached image, to tell an unchanged body when the server sends no validators. */
+  prevSha256?: string | null;
+}
+
+export type ImageOutcome =
+  | { kind: 'stored'; tmp: string; ext: string; sha256: string; bytes: number; etag: string | null; lastModified: string | null }
+  | { kind: 'unchanged'; etag: string | null; lastModified: string | null }
+  /** A problem with this face only (bad bytes, face gone): recorded, the sync goes on. */
+  | { kind: 'bad'; error: AgentError };
+
+export interface DownloadContext {
+  client: ServiceClient;
+  dir: string;
+  maxBytes: number;
+  signal: AbortSignal;
+  /** Called before each image request (counts them). */
+  onRequest: () => void;
+}
+
+/** Retries of a body that broke off mid-way; failures before the body are the client's to retry. */
+const BODY_ATTEMPTS = 2;
+
+export async function downloadImage(ctx: DownloadContext, job: ImageJob): Promise<ImageOutcome> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await downloadOnce(ctx, job);
+    } catch (err) {
+      if (err instanceof BadResponseError || err instanceof NotFoundError || err instanceof BadRequestError) {
+        return { kind: 'bad', error: err };
+      }
+      const retry = err instanceof NetworkError && err.details.midBody === true && attempt < BODY_ATTEMPTS && !ctx.signal.aborted;
+      if (!retry) throw err;
+    }
+  }
+}
+
+async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageOutcome> {
+  const { faceId } = job;
+  ctx.onRequest();
+  const res = await ctx.client.getFaceImage(faceId, {
+    signal: ctx.signal,
+    ...(job.conditional?.etag ? { ifNoneMatch: job.conditional.etag } : {}),
+    ...(job.conditional?.lastModified && !job.conditional.etag ? { ifModifiedSince: job.conditional.lastModified } : {}),
+  });
+  if (res.notModified) {
+    return { kind: 'unchanged', etag: job.conditional?.etag ?? null, lastModified: job.conditional?.lastModified ?? null };
+  }
+  const etag = res.etag ?? null;
+  const lastModified = res.lastModified ?? null;
+  const tap = new ImageTap(ctx.maxBytes, (n) => new BadResponseError(
+    `the image of face ${faceId} is larger than ${ctx.maxBytes} bytes (${n} so far); it was not cached`,
+    { operation: 'GET /faces/{face_id}/image', details: { face_id: faceId } },
+  ));
+  let stored: { tmp: string; bytes: number };
+  try {
+    stored = await streamToTemp(join(ctx.dir, `${faceId}.img`), tap.pass(res.body));
+  } catch (err) {
+    await res.cancel().catch(() => {});
+    throw classifyBodyError(err, faceId, ctx.dir, ctx.signal);
+  }
+  if (res.contentLength !== undefined && stored.bytes !== res.contentLength) {
+    await rm(stored.tmp, { force: true });
+    return bad(faceId, `the image of face ${faceId} has ${stored.bytes} bytes where the server announced ${res.contentLength} (truncated)`);
+  }
+  const verdict = tap.verdict();
+  if ('problem' in verdict) {
+    await rm(stored.tmp, { force: true });
+    return bad(faceId, `the server sent a bad image for face ${faceId}: ${verdict.problem} (Content-Type ${res.contentType || 'none'}); the face is left out of the cache until the server has a valid image`);
+  }
+  const sha256 = tap.sha256();
+  if (job.prevSha256 && sha256 === job.prevSha256) {
+    await rm(stored.tmp, { force: true });
+    return { kind: 'unchanged', etag, lastModified };
+  }
+  return { kind: 'stored', tmp: stored.tmp, ext: extensionFor(verdict.type), sha256, bytes: stored.bytes, etag, lastModified };
+}
+
+function bad(faceId: string, message: string): ImageOutcome {
+  return { kind: 'bad', error: new BadResponseError(message, { operation: 'GET /faces/{face_id}/image', details: { face_id: faceId } }) };
+}
+
+function classifyBodyError(err: unknown, faceId: string, dir: string, signal: AbortSignal): unknown {
+  if (err instanceof AgentError) return err;
+  if (signal.aborted) return new AbortedError(`download of the image of face ${faceId} stopped: the face sync is stopping`, { cause: err });
+  const e = err as NodeJS.ErrnoException;
+  if (e?.syscall && ['open', 'write', 'fsync', 'close', 'rename', 'mkdir'].includes(e.syscall)) {
+    return new AgentError(`cannot write face images under ${dir}: ${e.message}; check free space and that state_dir is writable by the agent's user`, { cause: err, details: { path: dir } });
+  }
+  if (err instanceof ServiceError) return err;
+  return new NetworkError(`the connection broke while receiving the image of face ${faceId}: ${(err as Error)?.message ?? String(err)}`, {
+    cause: err, operation: 'GET /faces/{face_id}/image', details: { face_id: faceId, midBody: true },
+  });
+}
+
+/**
+ * Runs `fn` over `items` with at most `concurrency` at a time. The first thrown error stops new
+ * work and aborts the running items (through the signal given to `fn`); the results that did
+ * complete are returned with it so the caller can clean up what they left on disk.
+ */
+export async function runPool<T, R>(
+  items: readonly T[], concurrency: number, signal: AbortSignal, fn: (item: T, signal: AbortSignal) => Promise<R>,
+): Promise<{ results: (R | undefined)[]; error: unknown }> {
+  const inner = new AbortController();
+  const onAbort = () => inner.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  const results: (R | undefined)[] = new Array(items.length);
+  let next = 0;
+  let error: unknown;
+  const worker = async () => {
+    while (error === undefined && !inner.signal.aborted && next < items.length) {
+      const i = next++;
+      try {
+        results[i] = await fn(items[i]!, inner.signal);
+      } catch (err) {
+        if (error === undefined) error = err;
+        inner.abort(err);
+      }
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+  if (error === undefined && signal.aborted) error = new AbortedError('face sync stopped before all images were downloaded');
+  return { results, error };
+}

@@ -1,0 +1,159 @@
+import type { Logger } from 'pino';
+import type { FaceRecord, ServiceClient } from '../client/types.js';
+import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
+import type { AgentError } from '../errors.js';
+import type { CacheFiles } from './cache-files.js';
+import { imageFileName, isValidFaceId } from './cache-files.js';
+import type { FaceRow, FaceStore } from './face-store.js';
+import { downloadImage, runPool, type ImageJob, type ImageOutcome } from './image-download.js';
+import type { FaceFailure } from './types.js';
+
+// One sync pass, in three phases so that a failure anywhere before the commit leaves the previous
+// cache exactly as it was:
+//   1. list the group and plan (which images to fetch or re-check);
+//   2. download into temp files in the cache folder (a transport failure aborts the pass and
+//      removes the temps; a bad image only marks its face);
+//   3. commit: rename the new images into place, write the rows in one transaction, replace
+//      index.json; the images the new index no longer names are deleted later (face-sync.ts).
+
+export interface SyncPassContext {
+  client: ServiceClient;
+  store: FaceStore;
+  files: CacheFiles;
+  logger: Logger;
+  nowMs: number;
+  recheckMs: number;
+  concurrency: number;
+  maxImageBytes: number;
+  signal: AbortSignal;
+  /** Faces to re-fetch unconditionally (this agent changed them). */
+  forced: ReadonlySet<string>;
+  /** Rewrite index.json even if nothing changed (a previous index write failed). */
+  forceIndex: boolean;
+  onImageRequest: () => void;
+}
+
+export interface SyncPassResult {
+  added: number;
+  updated: number;
+  removed: number;
+  failures: FaceFailure[];
+  imageRequests: number;
+  indexWritten: boolean;
+  /** Image files the new index no longer names: the caller deletes them (after a grace period). */
+  obsolete: string[];
+}
+
+export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult> {
+  const listed = await ctx.client.listFaces({ signal: ctx.signal });
+  const failures: FaceFailure[] = [];
+  const remote = new Map<string, FaceRecord>();
+  for (const rec of listed) {
+    if (typeof rec?.face_id !== 'string' || !isValidFaceId(rec.face_id)) {
+      failures.push({ face_id: String(rec?.face_id), name: String(rec?.name ?? ''), code: 'TA_ERR_BAD_RESPONSE', message: 'GET /faces listed a face_id that is not 32 hex characters; the record is ignored' });
+      continue;
+    }
+    remote.set(rec.face_id, rec);
+  }
+  const rows = new Map(ctx.store.allRows().map((r) => [r.face_id, r]));
+
+  // Phase 1: plan.
+  const jobs: ImageJob[] = [];
+  for (const id of remote.keys()) {
+    const prev = rows.get(id);
+    if (!prev || prev.image_file === null) jobs.push({ faceId: id });
+    else if (ctx.forced.has(id)) jobs.push({ faceId: id, prevSha256: prev.image_sha256 });
+    else if (ctx.nowMs - (prev.image_checked_at ?? 0) >= ctx.recheckMs) {
+      jobs.push({ faceId: id, prevSha256: prev.image_sha256, conditional: { etag: prev.image_etag, lastModified: prev.image_last_modified } });
+    }
+  }
+
+  // Phase 2: download.
+  let imageRequests = 0;
+  const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => downloadImage({
+    client: ctx.client, dir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal,
+    onRequest: () => { imageRequests++; ctx.onImageRequest(); },
+  }, job));
+  const temps = results.flatMap((r) => (r?.kind === 'stored' ? [r.tmp] : []));
+  if (error !== undefined) {
+    await ctx.files.removeTemps(temps);
+    throw error;
+  }
+  const outcomes = new Map<string, ImageOutcome>();
+  jobs.forEach((job, i) => outcomes.set(job.faceId, results[i]!));
+
+  // Phase 3: decide the rows, then commit.
+  const upserts: FaceRow[] = [];
+  const deletes: string[] = [];
+  const obsolete: string[] = [];
+  const renames: Array<[string, string]> = [];
+  let added = 0;
+  let updated = 0;
+  let removed = 0;
+  for (const [id, rec] of remote) {
+    const prev = rows.get(id);
+    const row: FaceRow = prev ? { ...prev } : {
+      face_id: id, group_id: rec.group_id, id: rec.id, name: rec.name, image_file: null, image_sha256: null,
+      image_etag: null, image_last_modified: null, image_bytes: null, image_checked_at: null, error: null, error_code: null, updated_at: ctx.nowMs,
+    };
+    const recordChanged = !prev || prev.group_id !== rec.group_id || prev.id !== rec.id || prev.name !== rec.name;
+    row.group_id = rec.group_id;
+    row.id = rec.id;
+    row.name = rec.name;
+    let imageChanged = false;
+    const outcome = outcomes.get(id);
+    if (outcome?.kind === 'stored') {
+      const file = imageFileName(id, outcome.ext);
+      renames.push([outcome.tmp, file]);
+      if (prev?.image_file && prev.image_file !== file) obsolete.push(prev.image_file);
+      Object.assign(row, {
+        image_file: file, image_sha256: outcome.sha256, image_bytes: outcome.bytes, image_etag: outcome.etag,
+        image_last_modified: outcome.lastModified, image_checked_at: ctx.nowMs, error: null, error_code: null,
+      });
+      imageChanged = true;
+    } else if (outcome?.kind === 'unchanged') {
+      Object.assign(row, { image_etag: outcome.etag, image_last_modified: outcome.lastModified, image_checked_at: ctx.nowMs, error: null, error_code: null });
+    } else if (outcome?.kind === 'bad') {
+      Object.assign(row, { error: outcome.error.message, error_code: outcome.error.code, image_checked_at: ctx.nowMs });
+      failures.push(failureOf(rec, outcome.error));
+    }
+    const servedBefore = !!prev?.image_file;
+    if (!servedBefore && row.image_file) added++;
+    else if (servedBefore && (recordChanged || imageChanged)) updated++;
+    if (recordChanged || imageChanged) row.updated_at = ctx.nowMs;
+    if (recordChanged || outcome) upserts.push(row);
+  }
+  for (const prev of rows.values()) {
+    if (remote.has(prev.face_id)) continue;
+    deletes.push(prev.face_id);
+    if (prev.image_file) {
+      obsolete.push(prev.image_file);
+      removed++;
+    }
+  }
+
+  // A rename that fails leaves already-renamed new images as strays (removed at start-up) and the
+  // rows, index and old images untouched.
+  let renamed = 0;
+  try {
+    for (const [tmp, file] of renames) {
+      await commitTemp(tmp, ctx.files.pathOf(file), false);
+      renamed++;
+    }
+    if (renames.length > 0) await fsyncDir(ctx.files.dir);
+  } catch (err) {
+    await ctx.files.removeTemps(renames.slice(renamed).map(([tmp]) => tmp));
+    throw err;
+  }
+  ctx.store.commit({ upserts, deletes });
+  const indexWritten = added + updated + removed > 0 || ctx.forceIndex;
+  if (indexWritten) await ctx.files.writeIndex(ctx.store.servedRows());
+  if (failures.length > 0) {
+    ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
+  }
+  return { added, updated, removed, failures, imageRequests, indexWritten, obsolete };
+}
+
+function failureOf(rec: FaceRecord, err: AgentError): FaceFailure {
+  return { face_id: rec.face_id, name: rec.name, code: err.code, message: err.message };
+}

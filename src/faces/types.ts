@@ -1,0 +1,121 @@
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Db } from '../db/database.js';
+import type { FaceRecord, ServiceClient } from '../client/types.js';
+import type { BackoffPolicy } from '../util/backoff.js';
+
+/** The slice of AgentConfig face sync reads (structurally a subset of AgentConfig). */
+export interface FaceSyncConfig {
+  state_dir: string;
+  faces: {
+    /** ms between syncs. */
+    sync_interval: number;
+    /** ms after which a cached image is checked against the server again. */
+    image_recheck_interval: number;
+    download_concurrency: number;
+  };
+}
+
+export interface FaceSyncDeps {
+  config: FaceSyncConfig;
+  db: Db;
+  client: ServiceClient;
+  logger: Logger;
+  metrics?: Registry;
+  /** ms epoch clock, injectable for image recheck tests. */
+  now?: () => number;
+  /** Backoff after failed syncs; default 5 s doubling, capped at max(sync_interval, 30 s). */
+  backoff?: BackoffPolicy;
+  /**
+   * How long an image file the index no longer names is kept, ms (default 60 s): a reader that
+   * read the previous index a moment ago can still open what it names.
+   */
+  deleteGraceMs?: number;
+  /** Largest image accepted from the server, bytes (default 32 MB). */
+  maxImageBytes?: number;
+}
+
+/** A face as the cache serves it: the service's record plus its image file. */
+export interface CachedFace extends FaceRecord {
+  /** File name under `<state_dir>/faces/` (as in index.json). */
+  image: string;
+  image_sha256: string;
+  image_bytes: number | null;
+  updated_at: string;
+}
+
+/** One entry of `<state_dir>/faces/index.json`; `image` is relative to the folder of index.json. */
+export interface IndexEntry {
+  face_id: string;
+  group_id: string;
+  id: number;
+  name: string;
+  image: string;
+}
+
+export interface SyncErrorInfo {
+  code: string;
+  message: string;
+  /** sysexits code the CLI exits with for this error. */
+  exit_code: number;
+  status?: number;
+}
+
+export interface FaceFailure {
+  face_id: string;
+  name: string;
+  code: string;
+  message: string;
+}
+
+export type SyncReason = 'start' | 'interval' | 'retry' | 'manual' | 'refresh' | 'reload';
+
+export interface SyncReport {
+  reason: SyncReason;
+  ok: boolean;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  added: number;
+  updated: number;
+  removed: number;
+  /** Faces whose image could not be used this time (kept as they were, or left out if new). */
+  failed: number;
+  /** GET /faces/{id}/image requests sent by this sync. */
+  image_requests: number;
+  /** True when index.json was rewritten. */
+  changed: boolean;
+  faces_cached: number;
+  error: SyncErrorInfo | null;
+  failures: FaceFailure[];
+}
+
+export type FaceSyncState = 'idle' | 'syncing' | 'backoff' | 'auth_failed' | 'stopped';
+
+export interface FaceSyncStatus {
+  state: FaceSyncState;
+  faces_cached: number;
+  last_sync: Omit<SyncReport, 'failures'> | null;
+  last_success_at: string | null;
+  next_sync_at: string | null;
+  consecutive_failures: number;
+  /** The most recent failure, kept after later syncs succeed (`at` tells when). */
+  last_error: (SyncErrorInfo & { at: string | null }) | null;
+  /** Faces whose last image fetch failed (at most 20). */
+  failed_faces: FaceFailure[];
+  index_file: string;
+}
+
+export interface FaceSync {
+  /** Checks the cache on disk, then syncs at once and every sync_interval. Returns without waiting for the network. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Syncs now; joins the running sync if there is one. Never rejects: failures are in the report. */
+  syncNow(reason?: SyncReason): Promise<SyncReport>;
+  /** Re-fetches one face's record and image at once (after this agent created or updated it). */
+  refreshFace(faceId: string): Promise<SyncReport>;
+  /** Clears a credentials stop and the backoff, applies a new client/config, and syncs at once. */
+  reload(update?: { client?: ServiceClient; faces?: FaceSyncConfig['faces'] }): void;
+  status(): FaceSyncStatus;
+  listCached(): CachedFace[];
+}

@@ -1,0 +1,181 @@
+import { mkdir } from 'node:fs/promises';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Logger } from '../log/logger.js';
+import type { Db } from '../db/database.js';
+import type { AgentConfig } from '../config/schema.js';
+import type { ServiceClient } from '../client/types.js';
+import { BusyError, UsageError, isAgentError, describeError } from '../errors.js';
+import { encodeWav } from '../audio/wav.js';
+import { writeFileAtomic } from '../util/fs-atomic.js';
+import { capturePcm } from './capture.js';
+import { assertQuality, describeLevels, measurePcm, toJson } from './quality.js';
+import { checkWavFile } from './wav-check.js';
+import { createVoiceprintRegistry, type VoiceprintRegistry } from './registry.js';
+import { auditDir, checkVoiceprintName, newAuditBase, registerVoiceprintWav, type RegisterOutcome } from './register.js';
+import { createMicLock } from './mic-lock.js';
+
+// Records a person from the terminal's microphone and registers the voiceprint: name checked
+// before the microphone opens, one recording at a time, playback paused while it records, the
+// quality gate before anything is sent, the WAV and the service's answer kept for audit.
+
+export interface VoiceEnrollDeps {
+  config: Pick<AgentConfig, 'voiceprint' | 'audio' | 'state_dir'>;
+  db: Db;
+  client: ServiceClient;
+  logger: Logger;
+  metrics?: Registry;
+  /** The speech component: playback pauses while the microphone records. */
+  playback?: { hold(): Promise<() => void> };
+  /** Environment of the recorder child (PATH, ALSA_CONFIG_PATH in tests); the daemon's when absent. */
+  env?: NodeJS.ProcessEnv;
+  /** How long an enroll waits for the microphone held by another, ms (default 30 s); 0 refuses at once. */
+  micWaitMs?: number;
+}
+
+export interface EnrollRequest {
+  name: string;
+  seconds?: number;
+  signal?: AbortSignal;
+}
+
+export interface EnrollResult extends RegisterOutcome {
+  /** "peak -12 dBFS, level -30 dBFS, speech in 54% of frames" */
+  levels: string;
+}
+
+export interface VoiceEnroll {
+  enroll(request: EnrollRequest): Promise<EnrollResult>;
+  status(): Record<string, unknown>;
+  stop(): Promise<void>;
+}
+
+export const MIN_SECONDS = 1;
+export const MAX_SECONDS = 60;
+
+export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
+  const { config, logger } = deps;
+  const registry: VoiceprintRegistry = createVoiceprintRegistry(deps.db);
+  const mic = createMicLock(deps.micWaitMs ?? 30_000);
+  const stopping = new AbortController();
+  const inFlight = new Set<Promise<unknown>>();
+  let current: { name: string; phase: 'waiting' | 'recording' | 'checking' | 'uploading'; since: string } | undefined;
+  let last: Record<string, unknown> | undefined;
+  const totals = { ok: 0, failed: 0 };
+
+  const registers = deps.metrics ? [deps.metrics] : [];
+  const enrollments = new Counter({
+    name: 'terminal_agent_voiceprint_enrollments_total',
+    help: 'Voiceprint enrollments from the microphone, by outcome',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const lastPeak = new Gauge({ name: 'terminal_agent_voiceprint_last_peak_dbfs', help: 'Peak level of the last voiceprint recording, dBFS', registers });
+  const recording = new Gauge({ name: 'terminal_agent_voiceprint_recording', help: '1 while the microphone records a voiceprint', registers });
+
+  async function run(req: EnrollRequest): Promise<EnrollResult> {
+    const name = checkVoiceprintName(req.name);
+    const seconds = req.seconds ?? config.voiceprint.seconds;
+    if (!Number.isFinite(seconds) || seconds < MIN_SECONDS || seconds > MAX_SECONDS) {
+      throw new UsageError(`--seconds must be between ${MIN_SECONDS} and ${MAX_SECONDS}, got ${req.seconds}`);
+    }
+    if (stopping.signal.aborted) throw new BusyError('the agent is stopping; enroll the voiceprint after it restarts');
+    const signal = req.signal ? AbortSignal.any([stopping.signal, req.signal]) : stopping.signal;
+    const device = config.audio.input_device;
+    const sampleRate = config.voiceprint.sample_rate;
+
+    const releaseMic = await mic.acquire(name, signal);
+    let pcm: Buffer;
+    try {
+      current = { name, phase: 'recording', since: new Date().toISOString() };
+      const releasePlayback = deps.playback ? await deps.playback.hold() : undefined;
+      recording.set(1);
+      logger.info({ name, seconds, device, recorder: config.voiceprint.recorder }, 'recording a voiceprint');
+      try {
+        ({ pcm } = await capturePcm({ recorder: config.voiceprint.recorder, device, sampleRate, seconds, ...(deps.env ? { env: deps.env } : {}), signal }));
+      } finally {
+        recording.set(0);
+        releasePlayback?.();
+      }
+    } finally {
+      releaseMic();
+    }
+
+    current = { name, phase: 'checking', since: new Date().toISOString() };
+    const report = measurePcm(pcm, sampleRate);
+    const quality = toJson(report);
+    if (Number.isFinite(report.peakDbfs)) lastPeak.set(report.peakDbfs);
+    const levels = describeLevels(report);
+    logger.info({ name, quality }, 'voiceprint recording measured');
+    assertQuality(report, { requestedSeconds: seconds, what: `the recording of '${name}'` });
+
+    current = { name, phase: 'uploading', since: new Date().toISOString() };
+    await mkdir(auditDir(config.state_dir), { recursive: true });
+    const wavPath = `${newAuditBase(config.state_dir, name)}.wav`;
+    await writeFileAtomic(wavPath, encodeWav({ sampleRate, channels: 1, bitsPerSample: 16 }, pcm));
+    // The same check an operator's file gets: what we send must be a WAV we would accept.
+    const wav = await checkWavFile(wavPath, { what: 'recording', minSeconds: MIN_SECONDS, maxSeconds: MAX_SECONDS + 1 });
+    const outcome = await registerVoiceprintWav(
+      { client: deps.client, registry, stateDir: config.state_dir, model: config.voiceprint.model, logger },
+      { name, wav, source: 'enroll', quality, inAuditDir: true, signal },
+    );
+    return { ...outcome, levels };
+  }
+
+  return {
+    async enroll(req) {
+      const started = Date.now();
+      const p = run(req);
+      inFlight.add(p);
+      try {
+        const result = await p;
+        totals.ok++;
+        enrollments.inc({ outcome: 'ok' });
+        last = { name: result.name, ok: true, at: new Date().toISOString(), ms: Date.now() - started, voiceprint_id: result.voiceprint_id, quality: result.quality, levels: result.levels };
+        return result;
+      } catch (err) {
+        totals.failed++;
+        const code = isAgentError(err) ? err.code : 'TA_ERR_FAILURE';
+        enrollments.inc({ outcome: outcomeOf(code) });
+        last = { name: req.name, ok: false, at: new Date().toISOString(), error: describeError(err), code };
+        logger.warn({ name: req.name, code, err: describeError(err) }, 'voiceprint enrollment failed');
+        throw err;
+      } finally {
+        inFlight.delete(p);
+        if (inFlight.size === 0) current = undefined;
+      }
+    },
+
+    status() {
+      return {
+        state: stopping.signal.aborted ? 'stopped' : current ? current.phase : 'idle',
+        recorder: config.voiceprint.recorder,
+        input_device: config.audio.input_device,
+        sample_rate: config.voiceprint.sample_rate,
+        seconds: config.voiceprint.seconds,
+        model: config.voiceprint.model,
+        current: current ?? null,
+        waiting: mic.waiting(),
+        registered: registry.count(),
+        totals: { ...totals },
+        last: last ?? null,
+      };
+    },
+
+    async stop() {
+      if (!stopping.signal.aborted) stopping.abort();
+      mic.close('the agent is stopping');
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+function outcomeOf(code: string): string {
+  switch (code) {
+    case 'TA_ERR_AUDIO_QUALITY': return 'quality';
+    case 'TA_ERR_RECORDER': return 'recorder';
+    case 'TA_ERR_BUSY': return 'busy';
+    case 'TA_ERR_ABORTED': return 'aborted';
+    case 'TA_ERR_BAD_INPUT': case 'TA_ERR_USAGE': return 'invalid';
+    default: return 'service';
+  }
+}

@@ -1,0 +1,153 @@
+import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { CliContext, CommandSpec, ParsedArgs } from '../cli/command.js';
+import { stringOpt } from '../cli/command.js';
+import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js';
+import { withClient, type ApiSession } from '../cli/api-client.js';
+import { loadConfig } from '../config/load-config.js';
+import type { AgentConfig } from '../config/schema.js';
+import { tryConnectControl } from '../control/control-client.js';
+import { openDatabase, type Db } from '../db/database.js';
+import { silentLogger } from '../log/logger.js';
+import type { RegisterVoiceprintResult } from '../client/types.js';
+import { UsageError } from '../errors.js';
+import { createVoiceEnroll, MAX_SECONDS, MIN_SECONDS, type EnrollResult } from './voice-enroll.js';
+import { createVoiceprintRegistry, type VoiceprintRow } from './registry.js';
+import type { WavFileInfo } from './wav-check.js';
+import { checkVoiceprintName, deleteVoiceprintEverywhere, recordSentFile, type RegisterOutcome, type SentAudio } from './register.js';
+
+// `voiceprint enroll` and `voiceprint list`, and what `voiceprint register|delete` (the client's
+// commands in src/cli/voice-commands.ts) call so that the local registry follows them.
+
+function agentDb(config: AgentConfig): Db {
+  return openDatabase({ path: join(config.state_dir, 'agent.db') });
+}
+
+function withDb<T>(config: AgentConfig, fn: (db: Db) => T): T {
+  const db = agentDb(config);
+  try {
+    return fn(db);
+  } finally {
+    db.close();
+  }
+}
+
+function secondsOption(args: ParsedArgs): number | undefined {
+  const raw = stringOpt(args, 'seconds');
+  if (raw === undefined) return undefined;
+  const seconds = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw) || seconds < MIN_SECONDS || seconds > MAX_SECONDS) {
+    throw new UsageError(`--seconds ${JSON.stringify(raw)}: give a number of seconds from ${MIN_SECONDS} to ${MAX_SECONDS} (e.g. 8)`);
+  }
+  return seconds;
+}
+
+function printEnrolled(ctx: CliContext, json: boolean, r: EnrollResult): void {
+  if (json) return writeJson(ctx, r);
+  writeLine(ctx, `registered voiceprint ${JSON.stringify(r.name)}: ${r.voiceprint_id ?? '(the service returned no voiceprint_id)'}`);
+  writeLine(ctx, `  ${r.sent.seconds} s at ${r.sent.sample_rate} Hz; ${r.levels}`);
+  writeLine(ctx, `  kept for audit: ${r.audit.file}`);
+}
+
+const enroll: CommandSpec = {
+  path: ['voiceprint', 'enroll'],
+  summary: 'record someone from the microphone and register their voiceprint (through the daemon when it runs)',
+  usage: '--name N [--seconds S]',
+  description: `Records voiceprint.seconds (or --seconds) from audio.input_device, checks the level, speech
+and clipping, then registers it. Ask the person to speak normally, close to the microphone, for the
+whole recording. A refused recording says what was measured (peak, level, share of speech).`,
+  options: {
+    name: { type: 'string', description: 'speaker nickname, at most 32 bytes (UTF-8)', valueName: 'N' },
+    seconds: { type: 'string', description: 'recording length, 1 to 60 (default voiceprint.seconds)', valueName: 'S' },
+  },
+  positionals: { min: 0, max: 0 },
+  run: async (args, ctx) => {
+    const rawName = stringOpt(args, 'name');
+    if (rawName === undefined) throw new UsageError("'voiceprint enroll' needs --name N");
+    const name = checkVoiceprintName(rawName);
+    const seconds = secondsOption(args);
+    const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+    const control = await tryConnectControl(config.control.socket);
+    if (control) {
+      if (!args.global.json) writeLine(ctx, `recording ${seconds ?? config.voiceprint.seconds} s through the daemon: speak now`);
+      const r = (await control.enrollVoiceprint({ name, ...(seconds !== undefined ? { seconds } : {}) })) as EnrollResult;
+      return printEnrolled(ctx, args.global.json, r);
+    }
+    await withClient(args, ctx, async ({ client, config: cfg }) => {
+      const db = agentDb(cfg);
+      const voice = createVoiceEnroll({ config: cfg, db, client, logger: silentLogger(), env: ctx.env, micWaitMs: 0 });
+      const onAbort = () => void voice.stop();
+      ctx.shutdown.addEventListener('abort', onAbort, { once: true });
+      try {
+        if (!args.global.json) writeLine(ctx, `recording ${seconds ?? cfg.voiceprint.seconds} s from ${cfg.audio.input_device}: speak now`);
+        printEnrolled(ctx, args.global.json, await voice.enroll({ name, ...(seconds !== undefined ? { seconds } : {}) }));
+      } finally {
+        ctx.shutdown.removeEventListener('abort', onAbort);
+        await voice.stop();
+        db.close();
+      }
+    });
+  },
+};
+
+const COLUMNS: Column<VoiceprintRow>[] = [
+  { header: 'voiceprint_id', value: (r) => r.voiceprint_id },
+  { header: 'name', value: (r) => r.name },
+  { header: 'source', value: (r) => r.source },
+  { header: 'seconds', value: (r) => (r.seconds === null ? null : r.seconds.toFixed(1)) },
+  { header: 'created', value: (r) => r.created_at },
+];
+
+const list: CommandSpec = {
+  path: ['voiceprint', 'list'],
+  summary: "the voiceprints this terminal registered (the agent's local registry; the API has no list call)",
+  positionals: { min: 0, max: 0 },
+  run: async (args, ctx) => {
+    const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+    const path = join(config.state_dir, 'agent.db');
+    const rows = existsSync(path) ? withDb(config, (db) => createVoiceprintRegistry(db).list()) : [];
+    if (args.global.json) return writeJson(ctx, rows);
+    writeTable(ctx, rows, COLUMNS, '(no voiceprints registered from this terminal)');
+  },
+};
+
+export const voiceprintCommands: CommandSpec[] = [enroll, list];
+
+/**
+ * After `voiceprint register FILE` succeeded: the audit copy, its result and the registry row. The
+ * fields are derived the way the command sent them (the WAV header, else voiceprint.sample_rate mono).
+ */
+export async function keepRegistered(
+  config: AgentConfig,
+  input: { name: string; path: string; wav: WavFileInfo | undefined; result: RegisterVoiceprintResult },
+): Promise<RegisterOutcome> {
+  const { wav } = input;
+  const bytes = wav ? wav.fileBytes : (await stat(input.path)).size;
+  const sampleRate = wav ? wav.sampleRate : config.voiceprint.sample_rate;
+  const channels = wav ? wav.channels : 1;
+  const seconds = wav ? wav.seconds : bytes / 2 / channels / sampleRate;
+  const sent: SentAudio = { sample_rate: sampleRate, channel: channels, format: wav ? 'wav' : 'pcm', model: config.voiceprint.model, bytes, seconds: Number(seconds.toFixed(3)) };
+  const db = agentDb(config);
+  try {
+    return await recordSentFile({ registry: createVoiceprintRegistry(db), stateDir: config.state_dir, model: config.voiceprint.model }, { name: input.name, source: 'cli', path: input.path, sent, result: input.result });
+  } finally {
+    db.close();
+  }
+}
+
+/** `voiceprint delete`: on the service, then in the registry (also when the service no longer has it). */
+export async function deleteAndForget(session: ApiSession, id: string): Promise<{ code: number; message: string; removed_locally: boolean; already_gone: boolean }> {
+  const db = agentDb(session.config);
+  try {
+    const r = await deleteVoiceprintEverywhere({ client: session.client, registry: createVoiceprintRegistry(db) }, id, session.call);
+    return {
+      code: r.service?.code ?? 0,
+      message: r.service?.message ?? 'the service no longer had it',
+      removed_locally: r.removedLocally,
+      already_gone: r.alreadyGoneOnService,
+    };
+  } finally {
+    db.close();
+  }
+}

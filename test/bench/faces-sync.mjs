@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+// Face sync benchmark: N faces with ~30 KB images seeded on the emulator over loopback.
+//   npx tsc -p tsconfig.json && node test/bench/faces-sync.mjs [--faces 10000] [--size 30000] [--concurrency 8]
+// Prints, as figures and ratios:
+//   - initial sync time vs a plain loop downloading the same images with the same concurrency
+//     (GET + write to a file; run before and after the sync, averaged), target <= 1.3x;
+//   - peak RSS of the process doing the sync (a child process), target <= 200 MB;
+//   - a re-sync with no changes: time (target <= 500 ms) and image requests (target 0), counted
+//     from the emulator's request log;
+//   - a re-sync after 10 changes (3 added, 2 deleted, 2 renamed, 3 images replaced by this agent and
+//     refreshed): the image requests must be exactly the 6 changed images.
+// The emulator runs in this process; the sync and the baseline run in child processes.
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
+const SECRET = 'bench-terminal-secret-0123456789';
+const GROUP = 'bench-group';
+
+const serviceConfig = (emu) => ({
+  base_url: emu.baseUrl, face_base_url: emu.faceBaseUrl, terminal_secret: SECRET, request_timeout: 30_000,
+  ca_file: '', allow_insecure_http: false, retries: 4, other_auth: 'none',
+});
+
+const jpeg = (size) => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(size - 6), Buffer.from([0xff, 0xd9])]);
+const imageSize = (base) => base - 2048 + Math.floor(Math.random() * 4096); // ~base bytes, varied
+
+// ---------------- child: the plain loop ----------------
+async function childBaseline({ emu, dir, concurrency }) {
+  const { createServiceClient } = await import(join(DIST, 'client/service-client.js'));
+  const { silentLogger } = await import(join(DIST, 'log/logger.js'));
+  const client = createServiceClient({ config: serviceConfig(emu), logger: silentLogger(), userAgent: 'bench-baseline' });
+  const t0 = performance.now();
+  const faces = await client.listFaces();
+  let next = 0;
+  const worker = async () => {
+    while (next < faces.length) {
+      const f = faces[next++];
+      const res = await client.getFaceImage(f.face_id);
+      await pipeline(res.body, createWriteStream(join(dir, `${f.face_id}.jpg`)));
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const ms = performance.now() - t0;
+  await client.close();
+  return { ms, faces: faces.length, maxRssMb: process.resourceUsage().maxRSS / 1024 };
+}
+
+// ---------------- child: the agent's face sync ----------------
+async function childSync({ emu, stateDir, concurrency }) {
+  const { createServiceClient } = await import(join(DIST, 'client/service-client.js'));
+  const { silentLogger } = await import(join(DIST, 'log/logger.js'));
+  const { openDatabase } = await import(join(DIST, 'db/database.js'));
+  const { createFaceSync } = await import(join(DIST, 'faces/face-sync.js'));
+  const client = createServiceClient({ config: serviceConfig(emu), logger: silentLogger(), userAgent: 'bench-sync' });
+  const db = openDatabase({ path: join(stateDir, 'agent.db') });
+  const sync = createFaceSync({
+    config: { state_dir: stateDir, faces: { sync_interval: 3_600_000, image_recheck_interval: 6 * 3_600_000, download_concurrency: concurrency } },
+    db, client, logger: silentLogger(),
+  });
+  const step = () => new Promise((resolve) => process.once('message', resolve));
+  const timed = async (fn) => { const t0 = performance.now(); const r = await fn(); return { ms: performance.now() - t0, report: r }; };
+  const brief = (r) => ({ ok: r.ok, added: r.added, updated: r.updated, removed: r.removed, failed: r.failed, image_requests: r.image_requests, error: r.error });
+
+  const initial = await timed(() => sync.syncNow('manual'));
+  process.send({ phase: 'initial', ms: initial.ms, report: brief(initial.report), rssMb: process.memoryUsage().rss / 1048576 });
+  await step();
+  const nochange = await timed(() => sync.syncNow('manual'));
+  process.send({ phase: 'nochange', ms: nochange.ms, report: brief(nochange.report) });
+  const { refresh } = await step();
+  // As enrollment does after its own updates: refreshFace for each; the first starts a sync that
+  // also picks up the other changes, the others share one follow-up sync.
+  const changed = await timed(() => Promise.all(refresh.map((id) => sync.refreshFace(id))));
+  const reports = [...new Set(changed.report)];
+  const sum = (k) => reports.reduce((a, r) => a + r[k], 0);
+  const total = { syncs: reports.length, ok: reports.every((r) => r.ok), added: sum('added'), updated: sum('updated'), removed: sum('removed'), failed: sum('failed'), image_requests: sum('image_requests') };
+  process.send({ phase: 'changed', ms: changed.ms, report: total, maxRssMb: process.resourceUsage().maxRSS / 1024 });
+  await sync.stop();
+  db.close();
+  await client.close();
+}
+
+function runChild(kind, args, onMessage) {
+  return new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(import.meta.url), ['--child', kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child.on('message', (m) => (m.phase === 'result' ? resolve(m.value) : onMessage?.(m, child)));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(undefined) : reject(new Error(`${kind} child exited ${code}`))));
+    child.send(args);
+  });
+}
+
+if (process.argv[2] === '--child') {
+  const kind = process.argv[3];
+  process.once('message', async (args) => {
+    try {
+      if (kind === 'baseline') process.send({ phase: 'result', value: await childBaseline(args) });
+      else await childSync(args);
+      process.disconnect();
+    } catch (err) {
+      console.error(err);
+      process.exit(1);
+    }
+  });
+} else {
+  await main();
+}
+
+async function main() {
+  const { values } = parseArgs({ options: { faces: { type: 'string', default: '10000' }, size: { type: 'string', default: '30000' }, concurrency: { type: 'string', default: '8' } } });
+  const n = Number(values.faces);
+  const size = Number(values.size);
+  const concurrency = Number(values.concurrency);
+  const { startEmulator } = await import(join(DIST, 'emulator/index.js'));
+  const { createServiceClient } = await import(join(DIST, 'client/service-client.js'));
+  const { silentLogger } = await import(join(DIST, 'log/logger.js'));
+  const work = mkdtempSync(join(tmpdir(), 'ta-bench-faces-'));
+  const emu = await startEmulator({ dataDir: join(work, 'emulator'), terminals: [{ terminal_secret: SECRET, group_id: GROUP }], tts: 'tone' });
+  try {
+    let t0 = performance.now();
+    for (let i = 0; i < n; i += 500) {
+      emu.seedFaces(GROUP, Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ name: `face-${i + j}`, image: jpeg(imageSize(size)) })));
+    }
+    console.log(`seeded ${n} faces of ~${Math.round(size / 1024)} KB in ${((performance.now() - t0) / 1000).toFixed(1)} s; concurrency ${concurrency}`);
+    const imageReqs = () => emu.requests.filter((r) => r.path.endsWith('/image'));
+
+    const baseline = async (label) => {
+      const dir = join(work, `baseline-${label}`);
+      mkdirSync(dir);
+      const r = await runChild('baseline', { emu: { baseUrl: emu.baseUrl, faceBaseUrl: emu.faceBaseUrl }, dir, concurrency });
+      rmSync(dir, { recursive: true, force: true });
+      console.log(`baseline ${label}: plain loop GET + write file: ${(r.ms / 1000).toFixed(2)} s (${(n / (r.ms / 1000)).toFixed(0)} images/s), peak RSS ${r.maxRssMb.toFixed(0)} MB`);
+      return r;
+    };
+    const b1 = await baseline('before');
+    emu.clearRequests();
+
+    const stateDir = join(work, 'state');
+    const results = {};
+    let expected = [];
+    await runChild('sync', { emu: { baseUrl: emu.baseUrl, faceBaseUrl: emu.faceBaseUrl }, stateDir, concurrency }, async (m, child) => {
+      results[m.phase] = { ...m, imageRequests: imageReqs().map((r) => r.path.split('/').at(-2)) };
+      emu.clearRequests();
+      if (m.phase === 'initial') child.send({});
+      if (m.phase === 'nochange') {
+        // 10 changes: 3 added, 2 deleted, 2 renamed (by someone else), 3 images replaced by this agent.
+        const client = createServiceClient({ config: serviceConfig(emu), logger: silentLogger(), userAgent: 'bench-operator' });
+        const faces = await client.listFaces();
+        const img = join(work, 'change.jpg');
+        const added = [];
+        for (let i = 0; i < 3; i++) {
+          writeFileSync(img, jpeg(imageSize(size)));
+          await client.createFace({ name: `added-${i}`, image: { path: img, contentType: 'image/jpeg' } });
+        }
+        const after = await client.listFaces();
+        const before = new Set(faces.map((f) => f.face_id));
+        for (const f of after) if (!before.has(f.face_id)) added.push(f.face_id);
+        for (const f of faces.slice(0, 2)) await client.deleteFace(f.face_id);
+        for (const f of faces.slice(2, 4)) await client.updateFace(f.face_id, { name: `${f.name}-renamed` });
+        const refresh = faces.slice(4, 7).map((f) => f.face_id);
+        for (const id of refresh) {
+          writeFileSync(img, jpeg(imageSize(size)));
+          await client.updateFace(id, { name: 'replaced', image: { path: img, contentType: 'image/jpeg' } });
+        }
+        await client.close();
+        expected = [...added, ...refresh].sort();
+        emu.clearRequests();
+        child.send({ refresh });
+      }
+    });
+    const b2 = await baseline('after');
+
+    const base = (b1.ms + b2.ms) / 2;
+    const init = results.initial;
+    const ratio = init.ms / base;
+    const rss = results.changed.maxRssMb;
+    const nc = results.nochange;
+    const ch = results.changed;
+    const got = [...ch.imageRequests].sort();
+    const exact = JSON.stringify(got) === JSON.stringify(expected);
+    const ok = (c) => (c ? 'OK' : 'MISSED');
+    console.log('');
+    console.log(`initial sync: ${(init.ms / 1000).toFixed(2)} s, ${init.report.added} added, ${init.imageRequests.length} image requests; baseline mean ${(base / 1000).toFixed(2)} s; ratio ${ratio.toFixed(2)}x (target <= 1.3x) ${ok(ratio <= 1.3)}`);
+    console.log(`peak RSS of the syncing process: ${rss.toFixed(0)} MB (target <= 200 MB) ${ok(rss <= 200)}; baseline process ${Math.max(b1.maxRssMb, b2.maxRssMb).toFixed(0)} MB`);
+    console.log(`re-sync, no changes: ${nc.ms.toFixed(0)} ms (target <= 500 ms) ${ok(nc.ms <= 500)}, ${nc.imageRequests.length} image requests (target 0) ${ok(nc.imageRequests.length === 0)}`);
+    console.log(`re-sync after 10 changes: ${ch.ms.toFixed(0)} ms, ${JSON.stringify(ch.report)}; image requests ${got.length} for ${expected.length} changed images, exactly those: ${ok(exact)}`);
+    if (!(ratio <= 1.3 && rss <= 200 && nc.ms <= 500 && nc.imageRequests.length === 0 && exact)) process.exitCode = 1;
+  } finally {
+    await emu.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,131 @@
+import { describe, expect, it, beforeAll, afterAll } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { connect, type AddressInfo } from 'node:net';
+import { startRig, TEST_UA, type Rig } from './fixtures.js';
+import { tmpDirManual } from '../helpers/tmp.js';
+import { ConfigError, NetworkError } from '../../src/errors.js';
+import { createServiceClient } from '../../src/client/service-client.js';
+import { silentLogger } from '../../src/log/logger.js';
+
+// The connection side: proxies from the environment the caller passes in, an extra CA, and no
+// credential over plain http to a non-loopback host. The proxy and the TLS server are small
+// local stand-ins (a CONNECT proxy and an https endpoint with a self-signed certificate), because
+// neither exists on this machine otherwise.
+
+let rig: Rig;
+let tmp: { dir: string; remove(): void };
+let certPath: string;
+let https: { port: number; seen: IncomingHttpHeaders[]; close(): void };
+let proxy: { port: number; connects: string[]; close(): void };
+
+beforeAll(async () => {
+  rig = await startRig();
+  tmp = tmpDirManual('ta-client-tls-');
+  certPath = join(tmp.dir, 'cert.pem');
+  const keyPath = join(tmp.dir, 'key.pem');
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '2',
+    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+  ], { stdio: 'ignore' });
+
+  const seen: IncomingHttpHeaders[] = [];
+  const server = createHttpsServer({ key: readFileSync(keyPath), cert: readFileSync(certPath) }, (req, res) => {
+    seen.push(req.headers);
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  https = { port: (server.address() as AddressInfo).port, seen, close: () => server.close() };
+
+  // A CONNECT proxy; `terminal.example:80` is routed to the emulator so no DNS is needed.
+  const connects: string[] = [];
+  const emuPort = rig.emu.port;
+  const p = createHttpServer((_req, res) => res.writeHead(405).end());
+  p.on('connect', (req, socket, head) => {
+    connects.push(req.url ?? '');
+    const [host, port] = (req.url ?? '').split(':');
+    const target = host === 'terminal.example' ? { host: '127.0.0.1', port: emuPort } : { host: host!, port: Number(port) };
+    const upstream = connect(target.port, target.host, () => {
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    upstream.on('error', () => socket.destroy());
+    socket.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((r) => p.listen(0, '127.0.0.1', () => r()));
+  proxy = { port: (p.address() as AddressInfo).port, connects, close: () => { p.close(); p.closeAllConnections(); } };
+});
+
+afterAll(() => {
+  https?.close();
+  proxy?.close();
+  tmp?.remove();
+});
+
+const httpsBase = () => `https://localhost:${https.port}/v1/api`;
+
+describe('TLS and proxies', () => {
+  it('trusts a private CA from service.ca_file (appended to the public roots)', async () => {
+    const client = rig.clientWith({ face_base_url: httpsBase(), ca_file: certPath });
+    await expect(client.listFaces()).resolves.toEqual([]);
+    const h = https.seen.at(-1)!;
+    expect(h['user-agent']).toBe(TEST_UA);
+    expect(h.authorization).toBe(`Bearer ${rig.config.terminal_secret}`);
+  });
+
+  it('without the CA the certificate is refused with a hint naming service.ca_file', async () => {
+    const client = rig.clientWith({ face_base_url: httpsBase(), retries: 0 });
+    const err = await client.listFaces().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NetworkError);
+    expect((err as Error).message).toContain('service.ca_file');
+  });
+
+  it('goes through HTTPS_PROXY (CONNECT tunnel) and bypasses it for NO_PROXY hosts', async () => {
+    const env = { HTTPS_PROXY: `http://127.0.0.1:${proxy.port}` };
+    await rig.clientWith({ face_base_url: httpsBase(), ca_file: certPath }, { env }).listFaces();
+    expect(proxy.connects.at(-1)).toBe(`localhost:${https.port}`);
+
+    const before = proxy.connects.length;
+    await rig.clientWith({ face_base_url: httpsBase(), ca_file: certPath }, { env: { ...env, NO_PROXY: 'localhost' } }).listFaces();
+    expect(proxy.connects.length).toBe(before);
+  });
+
+  it('plain http:// goes through HTTP_PROXY; a non-loopback host needs allow_insecure_http', async () => {
+    const env = { HTTP_PROXY: `http://127.0.0.1:${proxy.port}` };
+    const remote = { base_url: 'http://terminal.example', face_base_url: 'http://terminal.example/v1/api' };
+    const refused = rig.clientWith(remote, { env });
+    const before = rig.emu.requests.length;
+    const err = await refused.listFaces().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems[0]).toMatchObject({ path: 'service.face_base_url', message: expect.stringContaining('allow_insecure_http') });
+    expect(rig.emu.requests.length).toBe(before);
+
+    const allowed = rig.clientWith({ ...remote, allow_insecure_http: true }, { env });
+    await expect(allowed.listFaces()).resolves.toBeInstanceOf(Array);
+    expect(proxy.connects.at(-1)).toBe('terminal.example:80');
+    expect(rig.emu.requests.at(-1)).toMatchObject({ path: '/v1/api/faces', status: 200, userAgent: TEST_UA });
+  });
+
+  it('never reads the process environment: a proxy set there is ignored', async () => {
+    const saved = process.env.HTTP_PROXY;
+    process.env.HTTP_PROXY = 'http://127.0.0.1:1';
+    try {
+      await expect(rig.clientWith({}).listFaces()).resolves.toBeInstanceOf(Array);
+    } finally {
+      if (saved === undefined) delete process.env.HTTP_PROXY;
+      else process.env.HTTP_PROXY = saved;
+    }
+  });
+
+  it('an unreadable ca_file is a ConfigError naming the key when the client is built', () => {
+    expect(() => createServiceClient({
+      config: { ...rig.config, ca_file: join(tmp.dir, 'missing.pem') }, logger: silentLogger(), userAgent: TEST_UA,
+    })).toThrow(ConfigError);
+  });
+});

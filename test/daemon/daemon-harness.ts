@@ -1,0 +1,186 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { onTestFinished } from 'vitest';
+import { CLI_ENTRY, REPO_ROOT } from '../helpers/cli.js';
+import type { Emulator } from '../helpers/emulator.js';
+
+// Runs the daemon as systemd would: a real `node dist/main.js run` process, with its JSON log on
+// stdout, signals, and a NOTIFY_SOCKET bound here (a unix datagram socket, as systemd's).
+
+export interface DaemonConfigOptions {
+  /** Extra YAML appended at the top level (sections not written below). */
+  extra?: string;
+  terminalSecret?: string;
+  apiKey?: string;
+  logLevel?: string;
+  syncInterval?: string;
+  outputDevice?: string;
+  inputDevice?: string;
+}
+
+export interface DaemonFiles {
+  dir: string;
+  configPath: string;
+  stateDir: string;
+  enrollDir: string;
+  socketPath: string;
+  secretPath: string;
+  write(opts?: DaemonConfigOptions): void;
+}
+
+export function daemonFiles(dir: string, emulator: Emulator, base: DaemonConfigOptions = {}): DaemonFiles {
+  const files: DaemonFiles = {
+    dir,
+    configPath: join(dir, 'config.yaml'),
+    stateDir: join(dir, 'state'),
+    enrollDir: join(dir, 'enroll'),
+    socketPath: join(dir, 'ctl.sock'),
+    secretPath: join(dir, 'terminal_secret'),
+    write(opts = {}) {
+      const o = { ...base, ...opts };
+      writeFileSync(files.secretPath, `${o.terminalSecret ?? emulator.terminals[0]!.terminal_secret}\n`, { mode: 0o600 });
+      writeFileSync(join(dir, 'api_key'), `${o.apiKey ?? emulator.apiKey}\n`, { mode: 0o600 });
+      writeFileSync(files.configPath, [
+        'service:',
+        `  base_url: ${emulator.baseUrl}`,
+        `  face_base_url: ${emulator.faceBaseUrl}`,
+        `  terminal_secret_file: ${files.secretPath}`,
+        `  api_key_file: ${join(dir, 'api_key')}`,
+        '  request_timeout: 2s',
+        '  retries: 1',
+        `state_dir: ${files.stateDir}`,
+        'faces:',
+        `  sync_interval: ${o.syncInterval ?? '5m'}`,
+        'enroll:',
+        `  dir: ${files.enrollDir}`,
+        '  settle_time: 200ms',
+        '  rescan_interval: 2s',
+        'audio:',
+        `  output_device: ${o.outputDevice ?? 'default'}`,
+        `  input_device: ${o.inputDevice ?? 'default'}`,
+        'control:',
+        `  socket: ${files.socketPath}`,
+        'log:',
+        `  level: ${o.logLevel ?? 'info'}`,
+        o.extra ?? '',
+      ].join('\n'));
+    },
+  };
+  mkdirSync(dir, { recursive: true });
+  files.write();
+  return files;
+}
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  component?: string;
+  [key: string]: unknown;
+}
+
+export interface DaemonProcess {
+  child: ChildProcess;
+  pid: number;
+  stdout(): string;
+  stderr(): string;
+  logs(): LogLine[];
+  waitLog(pred: (l: LogLine) => boolean, timeoutMs?: number, what?: string): Promise<LogLine>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  signal(sig: NodeJS.Signals): void;
+}
+
+export function spawnDaemon(configPath: string, env: Record<string, string | undefined> = {}, args: string[] = ['run']): DaemonProcess {
+  const base: Record<string, string> = {};
+  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'ALSA_CONFIG_PATH']) if (process.env[k] !== undefined) base[k] = process.env[k]!;
+  const fullEnv: Record<string, string> = { ...base };
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) delete fullEnv[k];
+    else fullEnv[k] = v;
+  }
+  const child = spawn(process.execPath, [CLI_ENTRY, ...args, '--config', configPath], { cwd: REPO_ROOT, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  onTestFinished(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  const logs = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+  return {
+    child,
+    pid: child.pid!,
+    stdout: () => out,
+    stderr: () => err,
+    logs,
+    exited,
+    signal: (sig) => child.kill(sig),
+    async waitLog(pred, timeoutMs = 15_000, what = 'a log line') {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const hit = logs().find(pred);
+        if (hit) return hit;
+        if (child.exitCode !== null || Date.now() > until) {
+          throw new Error(`${what} never came (exit ${child.exitCode})\nstdout:\n${out.slice(-4000)}\nstderr:\n${err.slice(-2000)}`);
+        }
+        await sleep(25);
+      }
+    },
+  };
+}
+
+export const isReady = (l: LogLine) => l.msg === 'terminal-agent is ready';
+
+interface DgramSocket {
+  on(event: 'message', cb: (buf: Buffer) => void): void;
+  on(event: 'error', cb: (err: Error) => void): void;
+  bind(path: string): void;
+  close(): void;
+}
+
+/** A stand-in for systemd's notify socket: records every datagram the daemon sends. */
+export function listenNotify(path: string): { path: string; messages: string[]; waitFor(pred: (m: string) => boolean, timeoutMs?: number): Promise<string>; count(pred: (m: string) => boolean): number } {
+  const require = createRequire(import.meta.url);
+  const unix = require('unix-dgram') as { createSocket(type: string): DgramSocket };
+  const sock = unix.createSocket('unix_dgram');
+  const messages: string[] = [];
+  sock.on('message', (buf) => messages.push(buf.toString()));
+  sock.on('error', () => {});
+  sock.bind(path);
+  onTestFinished(() => sock.close());
+  return {
+    path,
+    messages,
+    count: (pred) => messages.filter(pred).length,
+    async waitFor(pred, timeoutMs = 15_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const hit = messages.find(pred);
+        if (hit) return hit;
+        if (Date.now() > until) throw new Error(`no notify message matched; got:\n${messages.join('\n---\n')}`);
+        await sleep(20);
+      }
+    },
+  };
+}
+
+/** GET/POST on the daemon's control socket, raw (status code and body). */
+export async function controlRequest(socketPath: string, method: string, path: string, body?: unknown): Promise<{ status: number; text: string; json: () => unknown; headers: Record<string, unknown> }> {
+  const { request } = await import('node:http');
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const req = request({ socketPath, method, path, headers: payload ? { 'content-type': 'application/json' } : {} }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text, json: () => JSON.parse(text), headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { writeFileSync, readFileSync } from 'node:fs';
+import { startTestEmulator } from '../helpers/emulator.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { controlRequest, daemonFiles, isReady, spawnDaemon } from './daemon-harness.js';
+import type { AgentStatus } from '../../src/control/types.js';
+
+describe('SIGHUP reloads the configuration', () => {
+  it('keeps the running config when the new file is invalid, then applies a valid one', async () => {
+    const emulator = await startTestEmulator();
+    const files = daemonFiles(tmpDir('ta-hup-'), emulator);
+    const d = spawnDaemon(files.configPath);
+    await d.waitLog(isReady);
+    const good = readFileSync(files.configPath, 'utf8');
+
+    writeFileSync(files.configPath, good.replace('sync_interval: 5m', 'sync_interval: often'));
+    d.signal('SIGHUP');
+    const refused = await d.waitLog((l) => l.msg.startsWith('reload refused'));
+    expect(refused.level).toBe('error');
+    expect(JSON.stringify(refused.problems)).toContain('faces.sync_interval');
+    let status = (await controlRequest(files.socketPath, 'GET', '/status')).json() as AgentStatus;
+    expect(status.state).toBe('running');
+    expect(status.reload.last_error).toMatch(/sync_interval/);
+
+    // A valid file: log level down to debug, and a new interval (components are rebuilt with it).
+    writeFileSync(files.configPath, good.replace('level: info', 'level: debug').replace('sync_interval: 5m', 'sync_interval: 1s'));
+    d.signal('SIGHUP');
+    const applied = await d.waitLog((l) => l.msg.startsWith('configuration reloaded;'));
+    expect(applied.changed).toEqual(expect.arrayContaining(['faces.sync_interval', 'log.level']));
+    // The 1 s interval is in effect: more syncs follow within a few seconds, and debug lines appear.
+    const runs = () => emulator.requests.filter((r) => r.method === 'GET' && r.path === '/v1/api/faces').length;
+    const n = runs();
+    await d.waitLog(() => runs() >= n + 2, 10_000, 'syncs at the new interval');
+    expect(d.logs().some((l) => l.level === 'debug')).toBe(true);
+    status = (await controlRequest(files.socketPath, 'GET', '/status')).json() as AgentStatus;
+    expect(status.reload).toMatchObject({ count: 1, last_error: null });
+
+    d.signal('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+  });
+
+  it('a fixed credential file plus SIGHUP resumes a face sync stopped by 401', async () => {
+    const emulator = await startTestEmulator();
+    const group = emulator.terminals[0]!.group_id;
+    emulator.seedFaces(group, [{ name: 'Ada', image: Buffer.from('89504e470d0a1a0a', 'hex') }]);
+    const files = daemonFiles(tmpDir('ta-hup-'), emulator, { terminalSecret: 'wrong-secret-value-000000' });
+    const d = spawnDaemon(files.configPath);
+    await d.waitLog(isReady);
+    await d.waitLog((l) => l.component === 'faces' && /401|credential|refused/i.test(JSON.stringify(l)), 15_000, 'the 401');
+    let status = (await controlRequest(files.socketPath, 'GET', '/status')).json() as AgentStatus;
+    expect((status.components.faces as { state: string }).state).toBe('auth_failed');
+
+    files.write({ terminalSecret: emulator.terminals[0]!.terminal_secret });
+    d.signal('SIGHUP');
+    await d.waitLog((l) => l.msg.startsWith('configuration reloaded;'));
+    await d.waitLog((l) => l.component === 'faces' && l.msg === 'face sync done', 15_000, 'a sync after the reload');
+    status = (await controlRequest(files.socketPath, 'GET', '/status')).json() as AgentStatus;
+    expect((status.components.faces as { state: string }).state).not.toBe('auth_failed');
+    expect(status.faces.last_sync?.ok).toBe(true);
+    // Neither the old nor the new secret is in the log.
+    expect(d.stdout()).not.toContain('wrong-secret-value-000000');
+    expect(d.stdout()).not.toContain(emulator.terminals[0]!.terminal_secret);
+  });
+});

@@ -1,0 +1,76 @@
+import { describe, expect, it, afterEach } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inTransaction, openDatabase, schemaVersion } from '../../src/db/database.js';
+import { MIGRATIONS } from '../../src/db/migrations.js';
+
+const dirs: string[] = [];
+function tmp(): string {
+  const d = mkdtempSync(join(tmpdir(), 'ta-db-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('openDatabase', () => {
+  it('creates agent.db in WAL mode with synchronous=FULL and the latest schema', () => {
+    const path = join(tmp(), 'state', 'agent.db');
+    const db = openDatabase({ path });
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.pragma('synchronous', { simple: true })).toBe(2);
+    expect(schemaVersion(db)).toBe(MIGRATIONS.at(-1)!.version);
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name").pluck().all();
+    expect(tables).toEqual(expect.arrayContaining(['faces', 'outbox', 'voiceprints', 'speakers', 'tts_cache', 'sync_runs']));
+    db.close();
+  });
+
+  it('applies only the migrations not yet applied, and keeps data across reopen', () => {
+    const path = join(tmp(), 'agent.db');
+    const m1 = { version: 1, name: 'one', sql: 'CREATE TABLE t (x INTEGER);' };
+    const m2 = { version: 2, name: 'two', sql: 'ALTER TABLE t ADD COLUMN y TEXT;' };
+    let db = openDatabase({ path, migrations: [m1] });
+    db.prepare('INSERT INTO t (x) VALUES (1)').run();
+    db.close();
+    db = openDatabase({ path, migrations: [m1, m2] });
+    expect(schemaVersion(db)).toBe(2);
+    expect(db.prepare('SELECT x, y FROM t').get()).toEqual({ x: 1, y: null });
+    db.close();
+  });
+
+  it('rolls back a failing migration as a whole', () => {
+    const path = join(tmp(), 'agent.db');
+    const bad = { version: 1, name: 'bad', sql: 'CREATE TABLE ok (x); CREATE TABLE broken (;' };
+    expect(() => openDatabase({ path, migrations: [bad] })).toThrow();
+    const db = openDatabase({ path, migrations: [] });
+    expect(schemaVersion(db)).toBe(0);
+    expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name='ok'").pluck().get()).toBe(0);
+    db.close();
+  });
+
+  it('refuses a database written by a newer agent, saying what to do', () => {
+    const path = join(tmp(), 'agent.db');
+    const db = openDatabase({ path, migrations: [] });
+    db.pragma('user_version = 99');
+    db.close();
+    expect(() => openDatabase({ path })).toThrow(/schema version 99.*upgrade the agent/);
+  });
+
+  it('explains an unusable location', () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'state'), 'a file where a folder should be');
+    expect(() => openDatabase({ path: join(dir, 'state', 'agent.db') })).toThrow(/cannot open the database .*state_dir exists and is writable/);
+  });
+
+  it('inTransaction commits all or nothing', () => {
+    const db = openDatabase({ path: join(tmp(), 'agent.db'), migrations: [{ version: 1, name: 't', sql: 'CREATE TABLE t (x INTEGER UNIQUE);' }] });
+    const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
+    expect(() => inTransaction(db, () => { insert.run(1); insert.run(1); })).toThrow();
+    expect(db.prepare('SELECT count(*) FROM t').pluck().get()).toBe(0);
+    inTransaction(db, () => { insert.run(1); insert.run(2); });
+    expect(db.prepare('SELECT count(*) FROM t').pluck().get()).toBe(2);
+    db.close();
+  });
+});

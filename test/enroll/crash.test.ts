@@ -1,0 +1,89 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/database.js';
+import { makeTestConfig } from '../helpers/config.js';
+import { startTestEmulator, terminalOf } from '../helpers/emulator.js';
+import { jpeg, listFiles, put, readJson, waitFor } from './fixtures.js';
+
+// kill -9 of the process running the enrollment at random moments of a 200-file batch, again and
+// again; then one run to the end. Every file must end in done/ or failed/, and every face must
+// exist on the service exactly once. The worker runs the compiled agent: `npm run build` first.
+
+const WORKER = new URL('./fixtures/enroll-worker.mjs', import.meta.url).pathname;
+const FILES = 200;
+const KILLS = 12;
+
+function startWorker(config: unknown, exitWhen = 0): { child: ChildProcess; ready: Promise<void>; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [WORKER], {
+    env: { ...process.env, ENROLL_WORKER_CONFIG: JSON.stringify(config), ENROLL_WORKER_EXIT_WHEN: String(exitWhen) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const ready = new Promise<void>((resolve) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('"event":"ready"')) resolve();
+    });
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, ready, exited };
+}
+
+describe('crash safety', () => {
+  it(`kill -9 at random points of a ${FILES}-face batch, ${KILLS} times: each face on the service exactly once`, { timeout: 110_000 }, async () => {
+    expect(existsSync(new URL('../../dist/enroll/index.js', import.meta.url)), 'run `npm run build` (tsc) first').toBe(true);
+    // Latency spreads the batch over several runs; a few lost answers add reconciliations.
+    const emulator = await startTestEmulator({
+      chaos: { latencyMs: 15, latencyJitterMs: 20, seed: 7 },
+      faults: [{ method: 'POST', path: '/v1/api/faces', action: 'drop-after', times: 3 }, { method: 'POST', path: '/v1/api/faces', action: 'status', status: 503, times: 3 }],
+    });
+    const t = terminalOf(emulator);
+    const config = makeTestConfig({
+      service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, terminal_secret: t.terminal_secret, request_timeout: 1000 },
+      enroll: { settle_time: 100, rescan_interval: 500, upload_concurrency: 4 },
+    });
+    const names = Array.from({ length: FILES }, (_, i) => `person-${String(i).padStart(3, '0')}`);
+    for (const n of names) await put(config.enroll.dir, `faces/${n}.jpg`, jpeg(n));
+
+    let killedMidway = 0;
+    for (let i = 0; i < KILLS; i++) {
+      const w = startWorker(config);
+      await w.ready;
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 700));
+      if (w.child.exitCode === null) killedMidway++;
+      w.child.kill('SIGKILL');
+      await w.exited;
+    }
+    expect(killedMidway).toBe(KILLS);
+    // Some files were still waiting when the last kill came: the crashes happened during the batch.
+    expect(listFiles(join(config.enroll.dir, 'faces')).length).toBeGreaterThan(0);
+
+    const last = startWorker(config, FILES);
+    expect(await last.exited).toBe(0);
+    const done = listFiles(join(config.enroll.dir, 'done/faces')).filter((f) => f.endsWith('.json'));
+    const failed = listFiles(join(config.enroll.dir, 'failed/faces')).filter((f) => f.endsWith('.error.json'));
+    expect(listFiles(join(config.enroll.dir, 'faces'))).toEqual([]);
+    expect(done.length + failed.length).toBe(FILES);
+    expect(failed).toEqual([]);
+
+    const faces = emulator.state.faces();
+    const byName = new Map<string, number>();
+    for (const f of faces) byName.set(f.name, (byName.get(f.name) ?? 0) + 1);
+    expect([...byName.values()].every((n) => n === 1)).toBe(true);
+    expect([...byName.keys()].sort()).toEqual(names);
+    for (const n of names) {
+      const result = readJson(join(config.enroll.dir, `done/faces/${n}.json`));
+      expect(faces.find((f) => f.name === n)?.face_id).toBe(result.face_id);
+    }
+    const db = openDatabase({ path: join(config.state_dir, 'agent.db'), readonly: true });
+    try {
+      expect(db.prepare('SELECT COUNT(*) AS n FROM outbox WHERE finalized = 0').get()).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
+    expect(readdirSync(join(config.state_dir, 'enroll-staging'))).toEqual([]);
+    await waitFor('nothing else', () => true);
+  });
+});

@@ -1,0 +1,139 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { onTestFinished } from 'vitest';
+import { Registry } from 'prom-client';
+import { createServiceClient } from '../../src/client/service-client.js';
+import type { ServiceClient } from '../../src/client/types.js';
+import type { AgentConfig } from '../../src/config/schema.js';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { createEnrollment } from '../../src/enroll/index.js';
+import type { Enrollment } from '../../src/enroll/index.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { makeTestConfig, type DeepPartial } from '../helpers/config.js';
+import { startTestEmulator, terminalOf, type Emulator, type EmulatorOptions } from '../helpers/emulator.js';
+
+/** A JPEG as far as any sniffer can tell, unique per call. */
+export function jpeg(seed = randomBytes(8).toString('hex')): Buffer {
+  return Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10]), Buffer.from('JFIF\0'), Buffer.from(seed), randomBytes(512), Buffer.from([0xff, 0xd9])]);
+}
+
+export function png(): Buffer {
+  const sig = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
+  return Buffer.concat([sig, Buffer.from('IHDR'), randomBytes(300)]);
+}
+
+/** 16-bit PCM samples of a tone (not silence: the bytes differ per call). */
+export function pcm(seconds: number, rate = 16000, channels = 1): Buffer {
+  const frames = Math.round(seconds * rate);
+  const buf = Buffer.alloc(frames * channels * 2);
+  const f = 200 + Math.random() * 400;
+  for (let i = 0; i < frames; i++) {
+    const v = Math.round(Math.sin((2 * Math.PI * f * i) / rate) * 8000);
+    for (let c = 0; c < channels; c++) buf.writeInt16LE(v, (i * channels + c) * 2);
+  }
+  return buf;
+}
+
+export function wav(seconds = 1, rate = 16000, channels = 1): Buffer {
+  const data = pcm(seconds, rate, channels);
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'latin1');
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write('WAVEfmt ', 8, 'latin1');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(channels, 22);
+  h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * channels * 2, 28);
+  h.writeUInt16LE(channels * 2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write('data', 36, 'latin1');
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
+
+export const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+export async function put(dir: string, rel: string, data: Buffer | string): Promise<string> {
+  const p = join(dir, ...rel.split('/'));
+  await mkdir(dirname(p), { recursive: true });
+  await writeFile(p, data);
+  return p;
+}
+
+export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export function readJson(path: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+}
+
+export function listFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).map((d) => join(d.parentPath, d.name).slice(dir.length + 1)).sort();
+}
+
+export interface Rig {
+  emulator: Emulator;
+  config: AgentConfig;
+  dir: string;
+  db: Db;
+  client: ServiceClient;
+  enrollment: Enrollment;
+  metrics: Registry;
+  changed: string[];
+  /** Starts a new Enrollment on the same folders and database (after stop()). */
+  restart(): Promise<Enrollment>;
+}
+
+export interface RigOptions {
+  emulator?: EmulatorOptions;
+  config?: DeepPartial<AgentConfig>;
+  start?: boolean;
+}
+
+/** A real emulator, real client, real SQLite file and real folders; all torn down after the test. */
+export async function startRig(opts: RigOptions = {}): Promise<Rig> {
+  const emulator = await startTestEmulator(opts.emulator);
+  const t = terminalOf(emulator);
+  const config = makeTestConfig({
+    ...opts.config,
+    service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, terminal_secret: t.terminal_secret, api_key: emulator.apiKey, request_timeout: 2000, ...opts.config?.service },
+    enroll: { settle_time: 150, rescan_interval: 1000, knowledge_debounce: 200, upload_concurrency: 4, ...opts.config?.enroll },
+    speaker_training: { poll_interval: 50, poll_timeout: 10_000, ...opts.config?.speaker_training },
+  });
+  const db = openDatabase({ path: join(config.state_dir, 'agent.db') });
+  const client = createServiceClient({ config: config.service, logger: silentLogger(), userAgent: 'enroll-test' });
+  const changed: string[] = [];
+  let metrics = new Registry();
+  const make = () => createEnrollment({
+    config, db, client, logger: silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, onFaceChanged: (id) => changed.push(id),
+  });
+  const rig: Rig = {
+    emulator, config, dir: config.enroll.dir, db, client, enrollment: make(), metrics, changed,
+    async restart() {
+      await rig.enrollment.stop();
+      metrics = new Registry();
+      rig.metrics = metrics;
+      rig.enrollment = make();
+      await rig.enrollment.start();
+      return rig.enrollment;
+    },
+  };
+  onTestFinished(async () => {
+    await rig.enrollment.stop();
+    await client.close();
+    db.close();
+  });
+  if (opts.start !== false) await rig.enrollment.start();
+  return rig;
+}

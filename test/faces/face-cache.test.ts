@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readCachedFaces } from '../../src/faces/read-cache.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { GROUP, expectIndexMatchesServer, harness, jpeg, png, readIndex, snapshot, writeTemp } from './face-fixtures.js';
+
+// A reader in another process, as the face-recognition program is: it reads index.json over and
+// over and opens every file it names, until told to stop; it prints how many reads broke the rules.
+const READER = `
+const fs = require('node:fs'); const path = require('node:path');
+const dir = process.argv[1]; let reads = 0; const problems = [];
+let stop = false; process.stdin.on('data', () => { stop = true; }); process.stdin.resume();
+(function loop() {
+  if (stop) { console.log(JSON.stringify({ reads, problems: problems.slice(0, 5), count: problems.length })); process.exit(0); }
+  let text;
+  try { text = fs.readFileSync(path.join(dir, 'index.json'), 'utf8'); } catch { return setImmediate(loop); }
+  let entries;
+  try { entries = JSON.parse(text); } catch (e) { problems.push('index not JSON: ' + e.message); return setImmediate(loop); }
+  for (const e of entries) {
+    let b;
+    try { b = fs.readFileSync(path.join(dir, e.image)); } catch (err) { problems.push('missing ' + e.image); continue; }
+    const jpegOk = b[0] === 0xff && b[1] === 0xd8 && b[b.length - 2] === 0xff && b[b.length - 1] === 0xd9;
+    const pngOk = b[0] === 0x89 && b.subarray(-8, -4).toString('latin1') === 'IEND';
+    if (!jpegOk && !pngOk) problems.push('half-written ' + e.image);
+  }
+  reads++; setImmediate(loop);
+})();
+`;
+
+describe('the face cache on disk', () => {
+  it('a restart with an existing cache serves at once, even with the service unreachable', async () => {
+    const h = await harness();
+    h.emu.seedFaces(GROUP, [{ name: 'alice', image: jpeg() }, { name: 'bob', image: jpeg() }]);
+    const first = h.make();
+    await first.start();
+    await first.syncNow();
+    await first.stop();
+    const before = snapshot(h.facesDir);
+    await h.emu.close(); // the service is gone
+
+    const again = h.make();
+    expect(again.listCached().map((f) => f.name).sort()).toEqual(['alice', 'bob']); // before start()
+    await again.start();
+    expect(again.status()).toMatchObject({ faces_cached: 2, last_sync: { ok: true, added: 2 } });
+    const failed = await again.syncNow();
+    expect(failed.error?.code).toBe('TA_ERR_NETWORK');
+    expect(again.listCached()).toHaveLength(2);
+    expect(snapshot(h.facesDir)).toEqual(before);
+  });
+
+  it('start-up repair: an image deleted from disk leaves the index at once and is downloaded again', async () => {
+    const h = await harness();
+    const [alice, bob] = h.emu.seedFaces(GROUP, [{ name: 'alice', image: jpeg() }, { name: 'bob', image: jpeg() }]);
+    const first = h.make();
+    await first.syncNow();
+    await first.stop();
+    rmSync(join(h.facesDir, `${alice!.face_id}.jpg`));
+    writeFileSync(join(h.facesDir, `.${bob!.face_id}.img.0000.tmp`), 'left by a crash');
+
+    const again = h.make();
+    await again.start();
+    // Before any network: the index no longer names the missing file, and the crash leftover is gone.
+    expect(readIndex(h.facesDir).map((e) => e.face_id)).toEqual([bob!.face_id]);
+    expect(Object.keys(snapshot(h.facesDir).files).sort()).toEqual([`${bob!.face_id}.jpg`, 'index.json'].sort());
+    const report = await again.syncNow(); // joins the sync start() began
+    expect(report).toMatchObject({ ok: true, added: 1, image_requests: 1 });
+    expect(expectIndexMatchesServer(h.facesDir, h.emu).map((e) => e.name).sort()).toEqual(['alice', 'bob']);
+  });
+
+  it('a reader in another process never sees a missing or half-written file while syncs change everything', async () => {
+    const h = await harness();
+    const faces = h.emu.seedFaces(GROUP, Array.from({ length: 20 }, (_, i) => ({ name: `f${i}`, image: jpeg(8_000) })));
+    const sync = h.make({ deleteGraceMs: 60_000 }); // the default: readers of the previous index get a minute
+    await sync.syncNow();
+    const reader = spawn(process.execPath, ['-e', READER, h.facesDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    reader.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+    const dir = tmpDir();
+    for (let round = 0; round < 6; round++) {
+      const victim = faces[round]!;
+      await h.client.deleteFace(victim.face_id);
+      await h.client.createFace({ name: `new${round}`, image: { path: writeTemp(dir, `n${round}.png`, png(8_000)), contentType: 'image/png' } });
+      const changed = faces[10 + round]!;
+      await h.client.updateFace(changed.face_id, { name: `changed${round}`, image: { path: writeTemp(dir, `c${round}.png`, png(9_000)), contentType: 'image/png' } });
+      await sync.refreshFace(changed.face_id);
+    }
+    reader.stdin.end('stop');
+    await new Promise((r) => reader.once('exit', r));
+    const result = JSON.parse(out) as { reads: number; count: number; problems: string[] };
+    expect(result.problems).toEqual([]);
+    expect(result.reads).toBeGreaterThan(10);
+    expect(readIndex(h.facesDir)).toHaveLength(20);
+    const stale = [faces[0]!, faces[10]!].map((f) => `${f.face_id}.jpg`);
+    expect(stale.every((f) => f in snapshot(h.facesDir).files)).toBe(true);
+
+    // Once the grace is over, the next sync deletes the files no index names any more.
+    h.clock.now += 60_000;
+    await sync.syncNow();
+    const files = Object.keys(snapshot(h.facesDir).files);
+    expect(files.filter((f) => stale.includes(f))).toEqual([]);
+    expect(files.sort()).toEqual([...readIndex(h.facesDir).map((e) => e.image), 'index.json'].sort());
+  });
+
+  it('readCachedFaces (faces list --cached) reads agent.db read-only beside the running sync', async () => {
+    const h = await harness();
+    h.emu.seedFaces(GROUP, [{ name: 'alice', image: jpeg() }]);
+    const sync = h.make();
+    await sync.syncNow();
+    const rows = readCachedFaces(h.stateDir);
+    expect(rows).toEqual([expect.objectContaining({ name: 'alice', group_id: GROUP, image_path: join(h.facesDir, rows[0]!.image) })]);
+    expect(() => readCachedFaces(tmpDir())).toThrow(/no face cache at .*agent\.db/);
+  });
+});

@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (where package.json and dist/ live). */
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CLI_ENTRY = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+
+export interface CliRunOptions {
+  /** Environment of the child. Only what you pass plus PATH/HOME/ALSA_CONFIG_PATH from this process:
+   * tests must not depend on the developer's TERMINAL_AGENT_* variables. */
+  env?: Record<string, string | undefined>;
+  /** Working directory of the child; default the repository root. */
+  cwd?: string;
+  /** Written to the child's stdin, then stdin is closed (closed at once when absent). */
+  input?: string | Buffer;
+  /** Kill the child (SIGKILL) after this long and reject; default 20s. */
+  timeoutMs?: number;
+  /** Run as this user/group (only when the tests run as root), e.g. to provoke EACCES. */
+  uid?: number;
+  gid?: number;
+}
+
+export interface CliRunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Spawns `node dist/main.js ...args` (build first: `npx tsc -p tsconfig.json`). */
+export function runCliProcess(args: readonly string[], opts: CliRunOptions = {}): Promise<CliRunResult> {
+  if (!existsSync(CLI_ENTRY)) {
+    return Promise.reject(new Error(`${CLI_ENTRY} is missing: run 'npx tsc -p tsconfig.json' before the CLI tests`));
+  }
+  const base: Record<string, string> = {};
+  for (const k of ['PATH', 'HOME', 'ALSA_CONFIG_PATH', 'TMPDIR', 'LANG']) {
+    const v = process.env[k]; // test code, not src/: reading the runner's env here is fine
+    if (v !== undefined) base[k] = v;
+  }
+  const env: Record<string, string> = { ...base };
+  for (const [k, v] of Object.entries(opts.env ?? {})) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI_ENTRY, ...args], {
+      cwd: opts.cwd ?? REPO_ROOT,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
+      ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    const timeoutMs = opts.timeoutMs ?? 20_000;
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`terminal-agent ${args.join(' ')} did not exit within ${timeoutMs}ms\nstdout: ${Buffer.concat(out).toString()}\nstderr: ${Buffer.concat(err).toString()}`));
+    }, timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() });
+    });
+    child.stdin.on('error', () => {}); // the child may exit before reading its input
+    if (opts.input !== undefined) child.stdin.end(opts.input);
+    else child.stdin.end();
+  });
+}

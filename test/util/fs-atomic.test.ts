@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterEach } from 'vitest';
+import { commitTemp, streamToTemp, writeFileAtomic } from '../../src/util/fs-atomic.js';
+
+const dirs: string[] = [];
+function tmp(): string {
+  const d = mkdtempSync(join(tmpdir(), 'ta-atomic-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('writeFileAtomic', () => {
+  it('replaces the file and leaves no temp file behind', async () => {
+    const dir = tmp();
+    const path = join(dir, 'index.json');
+    writeFileSync(path, 'old');
+    await writeFileAtomic(path, '[1,2,3]');
+    expect(readFileSync(path, 'utf8')).toBe('[1,2,3]');
+    expect(readdirSync(dir)).toEqual(['index.json']);
+  });
+
+  it('creates missing folders', async () => {
+    const dir = tmp();
+    const path = join(dir, 'a', 'b', 'c.txt');
+    await writeFileAtomic(path, 'x');
+    expect(readFileSync(path, 'utf8')).toBe('x');
+  });
+});
+
+describe('streamToTemp + commitTemp', () => {
+  it('streams to a hidden temp file, then renames it into place', async () => {
+    const dir = tmp();
+    const path = join(dir, 'face.jpg');
+    const { tmp: t, bytes } = await streamToTemp(path, Readable.from([Buffer.from('abc'), Buffer.from('def')]));
+    expect(bytes).toBe(6);
+    expect(readdirSync(dir)).not.toContain('face.jpg');
+    await commitTemp(t, path);
+    expect(readFileSync(path, 'utf8')).toBe('abcdef');
+    expect(readdirSync(dir)).toEqual(['face.jpg']);
+  });
+
+  it('removes the temp file when the source fails half-way', async () => {
+    const dir = tmp();
+    const path = join(dir, 'face.jpg');
+    async function* broken() {
+      yield Buffer.from('abc');
+      throw new Error('connection dropped');
+    }
+    await expect(streamToTemp(path, broken())).rejects.toThrow('connection dropped');
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});
