@@ -2,7 +2,7 @@
 // a device, speaker aborts the whole process (SIGABRT, see ../shared/audio-without-hardware.md), so
 // it runs here, supervised by src/audio/player.ts, never inside the daemon.
 //
-// Protocol (player-protocol.ts): IPC messages for control, framed PCM on stdin.
+// Protocol (declared in player.ts): IPC messages for control, framed PCM on stdin.
 //   child -> parent  {type:'ready'}                      speaker loaded, waiting for a job
 //   parent -> child  {type:'play', format, device}       then PCM frames on stdin, an empty frame ends it
 //   child -> parent  {type:'first-frame'}                the first frames were written to the device
@@ -12,7 +12,8 @@
 import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 
-import type { PlayerJob, PlayerMessage } from './player-protocol.js';
+// Type-only: erased at compile time, so this process loads nothing of the daemon's code.
+import type { PlayerJob, PlayerMessage } from './player.js';
 
 interface SpeakerOptions {
   channels: number;

@@ -6,11 +6,36 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
 import { AbortedError, AudioDeviceError } from '../errors.js';
 import type { PcmFormat } from './wav.js';
-import { pcmFrame, type PlayerMessage } from './player-protocol.js';
 
 // Supervises the player processes (player-child.ts). Whatever happens to a child (SIGABRT in
 // ALSA, an error event, a kill) becomes an AudioDeviceError naming the device, and the next
 // utterance gets a fresh child: the daemon never loads `speaker` itself.
+
+// Messages between the daemon and the player process (src/audio/player-child.ts). Kept in one
+// place so both ends agree; only plain JSON crosses the IPC channel. PCM goes over stdin in
+// frames: a 4-byte little-endian length, then that many bytes; a zero length ends the utterance.
+// A child plays any number of utterances in turn (no Node start-up between two phrases).
+
+/** A stdin frame carrying `pcm`, or the end-of-utterance frame when `pcm` is absent. */
+export function pcmFrame(pcm?: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(4 + (pcm?.length ?? 0));
+  out.writeUInt32LE(pcm?.length ?? 0, 0);
+  pcm?.copy(out, 4);
+  return out;
+}
+
+export interface PlayerJob {
+  type: 'play';
+  format: PcmFormat;
+  /** ALSA PCM name (audio.output_device). */
+  device: string;
+}
+
+export type PlayerMessage =
+  | { type: 'ready' }
+  | { type: 'first-frame' }
+  | { type: 'done'; bytes: number }
+  | { type: 'error'; message: string; code: string | undefined };
 
 export interface PlayerDeps {
   /** ALSA PCM name, audio.output_device. */
@@ -88,7 +113,8 @@ export function createPlayer(deps: PlayerDeps): Player {
     proc.once('error', (err) => {
       child.lastError = { message: err.message, code: (err as NodeJS.ErrnoException).code };
     });
-    void child.exited.then(() => {
+    void child.exited.then(({ code, signal }) => {
+      log.debug({ pid: proc.pid, code, signal }, 'player process ended');
       child.dead = true;
       if (warm === child) warm = undefined;
     });

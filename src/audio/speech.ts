@@ -206,8 +206,13 @@ export function createSpeech(deps: SpeechDeps): Speech {
     };
   }
 
-  async function stop(): Promise<void> {
-    if (stopping) return whenIdle();
+  let stopped: Promise<void> | undefined;
+  function stop(): Promise<void> {
+    stopped ??= stopNow();
+    return stopped;
+  }
+
+  async function stopNow(): Promise<void> {
     stopping = true;
     for (const item of queue.splice(0)) item.reject(new BusyError('speech stopped before this utterance was played (the daemon is shutting down)'));
     const bound = deps.stopTimeoutMs ?? 5000;

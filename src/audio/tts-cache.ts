@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { openSync, readSync, closeSync, statSync } from 'node:fs';
+import { openSync, readSync, closeSync, statSync, rmSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Db } from '../db/database.js';
@@ -92,7 +92,7 @@ export function createTtsCache(deps: TtsCacheDeps): TtsCache {
   function remove(key: string): void {
     const row = selectOne.get(key);
     del.run(key);
-    if (row) void rm(join(dir, row.file), { force: true });
+    if (row) rmSync(join(dir, row.file), { force: true });
   }
 
   function get(key: string): CacheEntry | undefined {

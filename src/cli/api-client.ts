@@ -8,7 +8,7 @@ import { createServiceClient } from '../client/service-client.js';
 import type { CallOptions, ServiceClient } from '../client/types.js';
 import { userAgent } from '../version.js';
 import { InvalidInputError, UsageError } from '../errors.js';
-import { parseWavHeader, readHead, sniffMediaType, IMAGE_TYPES, type SniffedType, type WavInfo } from '../client/media-types.js';
+import { readHead, sniffMediaType, IMAGE_TYPES, type SniffedType } from '../client/media-types.js';
 
 // Shared by the commands that map to one API call: config -> client, the call options that make
 // Ctrl-C cancel a call, and the local checks that turn bad input into exit 65 before any request.
@@ -70,14 +70,6 @@ export async function checkImageFile(path: string): Promise<SniffedType> {
     throw new InvalidInputError(`${path} is not a JPEG, PNG, BMP or WebP image (checked its bytes, not its name); convert it first`, { details: { path } });
   }
   return type;
-}
-
-/** A WAV whose header is complete and consistent with the file size; exit 65 otherwise. */
-export async function checkWavFile(path: string): Promise<WavInfo> {
-  const size = await regularFile(path, 'audio file');
-  const info = parseWavHeader(await readHead(path, 4096), size);
-  if ('problem' in info) throw new InvalidInputError(`${path}: ${info.problem}`, { details: { path } });
-  return info;
 }
 
 /** Checks a --name against a byte limit (the service counts UTF-8 bytes). */

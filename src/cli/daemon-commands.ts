@@ -4,9 +4,9 @@ import { loadConfig } from '../config/load-config.js';
 import { connectControl } from '../control/control-client.js';
 import { makeDaemonEnv } from '../daemon/daemon-env.js';
 import { runDaemon } from '../daemon/daemon.js';
-import { formatStatus } from '../daemon/status-format.js';
-import { runDoctor } from '../daemon/doctor.js';
-import { runDemo } from '../daemon/demo.js';
+
+// doctor and demo load what `run` never needs (tls, dns, the whole emulator): imported on use, so
+// the daemon's resident memory does not carry them.
 
 export const daemonCommands: CommandSpec[] = [
   {
@@ -26,6 +26,7 @@ Logs are JSON lines on stdout.`,
     summary: 'starts the emulator and the daemon together in ./demo/ with a generated config, prints what to try',
     description: 'Everything lives in ./demo/ (config, state, enrollment folders, logs). Ctrl-C stops both.',
     async run(_args, ctx) {
+      const { runDemo } = await import('../daemon/demo.js');
       return runDemo(ctx);
     },
   },
@@ -37,13 +38,14 @@ Logs are JSON lines on stdout.`,
       const control = await connectControl(config.control.socket, { timeoutMs: 10_000 });
       const status = await control.status();
       if (args.global.json) writeJson(ctx, status);
-      else writeLine(ctx, formatStatus(status));
+      else writeLine(ctx, (await import('../daemon/status-format.js')).formatStatus(status));
     },
   },
   {
     path: ['doctor'],
     summary: 'checks config, both base URLs (DNS, TLS, credentials), folders, audio output and input; one line each',
     async run(args, ctx) {
+      const { runDoctor } = await import('../daemon/doctor.js');
       return runDoctor(ctx, args.global.configPath, args.global.json);
     },
   },

@@ -9,7 +9,7 @@ import { silentLogger } from '../log/logger.js';
 import { UsageError, describeError } from '../errors.js';
 import { createSpeech } from '../audio/speech.js';
 import { resolveTtsParams, ttsBody, type SayRequest, type SayResult } from '../audio/speech-types.js';
-import { saveSynthesizedWav } from '../audio/save-wav.js';
+import { saveSynthesizedWav } from '../audio/wav-file-writer.js';
 import { formatDuration, formatSize } from '../util/units.js';
 
 // `say`: through the daemon's playback queue when it runs (so phrases never overlap), directly

@@ -4,6 +4,7 @@ import { writeJson, writeLine, writeTable, type Column } from './output.js';
 import { checkNameArg, intOption, withClient } from './api-client.js';
 import { checkWavFile } from '../voiceprint/wav-check.js';
 import { deleteAndForget, keepRegistered, voiceprintCommands } from '../voiceprint/voiceprint-cli.js';
+import { speakerListCommands } from '../enroll/speaker-cli.js';
 import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client/types.js';
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-voiceprint-api.js';
 import { InvalidInputError, TimeoutError, UsageError } from '../errors.js';
@@ -66,7 +67,9 @@ const voices: CommandSpec = {
         }
       }
       if (args.global.json) return writeJson(ctx, { speakers, speakers_count: speakers.length, total_speakers_count: total });
-      writeTable(ctx, speakers, VOICE_COLUMNS, '(no voices match)');
+      // Without --all the service sends name and voice only: leave out columns nobody filled.
+      const columns = VOICE_COLUMNS.filter((c, i) => i < 2 || speakers.some((v) => c.value(v) !== undefined));
+      writeTable(ctx, speakers, columns, '(no voices match)');
       writeLine(ctx, `${speakers.length} of ${total} voice(s)`);
     });
   },
@@ -197,4 +200,4 @@ const voiceprintDelete: CommandSpec = {
   }),
 };
 
-export const voiceCommands: CommandSpec[] = [voices, speakerTrain, speakerStatus, speakerDelete, voiceprintRegister, voiceprintDelete, ...voiceprintCommands];
+export const voiceCommands: CommandSpec[] = [voices, speakerTrain, speakerStatus, speakerDelete, voiceprintRegister, voiceprintDelete, ...voiceprintCommands, ...speakerListCommands];

@@ -1,4 +1,4 @@
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
 import type { AgentConfig } from '../config/schema.js';
@@ -144,4 +144,3 @@ function safe(fn: () => unknown): unknown {
   }
 }
 
-export { Registry };

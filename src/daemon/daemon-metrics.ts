@@ -16,7 +16,9 @@ export interface DaemonMetrics {
 
 export function createDaemonMetrics(options: { version: string; queries: () => StateQueries | undefined }): DaemonMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'terminal_agent_process_' });
+  // Standard names (process_*, nodejs_*) so stock Node dashboards work. The event-loop delay
+  // histogram samples every 10 ms by default, which wakes an idle daemon 100 times a second.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 500 });
   new Gauge({ name: 'terminal_agent_info', help: 'Agent version (value is always 1).', labelNames: ['version'], registers: [registry] }).set({ version: options.version }, 1);
   const requests = new Counter({
     name: 'terminal_agent_http_requests_total',

@@ -6,7 +6,6 @@ import { openDatabase, type Db } from '../db/database.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient, RequestEvent } from '../client/types.js';
 import { AbortedError } from '../errors.js';
-import { userAgent } from '../version.js';
 import { createControlServer, type ControlServer } from '../control/control-server.js';
 import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
@@ -15,7 +14,7 @@ import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
 import { createStateQueries, type StateQueries } from './state-queries.js';
 import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
-import { buildStatus, statusLine, controlHandlers } from './daemon-status.js';
+import { statusLine, controlHandlers } from './daemon-status.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
@@ -174,4 +173,3 @@ async function withinBound(p: Promise<unknown>, ms: number): Promise<boolean> {
   }
 }
 
-export { buildStatus };

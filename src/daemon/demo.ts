@@ -125,7 +125,7 @@ function instructions(dir: string, emulator: Emulator, socket: string): string {
   control       ${socket}
   daemon log    ./${rel}/agent.log  (JSON lines)
 
-The emulator holds ${SAMPLE_FACES.length} sample faces; the daemon has synced them into ./${rel}/state/faces/.
+The emulator holds ${SAMPLE_FACES.length} sample faces; the daemon syncs them into ./${rel}/state/faces/.
 
 Drop files into ./${rel}/enroll/ (originals end in done/ or failed/):
   cp "./${rel}/samples/Marie Curie.png" ./${rel}/enroll/faces/      # a new face

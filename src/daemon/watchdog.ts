@@ -44,11 +44,13 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
   let loop: Promise<void> | undefined;
   let lastFed: number | undefined;
   let failing: string[] = [];
+  let failingNames: string[] = [];
   let lastStatus = '';
 
   async function tick(): Promise<void> {
     const t = now();
     const reasons: string[] = [];
+    const names: string[] = [];
     for (const c of options.checks()) {
       let reason: string | undefined;
       try {
@@ -56,13 +58,18 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
       } catch (err) {
         reason = `check failed: ${(err as Error).message}`;
       }
-      if (reason) reasons.push(`${c.name}: ${reason}`);
+      if (reason) {
+        reasons.push(`${c.name}: ${reason}`);
+        names.push(c.name);
+      }
     }
-    if (reasons.join('\n') !== failing.join('\n')) {
+    // Log when the set of stuck components changes, not on every tick (the seconds in the text move).
+    if (names.join('\n') !== failingNames.join('\n')) {
       if (reasons.length > 0) logger.error({ failing: reasons, watchdog: Boolean(watchdogMs) }, 'a component makes no progress; withholding the watchdog ping so that systemd restarts the agent');
       else if (failing.length > 0) logger.info('all components progress again');
     }
     failing = reasons;
+    failingNames = names;
     const fields: Record<string, string> = {};
     if (watchdogMs && reasons.length === 0) {
       fields.WATCHDOG = '1';

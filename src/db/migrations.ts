@@ -69,6 +69,7 @@ CREATE TABLE outbox (
   updated_at    INTEGER NOT NULL
 );
 CREATE INDEX outbox_state ON outbox(state, next_attempt_at);
+CREATE INDEX outbox_queue ON outbox(state, id);
 CREATE INDEX outbox_hash ON outbox(kind, content_sha256);
 CREATE INDEX outbox_source ON outbox(source_path, finalized);
 CREATE INDEX outbox_name ON outbox(kind, name, state);

@@ -30,13 +30,18 @@ export function sniffOtherContainer(head: Buffer): string | undefined {
   if (sniffImage(head)) return 'an image';
   if (head.length >= 4 && ascii(head, 0, 4) === 'RIFF') return 'a RIFF file';
   if (head.length >= 3 && ascii(head, 0, 3) === 'ID3') return 'MP3';
-  if (head.length >= 2 && head[0] === 0xff && ((head[1] ?? 0) & 0xe0) === 0xe0 && ((head[1] ?? 0) & 0x06) !== 0) return 'MP3';
+  if (head.length >= 3 && isMpegFrameHeader(head[0]!, head[1]!, head[2]!)) return 'MP3';
   if (head.length >= 4 && ascii(head, 0, 4) === 'OggS') return 'Ogg';
   if (head.length >= 4 && ascii(head, 0, 4) === 'fLaC') return 'FLAC';
   if (head.length >= 8 && ascii(head, 4, 4) === 'ftyp') return 'MP4/M4A';
   if (head.length >= 4 && ascii(head, 0, 4) === '%PDF') return 'PDF';
   if (head.length >= 2 && ascii(head, 0, 2) === 'PK') return 'a ZIP archive';
   return undefined;
+}
+
+/** An MPEG audio frame header without an ID3 tag: sync bits, a valid version, layer, bitrate and rate. */
+function isMpegFrameHeader(b0: number, b1: number, b2: number): boolean {
+  return b0 === 0xff && (b1 & 0xe0) === 0xe0 && ((b1 >> 3) & 3) !== 1 && ((b1 >> 1) & 3) !== 0 && (b2 >> 4) !== 0xf && (b2 >> 4) !== 0 && ((b2 >> 2) & 3) !== 3;
 }
 
 export interface WavInfo {

@@ -3,6 +3,7 @@ import { ServiceError } from '../errors.js';
 import { createVoiceprintRegistry } from '../voiceprint/registry.js';
 import type { Db } from '../db/database.js';
 import type { Applied } from './failure.js';
+import type { Commit } from './commit-batcher.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { createSpeakerRegistry } from './speaker-registry.js';
@@ -22,12 +23,12 @@ function failUnknownOutcome(applied: Applied): 'retry' | 'fail' {
   return applied === 'unknown' ? 'fail' : 'retry';
 }
 
-export function createVoiceprintUploader(deps: { client: ServiceClient; store: OutboxStore; db: Db; config: EnrollmentConfig }) {
+export function createVoiceprintUploader(deps: { client: ServiceClient; store: OutboxStore; commit: Commit; db: Db; config: EnrollmentConfig }) {
   const registry = createVoiceprintRegistry(deps.db);
   return {
     async upload(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome> {
       const meta = parseMeta(row);
-      deps.store.startAttempt(row.id, 'register', meta);
+      await deps.commit(() => deps.store.startAttempt(row.id, 'register', meta), { durable: true });
       const model = deps.config.voiceprint.model;
       const res = await deps.client.registerVoiceprint(
         { name: row.name, audio: wavUpload(row), sampleRate: meta.sampleRate, channel: meta.channels, model, format: 'wav' },
@@ -47,14 +48,14 @@ export function createVoiceprintUploader(deps: { client: ServiceClient; store: O
   };
 }
 
-export function createSpeakerUploader(deps: { client: ServiceClient; store: OutboxStore; db: Db; config: EnrollmentConfig }) {
+export function createSpeakerUploader(deps: { client: ServiceClient; store: OutboxStore; commit: Commit; db: Db; config: EnrollmentConfig }) {
   const registry = createSpeakerRegistry(deps.db);
   const { model, poll_interval: pollMs, poll_timeout: timeoutMs } = deps.config.speaker_training;
 
   return {
     async upload(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome> {
       const meta = parseMeta(row);
-      deps.store.startAttempt(row.id, 'train', meta);
+      await deps.commit(() => deps.store.startAttempt(row.id, 'train', meta), { durable: true });
       const res = await deps.client.trainSpeaker({ audio: wavUpload(row), model, audioText: meta.text ?? '' }, { signal, retries: 0 });
       const now = Date.now();
       return {

@@ -2,8 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { lstat, open, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import type { Db } from '../db/database.js';
-import { inTransaction } from '../db/database.js';
+import type { Commit } from './commit-batcher.js';
 import { formatSize } from '../util/units.js';
 import { fsyncDir } from '../util/fs-atomic.js';
 import type { Candidate, Layout } from './layout.js';
@@ -25,8 +24,9 @@ export type ClaimResult =
 export interface ClaimDeps {
   layout: Layout;
   store: OutboxStore;
-  db: Db;
+  commit: Commit;
   config: EnrollmentConfig;
+  place(row: { kind: Candidate['kind']; source_path: string }, failed: boolean): string | null;
 }
 
 /** Raw .pcm voiceprints: 16-bit little-endian, mono (the config names no channel count). */
@@ -52,24 +52,25 @@ async function copyAndHash(src: string, dest: string, prefix?: Buffer): Promise<
 }
 
 export function createClaimer(deps: ClaimDeps) {
-  const { layout, store, db, config } = deps;
+  const { layout, store, commit, config } = deps;
   const settleMs = config.enroll.settle_time;
   /** Speakers whose .txt was missing: when we first noticed. */
   const missingText = new Map<string, number>();
 
-  function refuse(c: Candidate, size: number, mtimeMs: number, err: EnrollInputError, meta: RowMeta = {}): ClaimResult {
-    const rowId = inTransaction(db, () => {
+  async function refuse(c: Candidate, size: number, mtimeMs: number, err: EnrollInputError, meta: RowMeta = {}): Promise<ClaimResult> {
+    const rowId = await commit(() => {
       if (c.kind === 'knowledge') {
         // Refused once per version: the mirror remembers it until the file is edited.
         store.mirrorPut({ id: c.name, file: c.rel, size, mtime_ms: mtimeMs, content_sha256: '', uploaded: 0 });
       } else if (store.isActiveSource(c.rel)) {
         return undefined;
       }
+      const final_path = deps.place({ kind: c.kind, source_path: c.rel }, true);
       return store.insert({
         kind: c.kind, name: c.name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, staged_path: null,
-        content_sha256: '', size, meta, state: 'failed', last_error: err.message, last_error_code: err.code,
+        content_sha256: '', size, meta, state: 'failed', last_error: err.message, last_error_code: err.code, final_path,
       });
-    });
+    }, { durable: true });
     return rowId === undefined ? { outcome: 'ignored' } : { outcome: 'failed', rowId };
   }
 
@@ -156,7 +157,9 @@ export function createClaimer(deps: ClaimDeps) {
     }
     await fsyncDir(layout.staging);
 
-    const result = inTransaction(db, (): ClaimResult => {
+    // Durable only when it finishes the file at once (a duplicate): see commit-batcher.ts.
+    const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, c.name, sha256) !== undefined;
+    const result = await commit((): ClaimResult => {
       const row = { kind: c.kind, name: c.name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, content_sha256: sha256, size, meta };
       if (c.kind === 'knowledge') {
         const m = store.mirrorGet(c.name);
@@ -168,12 +171,12 @@ export function createClaimer(deps: ClaimDeps) {
       const earlier = store.doneByContent(c.kind, c.name, sha256);
       if (earlier) {
         // Dropped again: the service has it already; the earlier answer is the answer.
-        return { outcome: 'duplicate', rowId: store.insert({ ...row, meta: { ...meta, duplicateOf: earlier.id }, staged_path: null, action: earlier.action, state: 'done', result_json: earlier.result_json }) };
+        return { outcome: 'duplicate', rowId: store.insert({ ...row, meta: { ...meta, duplicateOf: earlier.id }, staged_path: null, action: earlier.action, state: 'done', result_json: earlier.result_json, final_path: deps.place({ kind: c.kind, source_path: c.rel }, false) }) };
       }
       // The same content is on its way under another file: take this one once that is done.
       if (store.isActiveContent(c.kind, c.name, sha256)) return { outcome: 'ignored' };
       return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
-    });
+    }, { durable: finishesNow });
     if (result.outcome !== 'queued') await rm(staged, { force: true });
     return result;
   };

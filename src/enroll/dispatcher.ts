@@ -1,5 +1,4 @@
-import type { Db } from '../db/database.js';
-import { inTransaction } from '../db/database.js';
+import type { Commit } from './commit-batcher.js';
 import type { Logger } from '../log/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../util/backoff.js';
 import { classifyFailure, OUTCOME_UNKNOWN, type Applied } from './failure.js';
@@ -19,11 +18,13 @@ export interface KindHandler {
 }
 
 export interface DispatcherDeps {
-  db: Db;
+  commit: Commit;
   store: OutboxStore;
   handlers: Record<Kind, KindHandler>;
   faces: FaceUploader;
   poll(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome>;
+  /** Where the original of a finished row goes (results.ts createPlacer). */
+  place(row: OutboxRow, failed: boolean): string | null;
   concurrency: number;
   retry: BackoffPolicy;
   /** How long a request may still be running at the service after we lost sight of it, ms. */
@@ -37,16 +38,22 @@ export interface DispatcherDeps {
 /** Auth failures wait at least this long: the operator has to fix a credential first. */
 const AUTH_PAUSE_MS = 30_000;
 const IDLE_POLL_MS = 1_000;
+/** Faces waiting for their id are listed once this many gather, or after this long. */
+const RESOLVE_BATCH = 16;
+const RESOLVE_WAIT_MS = 250;
 
 export function createDispatcher(deps: DispatcherDeps) {
   const { store, logger } = deps;
   const uploading = new Set<number>();
+  /** Answered, outcome not yet committed: not to be started again meanwhile. */
+  const finishing = new Set<number>();
   let side = 0; // resolve / reconcile / poll tasks in flight
   let pausedUntil = 0;
   let pauseEpoch = 0;
   let failuresInRow = 0;
   let lastServiceError: string | null = null;
   let wakeUp: (() => void) | undefined;
+  let resolveDeferred = false;
   const tasks = new Set<Promise<void>>();
 
   function wake(): void {
@@ -62,11 +69,14 @@ export function createDispatcher(deps: DispatcherDeps) {
   }
 
   /** Records a step; final rows are handed on for their result files. */
-  function apply(row: OutboxRow, o: StepOutcome): void {
-    inTransaction(deps.db, () => {
-      store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, error: o.error ?? null });
+  async function apply(row: OutboxRow, o: StepOutcome): Promise<void> {
+    const final = o.state === 'done' || o.state === 'failed';
+    // A final outcome is made durable, with the place its original goes, before the file moves.
+    await deps.commit(() => {
+      const finalPath = final ? deps.place(row, o.state === 'failed') : null;
+      store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, finalPath, error: o.error ?? null });
       o.commit?.();
-    });
+    }, { durable: final });
     o.after?.();
     if (o.state === 'done' || o.state === 'failed') {
       const fresh = store.get(row.id);
@@ -82,7 +92,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     return pausedUntil;
   }
 
-  function fail(row: OutboxRow, err: unknown, epoch: number, handler: KindHandler): void {
+  async function fail(row: OutboxRow, err: unknown, epoch: number, handler: KindHandler): Promise<void> {
     const f = classifyFailure(err);
     const fresh = store.get(row.id) ?? row;
     const error = { message: f.message, code: f.code, status: f.status };
@@ -90,10 +100,10 @@ export function createDispatcher(deps: DispatcherDeps) {
       if (row.kind === 'faces' && f.status === 404 && fresh.action === 'update') {
         // The face to update was deleted meanwhile: decide again (create) from a fresh listing.
         deps.faces.forget(parseMeta(fresh).targetId ?? '');
-        apply(fresh, { state: 'queued', error });
+        await apply(fresh, { state: 'queued', error });
         return;
       }
-      apply(fresh, { state: 'failed', error });
+      await apply(fresh, { state: 'failed', error });
       return;
     }
     lastServiceError = f.message;
@@ -102,15 +112,15 @@ export function createDispatcher(deps: DispatcherDeps) {
     const wasSent = fresh.state === 'sending';
     const decision = wasSent && f.applied !== 'no' ? handler.ifUnknown(f.applied, fresh) : 'retry';
     if (decision === 'fail') {
-      apply(fresh, {
+      await apply(fresh, {
         state: 'failed',
         error: { message: `${f.message}; the service may or may not have registered it and offers no way to check: look with the service before dropping the file again`, code: OUTCOME_UNKNOWN, status: f.status },
       });
     } else if (decision === 'reconcile') {
       const settleAt = f.applied === 'unknown' ? (fresh.started_at ?? Date.now()) + deps.graceMs : Date.now();
-      apply(fresh, { state: 'unknown', nextAttemptAt: Math.max(settleAt, until), error });
+      await apply(fresh, { state: 'unknown', nextAttemptAt: Math.max(settleAt, until), error });
     } else {
-      apply(fresh, { state: 'queued', nextAttemptAt: until, error });
+      await apply(fresh, { state: 'queued', nextAttemptAt: until, error });
     }
     logger.warn({ kind: row.kind, name: row.name, err: f.message, retryAt: new Date(until).toISOString() }, 'upload failed; will retry');
   }
@@ -124,12 +134,17 @@ export function createDispatcher(deps: DispatcherDeps) {
       if (signal.aborted) return;
       failuresInRow = 0;
       lastServiceError = null;
-      apply(row, outcome);
+      // The slot is free as soon as the answer is in: the next upload's first commit can share a
+      // transaction with this one's outcome instead of waiting for it.
+      finishing.add(row.id);
+      uploading.delete(row.id);
+      wake();
+      await apply(row, outcome);
       deps.onAttempt?.(row.kind, 'ok', (performance.now() - t0) / 1000);
     } catch (err) {
       // Stopping: leave the row as it is; the next start settles it like after a crash.
       if (signal.aborted) return;
-      fail(row, err, epoch, handler);
+      await fail(row, err, epoch, handler);
       deps.onAttempt?.(row.kind, classifyFailure(err).retryable ? 'retry' : 'error', (performance.now() - t0) / 1000);
     }
   }
@@ -139,16 +154,19 @@ export function createDispatcher(deps: DispatcherDeps) {
     const epoch = pauseEpoch;
     try {
       const outcomes = await (step === 'resolve' ? deps.faces.resolve(rows) : deps.faces.reconcile(rows));
-      for (const row of rows) {
+      // One transaction for the whole batch (the commit batcher groups these).
+      await Promise.all(rows.map((row) => {
         const o = outcomes.get(row.id);
-        if (o) apply(row, step === 'reconcile' && o.state === 'queued' ? { ...o, nextAttemptAt: 0 } : o);
-      }
+        return o ? apply(row, step === 'reconcile' && o.state === 'queued' ? { ...o, nextAttemptAt: 0 } : o) : undefined;
+      }));
     } catch (err) {
       const f = classifyFailure(err);
       lastServiceError = f.message;
       const until = pause(epoch, f.retryAfterMs ?? 0);
       if (!f.retryable) logger.error({ err }, 'listing the group failed');
-      for (const row of rows) if (step === 'reconcile') apply(row, { state: 'unknown', nextAttemptAt: until, error: { message: f.message, code: f.code, status: f.status } });
+      if (step === 'reconcile') {
+        await Promise.all(rows.map((row) => apply(row, { state: 'unknown', nextAttemptAt: until, error: { message: f.message, code: f.code, status: f.status } })));
+      }
     }
   }
 
@@ -158,7 +176,10 @@ export function createDispatcher(deps: DispatcherDeps) {
       const resolving = store.byState('resolving');
       const unknown = store.due('unknown', now, 500);
       const batches: [OutboxRow[], 'resolve' | 'reconcile'][] = [];
-      if (resolving.length) batches.push([resolving, 'resolve']);
+      // One listing per face is a lot of listings: let a few gather while uploads keep going.
+      const oldest = Math.min(...resolving.map((r) => r.updated_at));
+      resolveDeferred = resolving.length > 0 && resolving.length < RESOLVE_BATCH && uploading.size > 0 && now - oldest < RESOLVE_WAIT_MS;
+      if (resolving.length && !resolveDeferred) batches.push([resolving, 'resolve']);
       if (unknown.length && now >= pausedUntil) batches.push([unknown, 'reconcile']);
       for (const [rows, step] of batches) {
         side++;
@@ -166,7 +187,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       }
       for (const row of store.due('training', now, 16)) {
         side++;
-        track(deps.poll(row, signal).then((o) => apply(row, o), (err: unknown) => {
+        track(deps.poll(row, signal).then(async (o) => apply(row, o), (err: unknown) => {
           if (!signal.aborted) logger.warn({ err, name: row.name }, 'speaker status poll failed');
         }).finally(() => side--));
       }
@@ -174,13 +195,15 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (now < pausedUntil) return;
     const free = deps.concurrency - uploading.size;
     if (free <= 0) return;
-    let started = 0;
-    for (const row of store.due('queued', now, Math.max(64, deps.concurrency * 8))) {
-      if (started >= free) break;
-      if (uploading.has(row.id) || store.hasEarlierActive(row)) continue;
+    // Rows just started are still 'queued' until their first commit: skip those.
+    for (const row of store.startable(now, free + uploading.size + finishing.size)) {
+      if (uploading.has(row.id) || finishing.has(row.id)) continue;
+      if (uploading.size >= deps.concurrency) break;
       uploading.add(row.id);
-      started++;
-      track(runUpload(row, signal).finally(() => uploading.delete(row.id)));
+      track(runUpload(row, signal).finally(() => {
+        uploading.delete(row.id);
+        finishing.delete(row.id);
+      }));
     }
   }
 
@@ -202,6 +225,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         let delay = IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
         if (pausedUntil > now) delay = Math.min(delay, pausedUntil - now);
+        if (resolveDeferred) delay = Math.min(delay, RESOLVE_WAIT_MS);
         await new Promise<void>((resolve) => {
           const t = setTimeout(done, Math.max(5, delay));
           function done() {

@@ -4,13 +4,14 @@ import { inTransaction } from '../db/database.js';
 import type { BackoffPolicy } from '../util/backoff.js';
 import { createSpeakerUploader, createVoiceprintUploader } from './audio-uploaders.js';
 import { createClaimer } from './claim.js';
+import { createCommitBatcher } from './commit-batcher.js';
 import { createDispatcher } from './dispatcher.js';
 import { createFaceUploader } from './face-uploader.js';
 import { OUTCOME_UNKNOWN } from './failure.js';
 import { createKnowledgeNotifier, createKnowledgeUploader, queueKnowledgeDeletions } from './knowledge-mirror.js';
 import { classify, createLayout, ensureFolders } from './layout.js';
 import { createOutboxStore } from './outbox-store.js';
-import { finalizeRow } from './results.js';
+import { createPlacer, finalizeRow } from './results.js';
 import { createStabilityTracker } from './stability.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
 import type { Enrollment, EnrollmentDeps, EnrollmentStatus } from './types.js';
@@ -28,6 +29,8 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const settings = config.enroll;
   const layout = createLayout(settings.dir, config.state_dir);
   const store = createOutboxStore(db);
+  const commit = createCommitBatcher(db);
+  const placer = createPlacer(layout);
   const retry = deps.retry ?? DEFAULT_RETRY;
   const requestTimeout = config.service?.request_timeout ?? DEFAULT_REQUEST_TIMEOUT_MS;
   // A request we lost sight of may still be processed after our deadline (a slow server, a queue
@@ -38,20 +41,21 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   let requestAc = new AbortController();
   let loop: Promise<void> | undefined;
 
-  const faces = createFaceUploader({ client, store, settings, logger, onFaceChanged: deps.onFaceChanged });
-  const speakers = createSpeakerUploader({ client, store, db, config });
+  const faces = createFaceUploader({ client, store, commit, settings, logger, onFaceChanged: deps.onFaceChanged });
+  const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
-  const claim = createClaimer({ layout, store, db, config });
+  const claim = createClaimer({ layout, store, commit, config, place: placer.place });
 
   const finalizer = createWorkQueue<number>(FINALIZE_CONCURRENCY, async (id) => {
     const row = store.get(id);
-    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) await finalizeRow(layout, store, row);
+    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) await finalizeRow(layout, store, commit, placer, row);
   }, (err, id) => logger.warn({ err, id }, 'cannot write the result files of an enrollment file; retrying at the next rescan'));
 
   const dispatcher = createDispatcher({
-    db, store, faces, concurrency: settings.upload_concurrency, retry, graceMs, logger,
-    handlers: { faces, speakers, voiceprints: createVoiceprintUploader({ client, store, db, config }), knowledge: createKnowledgeUploader({ client, store }) },
+    commit, store, faces, concurrency: settings.upload_concurrency, retry, graceMs, logger,
+    handlers: { faces, speakers, voiceprints: createVoiceprintUploader({ client, store, commit, db, config }), knowledge: createKnowledgeUploader({ client, store, commit }) },
     poll: (row, signal) => speakers.poll(row, signal),
+    place: placer.place,
     onFinal(row) {
       metrics.finished(row.kind, row.state === 'done' ? 'done' : 'failed');
       if (row.state === 'failed') logger.warn({ kind: row.kind, name: row.name, file: row.source_path, code: row.last_error_code, err: row.last_error }, 'enrollment file failed');
@@ -86,6 +90,8 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   let knowledgeScan: Promise<void> | undefined;
   const watcher = createFolderWatcher({
     layout, rescanMs: settings.rescan_interval, logger,
+    burstScanMs: Math.max(100, Math.min(settings.rescan_interval, settings.settle_time / 2)),
+    load: () => tracker.size() + claimer.size(),
     onCandidate(rel) {
       const c = classify(rel);
       if (!c || tracker.has(rel) || claimer.has(rel)) return;
@@ -133,7 +139,10 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
         }
       }
     });
-    for (const row of store.unfinalized(1_000_000)) finalizer.push(row.id);
+    for (const row of store.unfinalized(1_000_000)) {
+      placer.reserve(row);
+      finalizer.push(row.id);
+    }
   }
 
   return {

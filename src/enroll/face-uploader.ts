@@ -1,6 +1,7 @@
 import type { FaceRecord, ServiceClient } from '../client/types.js';
 import type { Logger } from '../log/logger.js';
 import type { Applied } from './failure.js';
+import type { Commit } from './commit-batcher.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import type { EnrollSettings, OutboxRow, StepOutcome } from './types.js';
@@ -23,6 +24,7 @@ interface GroupView {
 export interface FaceUploaderDeps {
   client: ServiceClient;
   store: OutboxStore;
+  commit: Commit;
   settings: Pick<EnrollSettings, 'on_existing_face'>;
   logger: Logger;
   onFaceChanged?: (faceId: string) => void;
@@ -97,14 +99,14 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'skipped', reason: `a face named ${row.name} already exists (enroll.on_existing_face: skip)` } };
       }
       if (first && mode === 'update') {
-        store.startAttempt(row.id, 'update', { ...meta, targetId: first.face_id });
+        await deps.commit(() => store.startAttempt(row.id, 'update', { ...meta, targetId: first.face_id }), { durable: true });
         await client.updateFace(first.face_id, { name: row.name, image }, { signal, retries: 0 });
         return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id) };
       }
       // Recorded before the request leaves: after a crash, this is what tells a face we created
       // from one that was already there.
       const preIds = [...new Set([...existing.map((f) => f.face_id), ...store.knownFaceIds(row.name)])];
-      store.startAttempt(row.id, 'create', { ...meta, preIds });
+      await deps.commit(() => store.startAttempt(row.id, 'create', { ...meta, preIds }), { durable: true });
       await client.createFace({ name: row.name, image }, { signal, retries: 0 });
       return { state: 'resolving' };
     },

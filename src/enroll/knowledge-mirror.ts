@@ -7,7 +7,8 @@ import type { Logger } from '../log/logger.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import type { Layout } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
-import type { OutboxRow, StepOutcome } from './types.js';
+import type { OutboxRow, RowMeta, StepOutcome } from './types.js';
+import type { Commit } from './commit-batcher.js';
 
 // knowledge/ is a mirror, not an inbox: files stay, an edit uploads entry ID again (POST with an
 // id replaces it, so retries are harmless), a deleted file deletes entry ID. After a burst of
@@ -15,12 +16,12 @@ import type { OutboxRow, StepOutcome } from './types.js';
 
 const NOTIFY_KEY = 'knowledge_notify';
 
-export function createKnowledgeUploader(deps: { client: ServiceClient; store: OutboxStore }) {
+export function createKnowledgeUploader(deps: { client: ServiceClient; store: OutboxStore; commit: Commit }) {
   const { client, store } = deps;
   const owed = () => store.setCounter(NOTIFY_KEY, store.counter(NOTIFY_KEY) + 1);
   return {
     async upload(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome> {
-      store.startAttempt(row.id, row.action, JSON.parse(row.meta_json));
+      await deps.commit(() => store.startAttempt(row.id, row.action, JSON.parse(row.meta_json) as RowMeta), { durable: true });
       if (row.action === 'delete') {
         try {
           await client.deleteKnowledge(row.name, { signal, retries: 0 });

@@ -19,6 +19,7 @@ export interface NewRow {
   last_error_code?: string | null;
   last_status?: number | null;
   result_json?: string | null;
+  final_path?: string | null;
 }
 
 export interface KnowledgeMirrorRow {
@@ -42,26 +43,31 @@ export type OutboxStore = ReturnType<typeof createOutboxStore>;
 export function createOutboxStore(db: Db) {
   const s = {
     insert: db.prepare(`INSERT INTO outbox (kind, name, source_path, source_size, source_mtime_ms, staged_path, content_sha256, size, action, meta_json, state,
-        last_error, last_error_code, last_status, result_json, created_at, updated_at)
+        last_error, last_error_code, last_status, result_json, final_path, created_at, updated_at)
       VALUES (@kind, @name, @source_path, @source_size, @source_mtime_ms, @staged_path, @content_sha256, @size, @action, @meta_json, @state,
-        @last_error, @last_error_code, @last_status, @result_json, @now, @now)`),
+        @last_error, @last_error_code, @last_status, @result_json, @final_path, @now, @now)`),
     get: db.prepare('SELECT * FROM outbox WHERE id = ?'),
     pending: db.prepare('SELECT * FROM outbox WHERE finalized = 0 ORDER BY id'),
     activeBySource: db.prepare('SELECT id FROM outbox WHERE source_path = ? AND finalized = 0 LIMIT 1'),
     doneByContent: db.prepare(`SELECT * FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state = 'done' AND result_json IS NOT NULL
       ORDER BY id DESC LIMIT 1`),
     activeByContent: db.prepare(`SELECT id FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state NOT IN ('done', 'failed') LIMIT 1`),
-    earlierActive: db.prepare(`SELECT id FROM outbox WHERE kind = ? AND name = ? AND id < ? AND state NOT IN ('done', 'failed') LIMIT 1`),
     activeName: db.prepare(`SELECT id FROM outbox WHERE kind = ? AND name = ? AND state NOT IN ('done', 'failed') LIMIT 1`),
-    due: db.prepare('SELECT * FROM outbox WHERE state = ? AND next_attempt_at <= ? AND finalized = 0 ORDER BY id LIMIT ?'),
+    // In id order without sorting every waiting row (the planner would pick outbox_state otherwise).
+    due: db.prepare('SELECT * FROM outbox INDEXED BY outbox_queue WHERE state = ? AND next_attempt_at <= ? AND finalized = 0 ORDER BY id LIMIT ?'),
+    // Queued rows that may start now: files for the same kind+name go one at a time, in order.
+    startable: db.prepare(`SELECT * FROM outbox AS o INDEXED BY outbox_queue WHERE o.state = 'queued' AND o.next_attempt_at <= ? AND o.finalized = 0
+      AND NOT EXISTS (SELECT 1 FROM outbox AS p WHERE p.kind = o.kind AND p.name = o.name AND p.id < o.id AND p.state NOT IN ('done', 'failed'))
+      ORDER BY o.id LIMIT ?`),
     byState: db.prepare('SELECT * FROM outbox WHERE state = ? AND finalized = 0 ORDER BY id'),
     unfinalized: db.prepare(`SELECT * FROM outbox WHERE finalized = 0 AND state IN ('done', 'failed') ORDER BY id LIMIT ?`),
-    nextDue: db.prepare(`SELECT MIN(next_attempt_at) AS t FROM outbox WHERE finalized = 0 AND state IN ('queued', 'unknown', 'training')`),
+    nextDue: db.prepare(`SELECT MIN(t) AS t FROM (SELECT MIN(next_attempt_at) AS t FROM outbox WHERE state = 'queued'
+      UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'unknown' UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'training')`),
     doneFaceResults: db.prepare(`SELECT result_json FROM outbox WHERE kind = 'faces' AND name = ? AND state = 'done' AND result_json IS NOT NULL`),
     startAttempt: db.prepare(`UPDATE outbox SET state = 'sending', attempts = attempts + 1, started_at = @now, action = @action, meta_json = @meta_json,
       updated_at = @now WHERE id = @id`),
     setState: db.prepare(`UPDATE outbox SET state = @state, next_attempt_at = @next_attempt_at, meta_json = COALESCE(@meta_json, meta_json),
-      result_json = COALESCE(@result_json, result_json), last_error = @last_error, last_error_code = @last_error_code, last_status = @last_status,
+      result_json = COALESCE(@result_json, result_json), final_path = COALESCE(@final_path, final_path), last_error = @last_error, last_error_code = @last_error_code, last_status = @last_status,
       updated_at = @now WHERE id = @id`),
     setFinalPath: db.prepare('UPDATE outbox SET final_path = ?, updated_at = ? WHERE id = ?'),
     finalize: db.prepare('UPDATE outbox SET finalized = 1, staged_path = NULL, updated_at = ? WHERE id = ?'),
@@ -91,6 +97,7 @@ export function createOutboxStore(db: Db) {
         last_error_code: r.last_error_code ?? null,
         last_status: r.last_status ?? null,
         result_json: r.result_json ?? null,
+        final_path: r.final_path ?? null,
         now: Date.now(),
       });
       return Number(info.lastInsertRowid);
@@ -100,10 +107,9 @@ export function createOutboxStore(db: Db) {
     isActiveSource: (rel: string) => s.activeBySource.get(rel) !== undefined,
     doneByContent: (kind: Kind, name: string, sha: string) => s.doneByContent.get(kind, name, sha) as OutboxRow | undefined,
     isActiveContent: (kind: Kind, name: string, sha: string) => s.activeByContent.get(kind, name, sha) !== undefined,
-    /** True while an earlier file for the same kind and name is unfinished: uploads per name go in order. */
-    hasEarlierActive: (row: OutboxRow) => s.earlierActive.get(row.kind, row.name, row.id) !== undefined,
     isActiveName: (kind: Kind, name: string) => s.activeName.get(kind, name) !== undefined,
     due: (state: RowState, now: number, limit: number) => s.due.all(state, now, limit) as OutboxRow[],
+    startable: (now: number, limit: number) => s.startable.all(now, limit) as OutboxRow[],
     byState: (state: RowState) => s.byState.all(state) as OutboxRow[],
     unfinalized: (limit: number) => s.unfinalized.all(limit) as OutboxRow[],
     nextDue: () => (s.nextDue.get() as { t: number | null }).t,
@@ -119,13 +125,14 @@ export function createOutboxStore(db: Db) {
     startAttempt(id: number, action: string | null, meta: RowMeta): void {
       s.startAttempt.run({ id, action, meta_json: JSON.stringify(meta), now: Date.now() });
     },
-    setState(id: number, state: RowState, f: { nextAttemptAt?: number; meta?: RowMeta; result?: unknown; error?: { message: string; code: string; status?: number | undefined } | null } = {}): void {
+    setState(id: number, state: RowState, f: { nextAttemptAt?: number; meta?: RowMeta; result?: unknown; finalPath?: string | null; error?: { message: string; code: string; status?: number | undefined } | null } = {}): void {
       s.setState.run({
         id,
         state,
         next_attempt_at: f.nextAttemptAt ?? 0,
         meta_json: f.meta ? JSON.stringify(f.meta) : null,
         result_json: f.result === undefined ? null : JSON.stringify(f.result),
+        final_path: f.finalPath ?? null,
         last_error: f.error?.message ?? null,
         last_error_code: f.error?.code ?? null,
         last_status: f.error?.status ?? null,

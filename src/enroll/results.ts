@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { lstat, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../util/fs-atomic.js';
@@ -6,10 +7,12 @@ import { splitInner } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import type { OutboxRow } from './types.js';
+import type { Commit } from './commit-batcher.js';
 
 // The operator-visible end of every file: the original moved to done/<kind>/ or failed/<kind>/
 // with NAME.json or NAME.error.json beside it. Idempotent, so that a crash half-way is finished
-// by the next start: the target is chosen once and stored, moves skip what already moved.
+// by the next start: the target is chosen once, stored with the outcome, and moves skip what
+// already moved.
 
 export interface ErrorFile {
   error: string;
@@ -19,26 +22,43 @@ export interface ErrorFile {
   at: string;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * Where a finished file goes, relative to done/<kind> or failed/<kind>: `alice.jpg`, or
+ * `alice.2.jpg` when an earlier alice is there or on its way there. Synchronous (a few lstat
+ * calls) so that it can be chosen inside the transaction that records the outcome.
+ */
+export function createPlacer(layout: Layout) {
+  const reserved = new Set<string>();
+  const taken = (p: string) => reserved.has(p) || existsSync(p);
+  return {
+    place(row: Pick<OutboxRow, 'kind' | 'source_path'>, failed: boolean): string | null {
+      if (row.kind === 'knowledge') return null;
+      const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
+      const { folder, stem, ext } = splitInner(row.source_path.slice(row.kind.length + 1));
+      for (let k = 1; ; k++) {
+        const s = k === 1 ? stem : `${stem}.${k}`;
+        const rel = folder ? `${folder}/${s}${ext}` : `${s}${ext}`;
+        const abs = join(base, ...rel.split('/'));
+        const dir = dirname(abs);
+        if (!taken(abs) && !taken(join(dir, `${s}.json`)) && !taken(join(dir, `${s}.error.json`))) {
+          reserved.add(abs);
+          return rel;
+        }
+      }
+    },
+    /** Targets chosen before a restart whose move is still to come. */
+    reserve(row: Pick<OutboxRow, 'kind' | 'state' | 'final_path'>): void {
+      if (!row.final_path) return;
+      const base = row.state === 'failed' ? layout.failed(row.kind) : layout.done(row.kind);
+      reserved.add(join(base, ...row.final_path.split('/')));
+    },
+    release(abs: string): void {
+      reserved.delete(abs);
+    },
+  };
 }
 
-/** `alice.jpg` in done/faces, or `alice.2.jpg` when an earlier alice is already there. */
-async function chooseTarget(base: string, inner: string): Promise<string> {
-  const { folder, stem, ext } = splitInner(inner);
-  for (let k = 1; ; k++) {
-    const s = k === 1 ? stem : `${stem}.${k}`;
-    const rel = folder ? `${folder}/${s}${ext}` : `${s}${ext}`;
-    const abs = join(base, ...rel.split('/'));
-    const dir = dirname(abs);
-    if (!(await exists(abs)) && !(await exists(join(dir, `${s}.json`))) && !(await exists(join(dir, `${s}.error.json`)))) return rel;
-  }
-}
+export type Placer = ReturnType<typeof createPlacer>;
 
 function resultFilePath(base: string, targetRel: string, failed: boolean): string {
   const { folder, stem } = splitInner(targetRel);
@@ -83,7 +103,7 @@ export function doneFileOf(row: OutboxRow): Record<string, unknown> {
   };
 }
 
-export async function finalizeRow(layout: Layout, store: OutboxStore, row: OutboxRow): Promise<void> {
+export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow): Promise<void> {
   const failed = row.state === 'failed';
   const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
   const body = `${JSON.stringify(failed ? errorFileOf(row) : doneFileOf(row), null, 2)}\n`;
@@ -92,11 +112,15 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, row: Outbo
     await writeFileAtomic(join(base, `${row.name}${failed ? '.error.json' : '.json'}`), body);
     if (!failed) await rm(join(layout.failed('knowledge'), `${row.name}.error.json`), { force: true });
   } else {
-    const inner = row.source_path.slice(row.kind.length + 1);
     let target = row.final_path;
     if (!target) {
-      target = await chooseTarget(base, inner);
-      store.setFinalPath(row.id, target);
+      // Rows finished by the recovery at start-up. Durable: the outcome must be on disk before
+      // the original leaves the inbox.
+      target = await commit(() => {
+        const chosen = placer.place(row, failed)!;
+        store.setFinalPath(row.id, chosen);
+        return chosen;
+      }, { durable: true });
     }
     const source = layout.abs(row.source_path);
     const dest = join(base, ...target.split('/'));
@@ -109,7 +133,8 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, row: Outbo
       await rename(layout.abs(companion), txtDest).catch(() => undefined);
     }
     await writeFileAtomic(resultFilePath(base, target, failed), body);
+    placer.release(dest);
   }
-  store.finalize(row.id);
+  await commit(() => store.finalize(row.id));
   if (row.staged_path) await rm(row.staged_path, { force: true });
 }

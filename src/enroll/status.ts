@@ -38,6 +38,9 @@ export interface EnrollMetrics {
 export function registerEnrollMetrics(registry: Registry | undefined, status: () => EnrollmentStatus): EnrollMetrics {
   if (!registry) return { finished: () => undefined, attempt: () => undefined };
   const registers = [registry];
+  // A reload may build a new Enrollment on the same registry: the new one takes the names over.
+  for (const name of ['terminal_agent_enroll_files_total', 'terminal_agent_enroll_upload_seconds', 'terminal_agent_enroll_outbox',
+    'terminal_agent_enroll_oldest_waiting_seconds', 'terminal_agent_enroll_settling_files']) registry.removeSingleMetric(name);
   const files = new Counter({ name: 'terminal_agent_enroll_files_total', help: 'Enrollment files finished, by kind and result', labelNames: ['kind', 'result'], registers });
   const attempts = new Histogram({
     name: 'terminal_agent_enroll_upload_seconds', help: 'Upload attempts of enrollment files, by kind and outcome', labelNames: ['kind', 'outcome'],

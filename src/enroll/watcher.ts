@@ -8,11 +8,24 @@ import { KINDS } from './types.js';
 // Finds candidate files: chokidar events while running, plus a scan at start and every
 // rescan_interval, because events are missed (files that arrived while the daemon was down,
 // folders moved in whole, network file systems, an exhausted inotify watch limit).
+//
+// Burst mode: chokidar re-reads and lstats a whole folder on every file added to or removed from
+// it, which is quadratic when a thousand files arrive at once (seconds of CPU on a Pi). While
+// that many files are waiting, chokidar is closed and the folders are scanned every settle
+// period instead (one readdir each, no stat); it is reopened once the folders are small again.
+
+/** Files waiting (settling, or in the folders) above which the watcher switches to scanning. */
+const BURST_ENTER = 128;
+const BURST_LEAVE = 32;
 
 export interface FolderWatcherDeps {
   layout: Layout;
   rescanMs: number;
+  /** Scan period in burst mode. */
+  burstScanMs: number;
   logger: Logger;
+  /** Files seen and not yet taken (settling or being claimed). */
+  load(): number;
   /** A file (relative to enroll.dir) that may be new or changed. */
   onCandidate(rel: string): void;
   /** Something under knowledge/ disappeared, or a rescan finished: look for deleted entries. */
@@ -24,10 +37,46 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
   let watcher: FSWatcher | undefined;
   let loop: Promise<void> | undefined;
   let ac: AbortController | undefined;
+  let burst = false;
+  let kick: (() => void) | undefined;
 
   function emit(absPath: string): void {
     const rel = toRel(layout.root, absPath);
     if (rel) deps.onCandidate(rel);
+    if (!burst && deps.load() > BURST_ENTER) {
+      burst = true;
+      logger.info({ waiting: deps.load() }, 'many files arriving: scanning the enrollment folders instead of watching them');
+      void closeWatcher();
+      kick?.();
+    }
+  }
+
+  async function openWatcher(): Promise<void> {
+    const w = watch(KINDS.map((k) => layout.inbox(k)), {
+      ignoreInitial: true,
+      followSymlinks: false,
+      depth: 1,
+      ignored: (path: string) => isIgnoredName(path.slice(path.lastIndexOf('/') + 1)),
+    });
+    watcher = w;
+    w.on('add', emit);
+    w.on('change', emit);
+    w.on('unlink', (p: string) => {
+      if (toRel(layout.root, p)?.startsWith('knowledge/')) deps.onKnowledgeScan();
+    });
+    w.on('error', (err: unknown) => {
+      const code = (err as NodeJS.ErrnoException).code;
+      logger.warn({ err }, code === 'ENOSPC'
+        ? 'inotify watch limit reached (fs.inotify.max_user_watches): new files are found by the periodic rescan only'
+        : 'folder watcher error: new files are found by the periodic rescan');
+    });
+    await new Promise<void>((resolve) => w.once('ready', () => resolve()));
+  }
+
+  async function closeWatcher(): Promise<void> {
+    const w = watcher;
+    watcher = undefined;
+    await w?.close();
   }
 
   async function list(dir: string): Promise<{ name: string; dir: boolean }[]> {
@@ -39,60 +88,72 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
     }
   }
 
-  async function rescan(): Promise<void> {
+  /** Offers every file of the inboxes; returns how many there are. */
+  async function rescan(): Promise<number> {
+    let count = 0;
     for (const kind of KINDS) {
       const inbox = layout.inbox(kind);
       for (const e of await list(inbox)) {
         if (isIgnoredName(e.name)) continue;
         if (!e.dir) {
+          count++;
           deps.onCandidate(`${kind}/${e.name}`);
         } else if (kind === 'faces') {
           // faces/NAME/any.jpg: one level of person folders.
           for (const f of await list(`${inbox}/${e.name}`)) {
-            if (!f.dir && !isIgnoredName(f.name)) deps.onCandidate(`${kind}/${e.name}/${f.name}`);
+            if (f.dir || isIgnoredName(f.name)) continue;
+            count++;
+            deps.onCandidate(`${kind}/${e.name}/${f.name}`);
           }
         }
       }
     }
     deps.onKnowledgeScan();
+    return count;
+  }
+
+  /** Sleeps until the next scan: short in burst mode, or until an event switches to it. */
+  async function pause(signal: AbortSignal): Promise<boolean> {
+    const ctl = new AbortController();
+    kick = () => ctl.abort();
+    const ok = await wait(burst ? deps.burstScanMs : deps.rescanMs, AbortSignal.any([signal, ctl.signal]));
+    kick = undefined;
+    return ok || !signal.aborted;
   }
 
   return {
     rescan,
     async start(): Promise<void> {
       ac = new AbortController();
-      const w = watch(KINDS.map((k) => layout.inbox(k)), {
-        ignoreInitial: true,
-        followSymlinks: false,
-        depth: 1,
-        ignored: (path: string) => isIgnoredName(path.slice(path.lastIndexOf('/') + 1)),
-      });
-      watcher = w;
-      w.on('add', emit);
-      w.on('change', emit);
-      w.on('unlink', (p: string) => {
-        if (toRel(layout.root, p)?.startsWith('knowledge/')) deps.onKnowledgeScan();
-      });
-      w.on('error', (err: unknown) => {
-        const code = (err as NodeJS.ErrnoException).code;
-        logger.warn({ err }, code === 'ENOSPC'
-          ? 'inotify watch limit reached (fs.inotify.max_user_watches): new files are found by the periodic rescan only'
-          : 'folder watcher error: new files are found by the periodic rescan');
-      });
-      await new Promise<void>((resolve) => w.once('ready', () => resolve()));
-      await rescan();
+      burst = false;
+      await openWatcher();
+      if ((await rescan()) > BURST_ENTER) {
+        burst = true;
+        await closeWatcher();
+      }
       const signal = ac.signal;
       loop = (async () => {
-        while (await wait(deps.rescanMs, signal)) {
-          await rescan().catch((err: unknown) => logger.warn({ err }, 'rescan failed'));
+        while (await pause(signal)) {
+          try {
+            const count = await rescan();
+            if (burst && count < BURST_LEAVE && deps.load() < BURST_LEAVE && !signal.aborted) {
+              burst = false;
+              await openWatcher();
+              logger.info('enrollment folders watched again');
+            } else if (!burst && count > BURST_ENTER) {
+              burst = true;
+              await closeWatcher();
+            }
+          } catch (err) {
+            logger.warn({ err }, 'rescan failed');
+          }
         }
       })();
     },
     async stop(): Promise<void> {
       ac?.abort();
       await loop;
-      await watcher?.close();
-      watcher = undefined;
+      await closeWatcher();
       loop = undefined;
     },
   };

@@ -81,9 +81,17 @@ export function createFaceStore(db: Db) {
     pruneRuns.run(KEEP_RUNS);
   }
 
+  // The rows as of the last commit, kept in memory: a sync with nothing to do compares the listing
+  // with this map instead of reading every row again. This store is the only writer of the table.
+  let mirror: Map<string, FaceRow> | undefined;
+  const rowMap = (): Map<string, FaceRow> => (mirror ??= new Map(all.all().map((r) => [r.face_id, r])));
+
   return {
     allRows(): FaceRow[] {
-      return all.all();
+      return [...rowMap().values()];
+    },
+    rowMap(): ReadonlyMap<string, Readonly<FaceRow>> {
+      return rowMap();
     },
     servedRows(): FaceRow[] {
       return served.all();
@@ -106,10 +114,18 @@ export function createFaceStore(db: Db) {
     /** Rows and deletions in one transaction: readers see all of a sync or none of it. */
     commit(changes: FaceChanges): void {
       if (changes.upserts.length === 0 && changes.deletes.length === 0) return;
-      inTransaction(db, () => {
-        for (const row of changes.upserts) upsert.run(row);
-        for (const id of changes.deletes) remove.run(id);
-      });
+      try {
+        inTransaction(db, () => {
+          for (const row of changes.upserts) upsert.run(row);
+          for (const id of changes.deletes) remove.run(id);
+        });
+      } catch (err) {
+        mirror = undefined; // the table is the truth: re-read it next time
+        throw err;
+      }
+      if (!mirror) return;
+      for (const row of changes.upserts) mirror.set(row.face_id, { ...row });
+      for (const id of changes.deletes) mirror.delete(id);
     },
     /** Every sync, failed or not, is remembered for status across restarts. */
     recordRun(run: SyncReport): void {
@@ -118,9 +134,13 @@ export function createFaceStore(db: Db) {
     /** Rows whose image file vanished from disk are fetched again by the next sync. */
     forgetImages(faceIds: string[]): void {
       if (faceIds.length === 0) return;
-      inTransaction(db, () => {
-        for (const id of faceIds) forgetImage.run(id);
-      });
+      try {
+        inTransaction(db, () => {
+          for (const id of faceIds) forgetImage.run(id);
+        });
+      } finally {
+        mirror = undefined;
+      }
     },
   };
 }

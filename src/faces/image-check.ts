@@ -85,14 +85,6 @@ export class ImageTap {
     this.tail = joined.subarray(Math.max(0, joined.length - TAIL_BYTES));
   }
 
-  /** Passes chunks through unchanged while observing them. */
-  async *pass(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-    for await (const chunk of source) {
-      this.observe(chunk);
-      yield chunk;
-    }
-  }
-
   sha256(): string {
     return this.hash.digest('hex');
   }

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
+import { setMaxListeners } from 'node:events';
 import type { ServiceClient } from '../client/types.js';
-import { streamToTemp } from '../util/fs-atomic.js';
+import { tempPathFor } from '../util/fs-atomic.js';
 import {
   AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError,
 } from '../errors.js';
@@ -69,7 +70,7 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
   ));
   let stored: { tmp: string; bytes: number };
   try {
-    stored = await streamToTemp(join(ctx.dir, `${faceId}.img`), tap.pass(res.body));
+    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap);
   } catch (err) {
     await res.cancel().catch(() => {});
     throw classifyBodyError(err, faceId, ctx.dir, ctx.signal);
@@ -91,6 +92,44 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
   return { kind: 'stored', tmp: stored.tmp, ext: extensionFor(verdict.type), sha256, bytes: stored.bytes, etag, lastModified };
 }
 
+const WRITE_BATCH = 64 * 1024;
+
+/**
+ * Like fs-atomic's streamToTemp, with fewer system calls per file (one open, writes batched to
+ * 64 KB) and without its fsync: the sync makes the whole batch durable at once before any rename
+ * (durability.ts), then fsyncs the folder once after the renames.
+ */
+async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap): Promise<{ tmp: string; bytes: number }> {
+  const tmp = tempPathFor(path);
+  const fh = await open(tmp, 'wx', 0o644);
+  let done = false;
+  try {
+    let pending: Uint8Array[] = [];
+    let pendingBytes = 0;
+    const flush = async () => {
+      let buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+      pending = [];
+      pendingBytes = 0;
+      while (buf.length > 0) {
+        const { bytesWritten } = await fh.write(buf);
+        buf = buf.subarray(bytesWritten);
+      }
+    };
+    for await (const chunk of source) {
+      tap.observe(chunk);
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes >= WRITE_BATCH) await flush();
+    }
+    if (pendingBytes > 0) await flush();
+    done = true;
+  } finally {
+    await fh.close();
+    if (!done) await rm(tmp, { force: true });
+  }
+  return { tmp, bytes: tap.bytes };
+}
+
 function bad(faceId: string, message: string): ImageOutcome {
   return { kind: 'bad', error: new BadResponseError(message, { operation: 'GET /faces/{face_id}/image', details: { face_id: faceId } }) };
 }
@@ -99,7 +138,7 @@ function classifyBodyError(err: unknown, faceId: string, dir: string, signal: Ab
   if (err instanceof AgentError) return err;
   if (signal.aborted) return new AbortedError(`download of the image of face ${faceId} stopped: the face sync is stopping`, { cause: err });
   const e = err as NodeJS.ErrnoException;
-  if (e?.syscall && ['open', 'write', 'fsync', 'close', 'rename', 'mkdir'].includes(e.syscall)) {
+  if (e?.syscall && ['open', 'write', 'fsync', 'fdatasync', 'close', 'rename', 'mkdir'].includes(e.syscall)) {
     return new AgentError(`cannot write face images under ${dir}: ${e.message}; check free space and that state_dir is writable by the agent's user`, { cause: err, details: { path: dir } });
   }
   if (err instanceof ServiceError) return err;
@@ -117,6 +156,8 @@ export async function runPool<T, R>(
   items: readonly T[], concurrency: number, signal: AbortSignal, fn: (item: T, signal: AbortSignal) => Promise<R>,
 ): Promise<{ results: (R | undefined)[]; error: unknown }> {
   const inner = new AbortController();
+  // Each running item's HTTP call listens on the signal.
+  setMaxListeners(concurrency * 4 + 10, inner.signal);
   const onAbort = () => inner.abort(signal.reason);
   signal.addEventListener('abort', onAbort, { once: true });
   const results: (R | undefined)[] = new Array(items.length);

@@ -1,3 +1,5 @@
+import { mkdir } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
@@ -5,6 +7,7 @@ import type { AgentError } from '../errors.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import type { FaceRow, FaceStore } from './face-store.js';
+import { makeDurable } from './durability.js';
 import { downloadImage, runPool, type ImageJob, type ImageOutcome } from './image-download.js';
 import type { FaceFailure } from './types.js';
 
@@ -13,7 +16,7 @@ import type { FaceFailure } from './types.js';
 //   1. list the group and plan (which images to fetch or re-check);
 //   2. download into temp files in the cache folder (a transport failure aborts the pass and
 //      removes the temps; a bad image only marks its face);
-//   3. commit: rename the new images into place, write the rows in one transaction, replace
+//   3. commit: make the temps durable, rename the new images into place, write the rows in one transaction, replace
 //      index.json; the images the new index no longer names are deleted later (face-sync.ts).
 
 export interface SyncPassContext {
@@ -45,7 +48,9 @@ export interface SyncPassResult {
 }
 
 export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult> {
+  const t = { start: performance.now(), listed: 0, downloaded: 0, durable: 0, renamed: 0, committed: 0 };
   const listed = await ctx.client.listFaces({ signal: ctx.signal });
+  t.listed = performance.now();
   const failures: FaceFailure[] = [];
   const remote = new Map<string, FaceRecord>();
   for (const rec of listed) {
@@ -55,7 +60,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     }
     remote.set(rec.face_id, rec);
   }
-  const rows = new Map(ctx.store.allRows().map((r) => [r.face_id, r]));
+  const rows = ctx.store.rowMap();
 
   // Phase 1: plan.
   const jobs: ImageJob[] = [];
@@ -69,6 +74,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   }
 
   // Phase 2: download.
+  if (jobs.length > 0) await mkdir(ctx.files.dir, { recursive: true });
   let imageRequests = 0;
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => downloadImage({
     client: ctx.client, dir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal,
@@ -79,6 +85,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     await ctx.files.removeTemps(temps);
     throw error;
   }
+  t.downloaded = performance.now();
   const outcomes = new Map<string, ImageOutcome>();
   jobs.forEach((job, i) => outcomes.set(job.faceId, results[i]!));
 
@@ -92,16 +99,17 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   let removed = 0;
   for (const [id, rec] of remote) {
     const prev = rows.get(id);
+    const recordChanged = !prev || prev.group_id !== rec.group_id || prev.id !== rec.id || prev.name !== rec.name;
+    const outcome = outcomes.get(id);
+    if (!recordChanged && !outcome) continue;
     const row: FaceRow = prev ? { ...prev } : {
       face_id: id, group_id: rec.group_id, id: rec.id, name: rec.name, image_file: null, image_sha256: null,
       image_etag: null, image_last_modified: null, image_bytes: null, image_checked_at: null, error: null, error_code: null, updated_at: ctx.nowMs,
     };
-    const recordChanged = !prev || prev.group_id !== rec.group_id || prev.id !== rec.id || prev.name !== rec.name;
     row.group_id = rec.group_id;
     row.id = rec.id;
     row.name = rec.name;
     let imageChanged = false;
-    const outcome = outcomes.get(id);
     if (outcome?.kind === 'stored') {
       const file = imageFileName(id, outcome.ext);
       renames.push([outcome.tmp, file]);
@@ -121,7 +129,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     if (!servedBefore && row.image_file) added++;
     else if (servedBefore && (recordChanged || imageChanged)) updated++;
     if (recordChanged || imageChanged) row.updated_at = ctx.nowMs;
-    if (recordChanged || outcome) upserts.push(row);
+    upserts.push(row);
   }
   for (const prev of rows.values()) {
     if (remote.has(prev.face_id)) continue;
@@ -132,22 +140,37 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     }
   }
 
-  // A rename that fails leaves already-renamed new images as strays (removed at start-up) and the
-  // rows, index and old images untouched.
-  let renamed = 0;
   try {
-    for (const [tmp, file] of renames) {
-      await commitTemp(tmp, ctx.files.pathOf(file), false);
-      renamed++;
-    }
-    if (renames.length > 0) await fsyncDir(ctx.files.dir);
+    await makeDurable(ctx.files.dir, renames.map(([tmp]) => tmp), ctx.signal, ctx.logger);
   } catch (err) {
-    await ctx.files.removeTemps(renames.slice(renamed).map(([tmp]) => tmp));
+    await ctx.files.removeTemps(temps);
     throw err;
   }
+  t.durable = performance.now();
+  // A rename that fails leaves already-renamed new images as strays (removed at start-up) and the
+  // rows, index and old images untouched.
+  const renamed = new Set<string>();
+  const { error: renameError } = await runPool(renames, 4, ctx.signal, async ([tmp, file]) => {
+    await commitTemp(tmp, ctx.files.pathOf(file), false);
+    renamed.add(tmp);
+  });
+  try {
+    if (renameError !== undefined) throw renameError;
+    if (renames.length > 0) await fsyncDir(ctx.files.dir);
+  } catch (err) {
+    await ctx.files.removeTemps(renames.map(([tmp]) => tmp).filter((tmp) => !renamed.has(tmp)));
+    throw err;
+  }
+  t.renamed = performance.now();
   ctx.store.commit({ upserts, deletes });
+  t.committed = performance.now();
   const indexWritten = added + updated + removed > 0 || ctx.forceIndex;
   if (indexWritten) await ctx.files.writeIndex(ctx.store.servedRows());
+  const ms = (a: number, b: number) => Math.round(b - a);
+  ctx.logger.debug({
+    list_ms: ms(t.start, t.listed), plan_download_ms: ms(t.listed, t.downloaded), durable_ms: ms(t.downloaded, t.durable),
+    rename_ms: ms(t.durable, t.renamed), db_ms: ms(t.renamed, t.committed), index_ms: ms(t.committed, performance.now()), images: renames.length,
+  }, 'face sync phases');
   if (failures.length > 0) {
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }

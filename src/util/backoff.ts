@@ -10,14 +10,14 @@ export interface BackoffPolicy {
 }
 
 /**
- * "Full jitter" exponential backoff: a random delay in [0, min(cap, initial * factor^attempt)].
- * Spreads a fleet of terminals that lost the network at the same moment.
+ * "Equal jitter" exponential backoff: a random delay in [ceiling/2, ceiling], where
+ * ceiling = min(cap, initial * factor^attempt). The random half spreads a fleet of terminals that
+ * lost the network at the same moment; the fixed half keeps a retry from ever being immediate.
  * `attempt` counts from 0. `random` is injectable so tests can pin it.
  */
 export function backoffDelay(policy: BackoffPolicy, attempt: number, random: () => number = Math.random): number {
   const exp = policy.initialMs * (policy.factor ?? 2) ** Math.max(0, attempt);
   const ceiling = Math.min(policy.maxMs, exp);
-  // Keep a floor of half the ceiling so that a retry is never immediate.
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
 

@@ -1,5 +1,4 @@
 'use strict';
-/* global module */
 // node-record-lpcm16 builds its child from a "recorder" module that it require()s by path, and its
 // own arecord recorder spawns with the daemon's environment. The agent gives the child its own
 // environment (ALSA_CONFIG_PATH, PATH) and an exact sample count, so capture.ts passes this file's

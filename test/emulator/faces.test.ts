@@ -164,6 +164,17 @@ describe('emulator faces', () => {
     expect(changed.headers['content-type']).toBe('image/png');
   });
 
+  it('answers 413 for an image over the upload limit and keeps nothing', async () => {
+    const emu = await startTestEmulator({ maxUploadBytes: 1024 });
+    const token = terminalOf(emu).terminal_secret;
+    const big = Buffer.concat([jpegImage(), Buffer.alloc(4096)]);
+    const r = await addFace(emu.faceBaseUrl, token, 'Big', big);
+    expect(r.status).toBe(413);
+    expect(r.json().return_message).toMatch(/over 1024 bytes/);
+    expect(emu.state.faces()).toEqual([]);
+    expect((await addFace(emu.faceBaseUrl, token, 'Small', jpegImage())).status).toBe(200);
+  });
+
   it('seeds 10,000 faces directly and lists them', async () => {
     const emu = await startTestEmulator();
     const { terminal_secret: token, group_id } = terminalOf(emu);

@@ -6,6 +6,7 @@ export interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON answers
   json(): any;
 }
 

@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createSpeakerRegistry } from '../../src/enroll/index.js';
 import { createVoiceprintRegistry } from '../../src/voiceprint/registry.js';
+import { runCliProcess } from '../helpers/cli.js';
 import { pcm, put, readJson, startRig, waitFor, wav } from './fixtures.js';
 
 describe('voiceprints/ inbox', () => {
@@ -41,6 +43,16 @@ describe('speakers/ inbox', () => {
     // Status was followed: at least one GET /train_speaker saw it in training, then one saw it done.
     expect(rig.emulator.requests.filter((r) => r.method === 'GET' && r.path === '/train_speaker').length).toBeGreaterThanOrEqual(2);
     expect(createSpeakerRegistry(rig.db).list()).toMatchObject([{ speaker_id: trained!.speaker_id, model: 'tts-turbo', label: 'ivan', status: 1 }]);
+
+    // `speaker list` reads the same registry, with no network.
+    const yaml = join(rig.config.state_dir, 'config.yaml');
+    await writeFile(yaml, `service:\n  base_url: http://127.0.0.1:9\n  face_base_url: http://127.0.0.1:9/v1/api\nstate_dir: ${rig.config.state_dir}\n`);
+    const env = { TERMINAL_AGENT_TERMINAL_SECRET: 'not-used-by-speaker-list' };
+    const json = await runCliProcess(['speaker', 'list', '--json', '--config', yaml], { env });
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject([{ speaker_id: trained!.speaker_id, model: 'tts-turbo', label: 'ivan', status: 1, status_text: 'ready' }]);
+    const text = await runCliProcess(['speaker', 'list', '--config', yaml], { env });
+    expect(text.stdout).toMatch(new RegExp(`${trained!.speaker_id}\\s+tts-turbo\\s+ivan\\s+ready`));
   });
 
   it('fails a speaker whose training does not finish within poll_timeout', async () => {

@@ -20,6 +20,9 @@ describe('faces/ inbox', () => {
     expect(rig.changed).toEqual([faces[0]!.face_id]);
     const st = rig.enrollment.status();
     expect(st.kinds.faces).toMatchObject({ queued: 0, in_flight: 0, done: 1, failed: 0, oldest_waiting_ms: null });
+    const metrics = await rig.metrics.metrics();
+    expect(metrics).toContain('terminal_agent_enroll_files_total{kind="faces",result="done"} 1');
+    expect(metrics).toContain('terminal_agent_enroll_outbox{kind="faces",state="done"} 1');
   });
 
   it('takes NAME/any.jpg as face NAME, and PNG files', async () => {

@@ -102,4 +102,17 @@ describe('enrollment under bad conditions', () => {
     expect(facePosts(rig)).toHaveLength(1);
     expect(readJson(join(rig.dir, 'done/faces/lost.json'))).toMatchObject({ reconciled: true, face_id: rig.emulator.state.faces()[0]!.face_id });
   });
+
+  it('credentials refused (401): files wait in the outbox instead of failing, and status says why', async () => {
+    const rig = await startRig({ config: { service: { terminal_secret: 'a-wrong-terminal-secret' } } });
+    await put(rig.dir, 'faces/mallory.jpg', jpeg());
+    await waitFor('auth error', () => rig.enrollment.status().last_service_error?.includes('credentials refused'));
+    const st = rig.enrollment.status();
+    expect(st.kinds.faces).toMatchObject({ failed: 0, done: 0 });
+    expect(st.kinds.faces.queued + st.kinds.faces.in_flight).toBe(1);
+    expect(st.paused_until).not.toBeNull();
+    expect(JSON.stringify(st)).not.toContain('a-wrong-terminal-secret');
+    expect(listFiles(join(rig.dir, 'faces'))).toEqual(['mallory.jpg']);
+    expect(listFiles(join(rig.dir, 'failed/faces'))).toEqual([]);
+  });
 });

@@ -97,6 +97,14 @@ describe('face sync against the emulator', () => {
     expect(readIndex(h.facesDir)[0]!.name).toBe('alice2');
   });
 
+  it('a large first sync (one syncfs for the batch) caches every image whole', async () => {
+    const h = await harness();
+    h.emu.seedFaces(GROUP, Array.from({ length: 60 }, (_, i) => ({ name: `f${i}`, image: i % 2 ? jpeg(3000) : png(3000) })));
+    const report = await h.make().syncNow();
+    expect(report).toMatchObject({ ok: true, added: 60, image_requests: 60 });
+    expect(expectIndexMatchesServer(h.facesDir, h.emu)).toHaveLength(60);
+  });
+
   it('concurrent sync requests share one running sync', async () => {
     const h = await harness();
     h.emu.seedFaces(GROUP, [{ name: 'alice', image: jpeg() }]);

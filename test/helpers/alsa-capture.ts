@@ -69,7 +69,3 @@ export function alsaCaptureDevice(dir: string, infile: string, name = 'testmic',
   return { device: name, confPath, env: { ...baseEnv, ALSA_CONFIG_PATH: `/usr/share/alsa/alsa.conf:${confPath}` } };
 }
 
-/** Samples of a raw s16le file, for comparing with what the emulator received. */
-export function pcmSeconds(bytes: number, rate = 16000): number {
-  return bytes / 2 / rate;
-}

@@ -10,7 +10,7 @@ import { createServiceClient } from '../../src/client/service-client.js';
 import { openDatabase } from '../../src/db/database.js';
 import { parseWavHeader } from '../../src/audio/wav.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { AudioQualityError, BusyError, InvalidInputError, RecorderError } from '../../src/errors.js';
+import { AbortedError, AudioQualityError, BusyError, InvalidInputError, RecorderError } from '../../src/errors.js';
 import type { AgentConfig } from '../../src/config/schema.js';
 import { alsaCaptureDevice, makeCaptureInputs, type CaptureInputs } from '../helpers/alsa-capture.js';
 import { startTestEmulator, type Emulator } from '../helpers/emulator.js';
@@ -208,6 +208,21 @@ describe('voiceprint enrollment from the microphone', () => {
     expect(registry.list()).toHaveLength(0);
     expect(await deleteVoiceprintEverywhere({ client, registry }, id!)).toMatchObject({ removedLocally: false, alreadyGoneOnService: true });
     await client.close();
+  });
+
+  it('stop() ends a recording in progress: the recorder is killed and nothing is sent', async () => {
+    // Stand-in for a real-time arecord that is still recording when the agent stops.
+    const bin = tmpDir('ta-bin-');
+    writeFileSync(join(bin, 'arecord'), `#!/bin/sh\nhead -c 16000 ${JSON.stringify(inputs.speech)}\nexec sleep 30\n`);
+    chmodSync(join(bin, 'arecord'), 0o755);
+    const s = await setup({ env: { PATH: `${bin}:/usr/bin:/bin` } });
+    const pending = s.voice.enroll({ name: 'ivan' }).catch((e: unknown) => e);
+    for (let i = 0; i < 100 && s.voice.status().state !== 'recording'; i++) await new Promise((r) => setTimeout(r, 20));
+    await s.voice.stop();
+    const err = await pending;
+    expect(err).toBeInstanceOf(AbortedError);
+    expect(s.holds).toEqual(['hold@0', 'release@0']);
+    expectNothingRegistered(s);
   });
 
   it('refuses new enrollments once stopped', async () => {

@@ -1,10 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { encodeWav } from '../../src/audio/wav.js';
 import { alsaCaptureDevice, makeCaptureInputs, type CaptureInputs } from '../helpers/alsa-capture.js';
 import { startTestEmulator, type Emulator } from '../helpers/emulator.js';
-import { runCliProcess } from '../helpers/cli.js';
+import { CLI_ENTRY, runCliProcess } from '../helpers/cli.js';
 import { tmpDir, tmpDirManual } from '../helpers/tmp.js';
 
 // The commands as an operator runs them (node dist/main.js; build first), with no daemon running:
@@ -19,7 +21,15 @@ beforeAll(() => {
 });
 afterAll(() => work.remove());
 
-async function setup(input = inputs.speech): Promise<{ emulator: Emulator; run: (...args: string[]) => ReturnType<typeof runCliProcess>; dir: string }> {
+interface Setup {
+  emulator: Emulator;
+  run: (...args: string[]) => ReturnType<typeof runCliProcess>;
+  dir: string;
+  configPath: string;
+  alsaEnv: NodeJS.ProcessEnv;
+}
+
+async function setup(input = inputs.speech): Promise<Setup> {
   const emulator = await startTestEmulator();
   const dir = tmpDir('ta-vp-');
   const mic = alsaCaptureDevice(dir, input);
@@ -41,7 +51,7 @@ async function setup(input = inputs.speech): Promise<{ emulator: Emulator; run: 
     '',
   ].join('\n'));
   const run = (...args: string[]) => runCliProcess([...args, '--config', configPath], { env: { ALSA_CONFIG_PATH: mic.env.ALSA_CONFIG_PATH } });
-  return { emulator, run, dir };
+  return { emulator, run, dir, configPath, alsaEnv: mic.env };
 }
 
 describe('voiceprint commands', () => {
@@ -119,5 +129,28 @@ describe('voiceprint commands', () => {
     expect(trained.code).toBe(0);
     expect(trained.stdout).toMatch(/: trained\n$/);
     expect(emulator.requests.filter((q) => q.method === 'GET' && q.path === '/train_speaker').length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('enroll goes through the running daemon (POST /voiceprint/enroll) when one answers on control.socket', async () => {
+    const { emulator, run, dir, configPath, alsaEnv } = await setup();
+    const daemon = spawn(process.execPath, [CLI_ENTRY, 'run', '--config', configPath], { env: alsaEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+    onTestFinished(async () => {
+      if (daemon.exitCode === null) {
+        const exited = new Promise((resolve) => daemon.once('exit', resolve));
+        daemon.kill('SIGTERM');
+        await exited;
+      }
+    });
+    const socket = join(dir, 'control.sock');
+    for (let i = 0; i < 200 && !existsSync(socket); i++) await sleep(100);
+    expect(existsSync(socket)).toBe(true);
+
+    const r = await run('voiceprint', 'enroll', '--name', 'hana', '--seconds', '2');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^recording 2 s through the daemon: speak now\nregistered voiceprint "hana": vp_/);
+    expect(emulator.state.voiceprints().map((v) => v.name)).toEqual(['hana']);
+    const rows = JSON.parse((await run('voiceprint', 'list', '--json')).stdout) as Array<{ name: string; source: string }>;
+    expect(rows).toEqual([expect.objectContaining({ name: 'hana', source: 'enroll' })]);
   });
 });

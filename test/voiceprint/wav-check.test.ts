@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkWavFile, readPcm16Mono } from '../../src/voiceprint/wav-check.js';
+import { checkWavFile } from '../../src/voiceprint/wav-check.js';
 import { encodeWav } from '../../src/audio/wav.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -24,16 +24,14 @@ describe('checkWavFile', () => {
     writeFileSync(path, encodeWav(FMT, pcm));
     const info = await checkWavFile(path);
     expect(info).toMatchObject({ sampleRate: 16000, channels: 1, bitsPerSample: 16, dataOffset: 44, dataBytes: pcm.length, seconds: 3 });
-    expect((await readPcm16Mono(info))?.equals(pcm)).toBe(true);
   });
 
-  it('accepts what sox writes (stereo 44.1 kHz, extra chunks) and reads no PCM for the gate from it', async () => {
+  it('accepts what sox writes (stereo 44.1 kHz)', async () => {
     const dir = tmpDir();
     const path = join(dir, 'sox.wav');
     execFileSync('sox', ['-n', '-r', '44100', '-c', '2', '-b', '16', path, 'synth', '2', 'sine', '440']);
     const info = await checkWavFile(path);
     expect(info).toMatchObject({ sampleRate: 44100, channels: 2, seconds: 2 });
-    expect(await readPcm16Mono(info)).toBeUndefined();
   });
 
   it.each([

@@ -1,0 +1,147 @@
+// Daemon benchmark: start to READY=1, then idle RSS and CPU over 60 s with every enrollment folder
+// watched, next to a bare `node` process measured in the same run (the floor any Node daemon pays).
+//   npx tsc -p tsconfig.json && node test/bench/daemon.mjs      (IDLE_SECONDS=60 by default)
+// Targets: idle RSS <= 80 MB, idle CPU <= 0.5 %.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const MAIN = join(ROOT, 'dist/main.js');
+const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 60);
+const STARTS = 3;
+const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
+const { faceImagePng } = await import(join(ROOT, 'dist/daemon/sample-images.js'));
+const require = createRequire(join(ROOT, 'package.json'));
+const unix = require('unix-dgram');
+
+const CLK_TCK = 100; // Linux USER_HZ
+
+function procCpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime + stime
+}
+function procRssMb(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+function childrenOf(pid) {
+  const out = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push(Number(d), ...childrenOf(Number(d)));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'ta-bench-daemon-'));
+const emulator = await startEmulator({ port: 0 });
+const group = emulator.terminals[0].group_id;
+emulator.seedFaces(group, Array.from({ length: 20 }, (_, i) => ({ name: `face-${i}`, image: faceImagePng([i * 10, 120, 200 - i * 5]) })));
+writeFileSync(join(dir, 'secret'), emulator.terminals[0].terminal_secret);
+writeFileSync(join(dir, 'key'), emulator.apiKey);
+const config = join(dir, 'config.yaml');
+writeFileSync(config, `service:
+  base_url: ${emulator.baseUrl}
+  face_base_url: ${emulator.faceBaseUrl}
+  terminal_secret_file: ${join(dir, 'secret')}
+  api_key_file: ${join(dir, 'key')}
+state_dir: ${join(dir, 'state')}
+control:
+  socket: ${join(dir, 'ctl.sock')}
+log:
+  level: warn
+`);
+
+const notifyPath = join(dir, 'notify.sock');
+const sock = unix.createSocket('unix_dgram');
+let onMessage = () => {};
+sock.on('message', (buf) => onMessage(buf.toString()));
+sock.bind(notifyPath);
+
+const alsaEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
+// The daemon runs as the unit runs it: its Environment= lines apply (MALLOC_ARENA_MAX).
+const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment=(\w+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+
+async function startDaemon(extraEnv = unitEnv) {
+  const t0 = process.hrtime.bigint();
+  const ready = new Promise((resolve) => {
+    onMessage = (m) => m.includes('READY=1') && resolve(Number(process.hrtime.bigint() - t0) / 1e6);
+  });
+  const child = spawn(process.execPath, [MAIN, 'run', '--config', config], { env: { ...alsaEnv, ...extraEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const exited = new Promise((_, reject) => child.once('close', (code) => reject(new Error(`the daemon exited (${code}) before READY=1`))));
+  const ms = await Promise.race([ready, exited]);
+  return { child, ms };
+}
+async function stop(child) {
+  const done = new Promise((r) => child.once('close', r));
+  child.kill('SIGTERM');
+  await done;
+}
+async function bareNodeStartMs() {
+  const t0 = process.hrtime.bigint();
+  await new Promise((r) => spawn(process.execPath, ['-e', '0']).once('close', r));
+  return Number(process.hrtime.bigint() - t0) / 1e6;
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// 1. Start to READY (the first start creates agent.db; later ones find it).
+const readyMs = [];
+const bareMs = [];
+for (let i = 0; i < STARTS; i++) {
+  bareMs.push(await bareNodeStartMs());
+  const { child, ms } = await startDaemon();
+  readyMs.push(ms);
+  await stop(child);
+}
+console.log(`start to READY=1: median ${median(readyMs).toFixed(0)} ms of ${STARTS} (${readyMs.map((x) => x.toFixed(0)).join(', ')}); bare 'node -e 0': ${median(bareMs).toFixed(0)} ms; ratio ${(median(readyMs) / median(bareMs)).toFixed(1)}x`);
+
+// 2. Idle: the daemon after its first sync, every enroll folder watched, next to a bare node. A
+//    second daemon (own state) without the unit's Environment= shows what MALLOC_ARENA_MAX saves.
+const { child } = await startDaemon();
+const plainConfig = join(dir, 'config-plain.yaml');
+writeFileSync(plainConfig, readFileSync(config, 'utf8').replace(join(dir, 'state'), join(dir, 'state-plain')).replace(join(dir, 'ctl.sock'), join(dir, 'ctl-plain.sock')));
+const plain = spawn(process.execPath, [MAIN, 'run', '--config', plainConfig], { env: alsaEnv, stdio: ['ignore', 'ignore', 'inherit'] });
+const baseline = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+// Idle means after start-up: the first sync, index.json, TTS cache init, and V8's one-off
+// "memory reducer" full GCs a few seconds after the allocation rate drops (~0.2 s CPU, once).
+const SETTLE_SECONDS = Number(process.env.SETTLE_SECONDS ?? 20);
+await sleep(SETTLE_SECONDS * 1000);
+const family = (pid) => [pid, ...childrenOf(pid)];
+const cpuOf = (pids) => pids.reduce((a, p) => { try { return a + procCpuSeconds(p); } catch { return a; } }, 0);
+const rssOf = (pids) => pids.reduce((a, p) => { try { return a + procRssMb(p); } catch { return a; } }, 0);
+const watched = { daemon: child.pid, plain: plain.pid, baseline: baseline.pid };
+const start = Object.fromEntries(Object.entries(watched).map(([k, pid]) => [k, { self: procCpuSeconds(pid), all: cpuOf(family(pid)) }]));
+const max = Object.fromEntries(Object.keys(watched).map((k) => [k, { self: 0, all: 0 }]));
+for (let s = 0; s < IDLE_SECONDS; s++) {
+  await sleep(1000);
+  for (const [k, pid] of Object.entries(watched)) {
+    max[k].self = Math.max(max[k].self, procRssMb(pid));
+    max[k].all = Math.max(max[k].all, rssOf(family(pid)));
+  }
+}
+const cpu = (k, which) => (((which === 'self' ? procCpuSeconds(watched[k]) : cpuOf(family(watched[k]))) - start[k][which]) / IDLE_SECONDS) * 100;
+const maxRss = max.daemon.self;
+const cpuDaemon = cpu('daemon', 'self');
+console.log(`idle ${IDLE_SECONDS}s after ${SETTLE_SECONDS}s settling, daemon as the unit runs it: RSS max ${maxRss.toFixed(1)} MB, CPU ${cpuDaemon.toFixed(2)} %   (targets <= 80 MB, <= 0.5 %)`);
+console.log(`  with its children (${family(child.pid).length - 1}): RSS ${max.daemon.all.toFixed(1)} MB, CPU ${cpu('daemon', 'all').toFixed(2)} %`);
+console.log(`  same daemon without the unit's Environment= (glibc default arenas): RSS max ${max.plain.self.toFixed(1)} MB, CPU ${cpu('plain', 'self').toFixed(2)} %`);
+console.log(`baseline bare node (setInterval 1s): RSS max ${max.baseline.self.toFixed(1)} MB, CPU ${cpu('baseline', 'self').toFixed(2)} %; daemon/baseline RSS ratio ${(maxRss / max.baseline.self).toFixed(1)}x`);
+plain.kill('SIGTERM');
+baseline.kill();
+await stop(child);
+await new Promise((r) => (plain.exitCode !== null ? r() : plain.once("close", r)));
+sock.close();
+await emulator.close();
+rmSync(dir, { recursive: true, force: true });
+const ok = maxRss <= 80 && cpuDaemon <= 0.5;
+console.log(ok ? 'within targets' : 'OUTSIDE targets');

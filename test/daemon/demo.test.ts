@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpDir } from '../helpers/tmp.js';
+import { makeTestAlsa } from '../helpers/alsa.js';
+import { controlRequest, spawnDaemon } from './daemon-harness.js';
+import type { AgentStatus } from '../../src/control/types.js';
+
+describe('terminal-agent demo', () => {
+  it('runs emulator and daemon in ./demo/ with no sound card, syncs the sample faces, and stops both on Ctrl-C', async () => {
+    const cwd = tmpDir('ta-demo-');
+    // No sound card: the ALSA default device cannot be opened.
+    const alsa = makeTestAlsa(tmpDir('ta-demo-alsa-'), { brokenDefault: true });
+    const d = spawnDaemon(undefined, { ALSA_CONFIG_PATH: alsa.env.ALSA_CONFIG_PATH }, ['demo'], cwd);
+    await d.waitLog(() => d.stdout().includes('Ctrl-C stops it'), 20_000, 'the demo banner');
+    const demoDir = join(cwd, 'demo');
+    expect(d.stdout()).toContain(`Everything stays in ${demoDir};`);
+    expect(d.stdout()).toContain('--config ./demo/config.yaml');
+    expect(d.stdout()).toContain('cp "./demo/samples/Marie Curie.png" ./demo/enroll/faces/');
+    const config = readFileSync(join(demoDir, 'config.yaml'), 'utf8');
+    const socket = /socket: "(.*)"/.exec(config)![1]!;
+    let status: AgentStatus | undefined;
+    for (let i = 0; i < 100 && !(status?.faces.cached === 3); i++) {
+      status = (await controlRequest(socket, 'GET', '/status')).json() as AgentStatus;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status?.faces.cached).toBe(3);
+    expect(existsSync(join(demoDir, 'state', 'faces', 'index.json'))).toBe(true);
+    expect(status?.audio.output_device).toBe('default');
+
+    d.signal('SIGINT');
+    expect((await d.exited).code).toBe(0);
+    expect(d.stdout()).toContain('demo stopped;');
+    expect(existsSync(socket)).toBe(false);
+  });
+});

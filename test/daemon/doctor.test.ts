@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startTestEmulator } from '../helpers/emulator.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { runCliProcess } from '../helpers/cli.js';
+import { makeTestAlsa } from '../helpers/alsa.js';
+import { alsaCaptureDevice } from '../helpers/alsa-capture.js';
+import { daemonFiles } from './daemon-harness.js';
+
+// doctor against a real emulator and real ALSA devices with no sound card: the `null` plugin as
+// output and the `file` plugin (reading raw PCM) as a microphone.
+
+function audioSetup(dir: string) {
+  const out = makeTestAlsa(dir);
+  const raw = join(dir, 'mic.raw');
+  writeFileSync(raw, Buffer.alloc(16000 * 2));
+  const mic = alsaCaptureDevice(dir, raw);
+  return { output: out.device, input: mic.device, ALSA_CONFIG_PATH: `/usr/share/alsa/alsa.conf:${out.confPath}:${mic.confPath}` };
+}
+
+interface Check { check: string; result: string; detail: string; fix?: string }
+
+describe('terminal-agent doctor', () => {
+  it('passes every check on a good setup, one line each, exit 0', async () => {
+    const emulator = await startTestEmulator();
+    const dir = tmpDir('ta-doc-');
+    const audio = audioSetup(dir);
+    const files = daemonFiles(join(dir, 'agent'), emulator, { outputDevice: audio.output, inputDevice: audio.input });
+    const r = await runCliProcess(['doctor', '--config', files.configPath], { env: { ALSA_CONFIG_PATH: audio.ALSA_CONFIG_PATH } });
+    expect(r.stdout).toContain('checks passed');
+    expect(r.code).toBe(0);
+    for (const label of ['config', 'dns base_url', 'tcp base_url', 'credential terminal_secret', 'credential api_key', 'folder state_dir', 'folder enroll/faces', 'program arecord', 'audio output', 'audio input']) {
+      expect(r.stdout).toMatch(new RegExp(`^ok +${label} `, 'm'));
+    }
+    expect(r.stdout).not.toMatch(/^FAIL/m);
+    expect(r.stdout).not.toContain(emulator.terminals[0]!.terminal_secret);
+    // The api key probe is a DELETE of a made-up id: nothing real is touched.
+    expect(emulator.requests.filter((q) => q.method === 'DELETE').map((q) => q.status)).toEqual([404]);
+  });
+
+  it('fails with the fix on each line: refused credentials, a missing device, no arecord, a state_dir that is a file', async () => {
+    const emulator = await startTestEmulator();
+    const dir = tmpDir('ta-doc-');
+    const audio = audioSetup(dir);
+    // PATH with aplay but no arecord, as on a device where alsa-utils was half removed.
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    symlinkSync('/usr/bin/aplay', join(bin, 'aplay'));
+    const files = daemonFiles(join(dir, 'agent'), emulator, { terminalSecret: 'not-the-secret-0000000', apiKey: 'not-the-key-00000000', outputDevice: 'nosuchpcm', inputDevice: audio.input });
+    writeFileSync(files.stateDir, 'oops');
+    const r = await runCliProcess(['doctor', '--json', '--config', files.configPath], { env: { ALSA_CONFIG_PATH: audio.ALSA_CONFIG_PATH, PATH: bin } });
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as { ok: boolean; failed: number; checks: Check[] };
+    const byName = new Map(report.checks.map((c) => [c.check, c]));
+    expect(byName.get('credential terminal_secret')).toMatchObject({ result: 'fail', detail: expect.stringContaining('401'), fix: expect.stringContaining('terminal secret') });
+    expect(byName.get('credential api_key')).toMatchObject({ result: 'fail', detail: expect.stringContaining('401') });
+    expect(byName.get('folder state_dir')).toMatchObject({ result: 'fail', detail: expect.stringContaining('not a folder') });
+    expect(byName.get('program arecord')).toMatchObject({ result: 'fail', fix: 'apt-get install alsa-utils' });
+    expect(byName.get('audio output')).toMatchObject({ result: 'fail', detail: expect.stringContaining('nosuchpcm'), fix: expect.stringContaining('aplay -L') });
+    expect(byName.get('audio input')).toMatchObject({ result: 'fail', detail: 'arecord not found' });
+    expect(byName.get('program aplay')).toMatchObject({ result: 'ok' });
+    expect(report.ok).toBe(false);
+    expect(r.stdout).not.toContain('not-the-secret-0000000');
+
+    const human = await runCliProcess(['doctor', '--config', files.configPath], { env: { ALSA_CONFIG_PATH: audio.ALSA_CONFIG_PATH, PATH: bin } });
+    expect(human.code).toBe(1);
+    expect(human.stdout).toMatch(/^FAIL {2}credential terminal_secret +refused by .* \(401\) -- fix: /m);
+    expect(human.stdout).toMatch(/^\d+ of \d+ checks failed$/m);
+  });
+
+  it('reports an unreachable service and a broken config', async () => {
+    const emulator = await startTestEmulator();
+    const dir = tmpDir('ta-doc-');
+    const files = daemonFiles(join(dir, 'agent'), emulator);
+    await emulator.close();
+    const down = await runCliProcess(['doctor', '--json', '--config', files.configPath]);
+    expect(down.code).toBe(1);
+    const checks = (JSON.parse(down.stdout) as { checks: Check[] }).checks;
+    expect(checks.find((c) => c.check === 'tcp base_url')).toMatchObject({ result: 'fail', detail: expect.stringMatching(/ECONNREFUSED/) });
+
+    writeFileSync(files.configPath, 'service:\n  base_url: 42\n');
+    const bad = await runCliProcess(['doctor', '--config', files.configPath]);
+    expect(bad.code).toBe(78);
+    expect(bad.stdout).toMatch(/^FAIL {2}config /m);
+  });
+});
