@@ -102,7 +102,13 @@ export function createPlayer(deps: PlayerDeps): Player {
     const child: Child = {
       proc,
       ready: undefined as unknown as Promise<void>,
-      exited: new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal }))),
+      exited: new Promise((resolve) => {
+        proc.once('exit', (code, signal) => resolve({ code, signal }));
+        // A process that could not be spawned at all emits 'error' and never 'exit'.
+        proc.on('error', () => {
+          if (proc.pid === undefined) resolve({ code: null, signal: null });
+        });
+      }),
       stderrTail: () => stderr,
       lastError: undefined,
       dead: false,
@@ -110,13 +116,19 @@ export function createPlayer(deps: PlayerDeps): Player {
     proc.on('message', (m: PlayerMessage) => {
       if (m.type === 'error') child.lastError = { message: m.message, code: m.code };
     });
-    proc.once('error', (err) => {
-      child.lastError = { message: err.message, code: (err as NodeJS.ErrnoException).code };
+    // `on`, not `once`: a second 'error' with no listener would throw in the daemon.
+    proc.on('error', (err) => {
+      if (proc.pid === undefined) child.lastError = { message: err.message, code: (err as NodeJS.ErrnoException).code };
+      else log.debug({ pid: proc.pid, err: err.message }, 'player process error');
     });
     void child.exited.then(({ code, signal }) => {
-      log.debug({ pid: proc.pid, code, signal }, 'player process ended');
       child.dead = true;
-      if (warm === child) warm = undefined;
+      if (warm === child) {
+        // Nothing respawns it here (with no sound card it would die again at once, forever): the
+        // next utterance starts its own child and reports the device error.
+        warm = undefined;
+        log.warn({ pid: proc.pid, code, signal, err: deviceError(child, 'the waiting player process ended').message }, 'player process ended while idle');
+      } else log.debug({ pid: proc.pid, code, signal }, 'player process ended');
     });
     child.ready = new Promise<void>((resolve, reject) => {
       const onMsg = (m: PlayerMessage) => {
@@ -153,71 +165,103 @@ export function createPlayer(deps: PlayerDeps): Player {
     stdin.write(pcmFrame());
   }
 
-  async function acquire(): Promise<Child> {
+  /** Takes the warm child or spawns one (registered in `active` either way), then waits until it is ready. */
+  function acquire(): Child {
     let child = warm && !warm.dead ? warm : undefined;
     warm = undefined;
     // A warm child that died while waiting (device gone at load) says nothing about now: retry.
     child ??= spawnChild();
     active.add(child);
-    try {
-      await child.ready;
-    } catch (err) {
-      active.delete(child);
-      throw err;
-    }
     return child;
   }
 
-  async function play(format: PcmFormat, pcm: Readable, opts: PlayOptions = {}): Promise<{ bytes: number }> {
-    if (closed) throw new AbortedError('the player is closed');
-    if (opts.signal?.aborted) throw abortedError(opts.signal);
-    const child = await acquire();
-    const { proc } = child;
-    let ok = false;
+  async function untilReady(child: Child, signal: AbortSignal | undefined): Promise<void> {
+    if (!signal) return child.ready;
+    if (signal.aborted) throw abortedError(signal);
+    let onAbort: (() => void) | undefined;
     try {
-      const result = await new Promise<{ bytes: number }>((resolve, reject) => {
-        let settled = false;
-        const feeding = new AbortController();
-        const settle = (err: unknown, value?: { bytes: number }) => {
-          if (settled) return;
-          settled = true;
-          feeding.abort();
-          opts.signal?.removeEventListener('abort', onAbort);
-          proc.off('message', onMsg);
-          if (err) {
-            proc.kill('SIGKILL');
-            pcm.destroy();
-            reject(err);
-          } else resolve(value!);
-        };
-        const onAbort = () => settle(abortedError(opts.signal!));
-        const onMsg = (m: PlayerMessage) => {
-          if (m.type === 'first-frame') opts.onFirstFrame?.();
-          else if (m.type === 'done') settle(undefined, { bytes: m.bytes });
-          else if (m.type === 'error') settle(deviceError(child, 'playback failed'));
-        };
-        opts.signal?.addEventListener('abort', onAbort, { once: true });
-        proc.on('message', onMsg);
-        void child.exited.then(() => settle(deviceError(child, 'the player process ended before the audio was played')));
-        proc.send({ type: 'play', format, device: deps.device });
-        feed(pcm, proc.stdin!, feeding.signal).catch((err: unknown) => {
-          // The source failed (cut stream, bad WAV): that is the utterance's error. A broken pipe
-          // to the child is reported by the child's exit, with its cause.
-          if (pcm.errored) settle(pcm.errored);
-          else if (!feeding.signal.aborted) setTimeout(() => settle(err), 500);
-        });
-      });
-      ok = true;
-      return result;
+      await Promise.race([child.ready, new Promise<never>((_, reject) => signal.addEventListener('abort', (onAbort = () => reject(abortedError(signal))), { once: true }))]);
     } finally {
-      active.delete(child);
-      // A child that finished cleanly plays the next utterance; any other is dropped.
-      if (ok && warmMode && !closed && !(warm && !warm.dead)) warm = child;
-      else {
-        if (!child.dead) proc.kill('SIGKILL');
-        if (!closed) warmUp();
-      }
+      if (onAbort) signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  // play() owns `pcm` from the call on: on any failure (even before a child is up) it destroys it,
+  // so that whoever produces the audio never waits on backpressure from a player that is gone.
+  async function play(format: PcmFormat, pcm: Readable, opts: PlayOptions = {}): Promise<{ bytes: number }> {
+    let child: Child | undefined;
+    let failure: unknown;
+    try {
+      if (closed) throw new AbortedError('the player is closed');
+      if (opts.signal?.aborted) throw abortedError(opts.signal);
+      child = acquire();
+      await untilReady(child, opts.signal);
+      return await run(child, format, pcm, opts);
+    } catch (err) {
+      failure = err;
+      // No error argument: the producer's pipeline may have finished already (the whole phrase
+      // buffered), and an 'error' nobody listens to would be thrown in the daemon.
+      pcm.destroy();
+      throw err;
+    } finally {
+      if (child) release(child, failure);
+    }
+  }
+
+  function release(child: Child, failure: unknown): void {
+    active.delete(child);
+    // A child that finished cleanly plays the next utterance; any other is dropped.
+    if (failure === undefined && warmMode && !closed && !(warm && !warm.dead)) {
+      warm = child;
+      return;
+    }
+    retire(child);
+    // After a device failure the next utterance spawns its own child: a warm one would most
+    // likely die the same way in the meantime (speaker aborts at load with no sound card).
+    if (!closed && !(failure instanceof AudioDeviceError)) warmUp();
+  }
+
+  function retire(child: Child): void {
+    if (!child.dead) child.proc.kill('SIGKILL');
+  }
+
+  function run(child: Child, format: PcmFormat, pcm: Readable, opts: PlayOptions): Promise<{ bytes: number }> {
+    const { proc } = child;
+    return new Promise<{ bytes: number }>((resolve, reject) => {
+      let settled = false;
+      const feeding = new AbortController();
+      const settle = (err: unknown, value?: { bytes: number }) => {
+        if (settled) return;
+        settled = true;
+        feeding.abort();
+        opts.signal?.removeEventListener('abort', onAbort);
+        proc.off('message', onMsg);
+        if (err) {
+          retire(child);
+          reject(err);
+        } else resolve(value!);
+      };
+      const onAbort = () => settle(abortedError(opts.signal!));
+      const onMsg = (m: PlayerMessage) => {
+        if (m.type === 'first-frame') opts.onFirstFrame?.();
+        else if (m.type === 'done') settle(undefined, { bytes: m.bytes });
+        else if (m.type === 'error') settle(deviceError(child, 'playback failed'));
+      };
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      proc.on('message', onMsg);
+      void child.exited.then(() => settle(deviceError(child, 'the player process ended before the audio was played')));
+      // With a callback a closed channel is reported here, not as an 'error' event; the exit
+      // that follows settles with the real cause (a kill if it is somehow still alive).
+      proc.send({ type: 'play', format, device: deps.device } satisfies PlayerJob, (err) => {
+        if (err) retire(child);
+      });
+      feed(pcm, proc.stdin!, feeding.signal).catch((err: unknown) => {
+        // The source failed (cut stream, bad WAV): that is the utterance's error. A broken pipe
+        // to the child is reported by the child's exit, with its cause.
+        if (pcm.errored) settle(pcm.errored);
+        else if (!feeding.signal.aborted) setTimeout(() => settle(err), 500);
+      });
+    });
   }
 
   function warmUp(): void {
@@ -229,7 +273,7 @@ export function createPlayer(deps: PlayerDeps): Player {
     closed = true;
     const all = [...active, ...(warm ? [warm] : [])];
     warm = undefined;
-    for (const c of all) if (!c.dead) c.proc.kill('SIGKILL');
+    for (const c of all) retire(c);
     await Promise.all(all.map((c) => c.exited));
   }
 

@@ -4,7 +4,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../log/logger.js';
 import type { ServiceClient, StreamedBody } from '../client/types.js';
-import { AbortedError, BadResponseError, NetworkError, TimeoutError, isAgentError, describeError, AudioDeviceError } from '../errors.js';
+import { AbortedError, BadResponseError, NetworkError, TimeoutError, isAgentError, describeError } from '../errors.js';
 import { WavDecoder } from './wav-decoder.js';
 import { durationMs, type WavHeaderInfo } from './wav.js';
 import type { Player } from './player.js';
@@ -109,9 +109,14 @@ async function stream(
       throw classify(err, signal, received);
     }
     const play = deps.player.play(header, decoder, { signal, ...(hooks.onFirstFrame ? { onFirstFrame: hooks.onFirstFrame } : {}) });
+    // A player that failed reads no more: end the download too, or `upstream` would wait forever
+    // on the decoder's backpressure (a phrase longer than the stream buffers never settled).
+    play.catch(() => decoder.destroy());
     const [up, pl] = await Promise.allSettled([upstream, play]);
     if (signal.aborted) throw classify(signal.reason, signal, received);
-    if (pl.status === 'rejected' && pl.reason instanceof AudioDeviceError) throw pl.reason;
+    // The player's own error (device, closed) or the source's error it passed on; the premature
+    // close that `upstream` then reports is only the consequence.
+    if (pl.status === 'rejected' && isAgentError(pl.reason)) throw pl.reason;
     if (up.status === 'rejected') throw classify(up.reason, signal, received);
     if (pl.status === 'rejected') throw classify(pl.reason, signal, received);
     return { bytes: pl.value.bytes, header };

@@ -184,6 +184,21 @@ describe('speech faults', () => {
     expect(await f.speech.say({ text: 'no card' })).toMatchObject({ outcome: 'played' });
   });
 
+  it('a player that dies before it is ready fails a long phrase too (its audio is not left waiting for a reader)', async () => {
+    // Longer than the stream buffers between the service and the player: nothing may wait on
+    // backpressure from a player that never came up.
+    const f = await speechFixture({ alsa: { brokenDefault: true } });
+    const text = 'a phrase long enough that its audio is much larger than every stream buffer on the way to the player, '.repeat(4);
+    expect((await f.expectedPcm(text)).length).toBeGreaterThan(256 * 1024);
+    for (let i = 0; i < 2; i++) {
+      const err = await f.speech.say({ text }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AudioDeviceError);
+      expect((err as AudioDeviceError).details).toMatchObject({ device: 'testout', signal: 'SIGABRT' });
+    }
+    expect(f.speech.status()).toMatchObject({ state: 'idle', playing: null, failed_total: 2, last_error: { code: 'TA_ERR_AUDIO_DEVICE' } });
+    expect(f.speech.status().cache.entries).toBe(0);
+  });
+
   it('a truncated WAV fails that phrase only, is not cached, and the same phrase plays next time', async () => {
     const f = await speechFixture();
     f.emulator.faults.add({ method: 'POST', path: '/tts', action: 'truncate' });

@@ -27,6 +27,12 @@ describe('terminal-agent demo', () => {
     expect(status?.faces.cached).toBe(3);
     expect(existsSync(join(demoDir, 'state', 'faces', 'index.json'))).toBe(true);
     expect(status?.audio.output_device).toBe('default');
+    // No sound card: /say answers with the device error (it does not hang), and the demo lives on.
+    const said = await controlRequest(socket, 'POST', '/say', { text: 'hello from the demo' });
+    expect(said.status).toBe(500);
+    expect(said.json()).toMatchObject({ code: 'TA_ERR_AUDIO_DEVICE', device: 'default', signal: 'SIGABRT' });
+    expect((said.json() as { error: string }).error).toMatch(/cannot play on ALSA device "default" \(audio.output_device\)/);
+    expect(d.child.exitCode).toBeNull();
 
     d.signal('SIGINT');
     expect((await d.exited).code).toBe(0);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,7 +25,7 @@ let stop = false; process.stdin.on('data', () => { stop = true; }); process.stdi
     const pngOk = b[0] === 0x89 && b.subarray(-8, -4).toString('latin1') === 'IEND';
     if (!jpegOk && !pngOk) problems.push('half-written ' + e.image);
   }
-  reads++; setImmediate(loop);
+  reads++; if (reads === 1) console.log('ready'); setImmediate(loop);
 })();
 `;
 
@@ -77,6 +77,8 @@ describe('the face cache on disk', () => {
     const reader = spawn(process.execPath, ['-e', READER, h.facesDir], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
     reader.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+    // Start changing things only once the reader is reading (a node start-up is slow on a busy machine).
+    await vi.waitFor(() => expect(out).toContain('ready'), { timeout: 20_000, interval: 20 });
     const dir = tmpDir();
     for (let round = 0; round < 6; round++) {
       const victim = faces[round]!;
@@ -88,7 +90,7 @@ describe('the face cache on disk', () => {
     }
     reader.stdin.end('stop');
     await new Promise((r) => reader.once('exit', r));
-    const result = JSON.parse(out) as { reads: number; count: number; problems: string[] };
+    const result = JSON.parse(out.trim().split('\n').at(-1)!) as { reads: number; count: number; problems: string[] };
     expect(result.problems).toEqual([]);
     expect(result.reads).toBeGreaterThan(10);
     expect(readIndex(h.facesDir)).toHaveLength(20);
