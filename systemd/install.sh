@@ -80,7 +80,14 @@ put_secret api_key "$KEY_FILE" --api-key-file
 sed -e "s#/usr/bin/node /opt/terminal-agent/#$NODE $PREFIX/#" -e "s#file:///opt/terminal-agent/#file://$PREFIX/#" \
   "$SRC/systemd/terminal-agent.service" > /etc/systemd/system/terminal-agent.service
 chmod 0644 /etc/systemd/system/terminal-agent.service
-systemctl daemon-reload
+# In a chroot or an image being built, systemd is not running: the unit is enabled (offline
+# symlinks) and starts on first boot.
+if [ -d /run/systemd/system ]; then
+  systemctl daemon-reload
+else
+  echo "install.sh: systemd is not running here; the unit is installed and enabled for the next boot"
+  START=no
+fi
 systemctl enable terminal-agent.service >/dev/null
 
 echo "install.sh: installed. Next:"

@@ -1,47 +1,25 @@
-import { open } from 'node:fs/promises';
+import { IMAGE_EXTENSIONS, IMAGE_MIMES, sniffImageType, type ImageMime } from '../util/media-sniff.js';
+
+export { readHead } from '../util/media-sniff.js';
 
 // What a file really is, from its first bytes. The service rejects images that are not really
 // JPEG, PNG, BMP or WebP, and a multipart part must carry the Content-Type of its bytes, so both
 // the client and the CLI look at the bytes, never at the file name.
 
-export type SniffedType = 'image/jpeg' | 'image/png' | 'image/bmp' | 'image/webp' | 'audio/wav';
+export type SniffedType = ImageMime | 'audio/wav';
 
-export const IMAGE_TYPES: readonly SniffedType[] = ['image/jpeg', 'image/png', 'image/bmp', 'image/webp'];
+export const IMAGE_TYPES: readonly SniffedType[] = IMAGE_MIMES;
 
 /** File extension for a sniffed type, for cached copies and `faces image -o`. */
-export const EXTENSION_OF: Record<SniffedType, string> = {
-  'image/jpeg': 'jpg',
-  'image/png': 'png',
-  'image/bmp': 'bmp',
-  'image/webp': 'webp',
-  'audio/wav': 'wav',
-};
-
-const BMP_DIB_SIZES = [12, 40, 52, 56, 64, 108, 124];
+export const EXTENSION_OF: Record<SniffedType, string> = { ...IMAGE_EXTENSIONS, 'audio/wav': 'wav' };
 
 /** Needs the first 18 bytes at least; pass 64. */
 export function sniffMediaType(head: Uint8Array): SniffedType | undefined {
-  const b = (i: number) => head[i];
+  const image = sniffImageType(head);
+  if (image) return image;
   const ascii = (from: number, to: number) => Buffer.from(head.subarray(from, to)).toString('latin1');
-  if (head.length >= 3 && b(0) === 0xff && b(1) === 0xd8 && b(2) === 0xff) return 'image/jpeg';
-  if (head.length >= 8 && ascii(0, 8) === '\x89PNG\r\n\x1a\n') return 'image/png';
-  // BMP: "BM", then a DIB header whose size is one of the known variants ("BM" alone is text).
-  if (head.length >= 18 && ascii(0, 2) === 'BM' && BMP_DIB_SIZES.includes(Buffer.from(head.subarray(14, 18)).readUInt32LE(0))) return 'image/bmp';
-  if (head.length >= 16 && ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP' && ['VP8 ', 'VP8L', 'VP8X'].includes(ascii(12, 16))) return 'image/webp';
   if (head.length >= 12 && ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WAVE') return 'audio/wav';
   return undefined;
-}
-
-/** Reads at most `bytes` from the start of a file (never the whole file). */
-export async function readHead(path: string, bytes = 64): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
-    const buf = Buffer.alloc(bytes);
-    const { bytesRead } = await fh.read(buf, 0, bytes, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
 }
 
 export interface WavInfo {

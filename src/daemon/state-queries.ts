@@ -1,22 +1,13 @@
 import type { Db } from '../db/database.js';
 import type { FailureSummary, SyncRunSummary } from '../control/types.js';
+import type { SyncRunRow } from '../faces/face-store.js';
 
 // Figures for status, STATUS= and metrics, read straight from agent.db so that they are right even
 // when a component is missing or busy, and cost one indexed query each. Prepared once; a table that
 // does not exist (an older schema) gives empty answers instead of failing the status call.
 
-interface SyncRow {
-  started_at: number;
-  finished_at: number | null;
-  duration_ms: number | null;
-  ok: number;
-  added: number;
-  updated: number;
-  removed: number;
-  failed: number;
-  error: string | null;
-  error_code: string | null;
-}
+/** A sync_runs row (the faces capability owns the table); status does not show image_requests. */
+type SyncRow = Omit<SyncRunRow, 'image_requests'>;
 
 export interface StateQueries {
   lastSync(): SyncRunSummary | null;
@@ -36,7 +27,7 @@ export function createStateQueries(db: Db): StateQueries {
   };
   const lastSync = prep<SyncRow>('SELECT * FROM sync_runs ORDER BY id DESC LIMIT 1');
   const lastOk = prep<{ t: number | null }>('SELECT max(finished_at) AS t FROM sync_runs WHERE ok = 1');
-  const faceCount = prep<{ n: number }>('SELECT count(*) AS n FROM faces');
+  const faceCount = prep<{ n: number }>('SELECT count(*) AS n FROM faces WHERE image_file IS NOT NULL');
   const outbox = prep<{ kind: string; state: string; n: number }>('SELECT kind, state, count(*) AS n FROM outbox GROUP BY kind, state');
   const syncFailures = prep<SyncRow & { id: number }>('SELECT * FROM sync_runs WHERE ok = 0 AND error IS NOT NULL ORDER BY id DESC LIMIT ?');
   const outboxFailures = prep<{ kind: string; name: string; last_error: string | null; last_error_code: string | null; updated_at: number; state: string }>(

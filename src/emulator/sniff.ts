@@ -1,28 +1,19 @@
+import { IMAGE_EXTENSIONS, sniffImageType, type ImageMime } from '../util/media-sniff.js';
+
 // Recognises uploads by their bytes, never by file name or declared Content-Type, as the real
 // service must: a PNG renamed face.jpg is a PNG, a text file named face.jpg is refused.
 
 export interface ImageKind {
-  mime: 'image/jpeg' | 'image/png' | 'image/bmp' | 'image/webp';
-  ext: 'jpg' | 'png' | 'bmp' | 'webp';
+  mime: ImageMime;
+  ext: (typeof IMAGE_EXTENSIONS)[ImageMime];
 }
 
 /** Bytes needed by the sniffers below. */
 export const SNIFF_BYTES = 64;
 
 export function sniffImage(head: Buffer): ImageKind | undefined {
-  if (head.length >= 3 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return { mime: 'image/jpeg', ext: 'jpg' };
-  if (head.length >= 8 && head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
-    return { mime: 'image/png', ext: 'png' };
-  }
-  // BMP: "BM", then a DIB header whose size is one of the known variants.
-  if (head.length >= 18 && head[0] === 0x42 && head[1] === 0x4d) {
-    const dib = head.readUInt32LE(14);
-    if ([12, 40, 52, 56, 64, 108, 124].includes(dib)) return { mime: 'image/bmp', ext: 'bmp' };
-  }
-  if (head.length >= 16 && ascii(head, 0, 4) === 'RIFF' && ascii(head, 8, 4) === 'WEBP' && ['VP8 ', 'VP8L', 'VP8X'].includes(ascii(head, 12, 4))) {
-    return { mime: 'image/webp', ext: 'webp' };
-  }
-  return undefined;
+  const mime = sniffImageType(head);
+  return mime && { mime, ext: IMAGE_EXTENSIONS[mime] };
 }
 
 /** Other well-known containers, so that a JPEG or an MP3 is not taken for raw PCM. */

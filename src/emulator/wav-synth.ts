@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { encodeWav } from '../audio/wav.js';
 
 // Audio for POST /tts: espeak-ng speaking the text when it is installed, else a tone whose length
 // follows the text. Either way a well-formed PCM WAV with real sizes in its header.
@@ -10,24 +11,6 @@ export interface SynthParams {
   volume: number;
   speed: number;
   pitch: number;
-}
-
-export function wavHeader(dataBytes: number, sampleRate: number, channels = 1, bits = 16): Buffer {
-  const h = Buffer.alloc(44);
-  const block = channels * (bits / 8);
-  h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(36 + dataBytes, 4);
-  h.write('WAVEfmt ', 8, 'latin1');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(channels, 22);
-  h.writeUInt32LE(sampleRate, 24);
-  h.writeUInt32LE(sampleRate * block, 28);
-  h.writeUInt16LE(block, 32);
-  h.writeUInt16LE(bits, 34);
-  h.write('data', 36, 'latin1');
-  h.writeUInt32LE(dataBytes, 40);
-  return h;
 }
 
 /** A tone: 60 ms per character (at least 300 ms), pitch and speed following the ratios. */
@@ -43,7 +26,7 @@ export function toneWav(p: SynthParams, sampleRate = 16000): Buffer {
     const fade = Math.min(1, i / 160, (samples - i) / 160);
     data.writeInt16LE(Math.round(amp * fade * Math.sin((2 * Math.PI * freq * i) / sampleRate)), i * 2);
   }
-  return Buffer.concat([wavHeader(data.length, sampleRate), data]);
+  return encodeWav({ sampleRate, channels: 1, bitsPerSample: 16 }, data);
 }
 
 /**

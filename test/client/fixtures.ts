@@ -6,6 +6,7 @@ import { createServiceClient, type ServiceClientDeps, type ServiceConfig } from 
 import type { RequestEvent, ServiceClient } from '../../src/client/types.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { makeTestConfig } from '../helpers/config.js';
+import { wavHeader as pcmWavHeader } from '../../src/audio/wav.js';
 
 // Shared by the client tests: an emulator on loopback, a client pointed at it with fast retries,
 // and real media files (the emulator sniffs bytes like the real service).
@@ -73,22 +74,9 @@ export function writeFixture(dir: string, name: string, bytes: Buffer | string):
   return path;
 }
 
+/** A canonical 16-bit PCM header (src/audio/wav.ts), the sizes as given. */
 export function wavHeader(dataBytes: number, sampleRate = 16000, channels = 1): Buffer {
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(Math.min(36 + dataBytes, 0xffffffff), 4);
-  h.write('WAVE', 8, 'latin1');
-  h.write('fmt ', 12, 'latin1');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(channels, 22);
-  h.writeUInt32LE(sampleRate, 24);
-  h.writeUInt32LE(sampleRate * channels * 2, 28);
-  h.writeUInt16LE(channels * 2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36, 'latin1');
-  h.writeUInt32LE(dataBytes, 40);
-  return h;
+  return pcmWavHeader({ sampleRate, channels, bitsPerSample: 16 }, dataBytes);
 }
 
 /** A 16-bit mono WAV of a quiet tone, written in 1 MB pieces (never whole in memory). */

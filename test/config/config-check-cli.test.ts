@@ -1,5 +1,5 @@
 // `terminal-agent config check` spawned as a real process (build first: npx tsc -p tsconfig.json).
-import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT, runCliProcess, type CliRunResult } from '../helpers/cli.js';
@@ -92,20 +92,19 @@ describe('terminal-agent config check', () => {
   it('an unreadable secret file (EACCES) names the file and the fix', async () => {
     const dir = tmpDir();
     mkdirSync(join(dir, 'etc'));
-    const secretFile = join(dir, 'etc', 'terminal_secret');
-    writeFileSync(secretFile, 'Root-Only-Secret-31337\n');
-    chmodSync(secretFile, 0o600);
     const path = join(dir, 'etc', 'c.yaml');
-    writeFileSync(path, `${URLS}  terminal_secret_file: ${secretFile}\n`);
-    chmodSync(dir, 0o755);
-    const asRoot = process.getuid?.() === 0;
-    if (asRoot) {
-      // Root reads any file: run the CLI as nobody, who can read the config but not the secret.
-      chownSync(secretFile, 0, 0);
+    let secretFile = join(dir, 'etc', 'terminal_secret');
+    if (process.getuid?.() === 0) {
+      // Root reads any ordinary file. A write-only sysctl file refuses reading even to root, with
+      // a real EACCES from the kernel (running the CLI as another user would need the checkout to
+      // be readable by that user, and Debian's node refuses setuid()).
+      secretFile = '/proc/sys/vm/drop_caches';
     } else {
+      writeFileSync(secretFile, 'Root-Only-Secret-31337\n');
       chmodSync(secretFile, 0o000);
     }
-    const r = await runCliProcess(['config', 'check', '--config', path], { env: {}, ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+    writeFileSync(path, `${URLS}  terminal_secret_file: ${secretFile}\n`);
+    const r = await runCliProcess(['config', 'check', '--config', path], { env: {} });
     expect(r.code).toBe(78);
     expect(r.stderr).toContain(`${path}:4: service.terminal_secret_file: terminal secret file ${secretFile}`);
     expect(r.stderr).toMatch(/is not readable by this user: fix its owner\/mode/);

@@ -1,4 +1,5 @@
 import { crc32, deflateSync } from 'node:zlib';
+import { wavHeader as pcmWavHeader, type PcmFormat } from '../../src/audio/wav.js';
 
 // Small real media for emulator tests: images of each accepted format and PCM WAVs.
 
@@ -52,22 +53,9 @@ export function bmpImage(): Buffer {
   return Buffer.concat([h, pixels]);
 }
 
-export function wavHeader(dataBytes: number, sampleRate = 16000, channels = 1, bits = 16): Buffer {
-  const h = Buffer.alloc(44);
-  const block = channels * (bits / 8);
-  h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(36 + dataBytes, 4);
-  h.write('WAVEfmt ', 8, 'latin1');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(channels, 22);
-  h.writeUInt32LE(sampleRate, 24);
-  h.writeUInt32LE(sampleRate * block, 28);
-  h.writeUInt16LE(block, 32);
-  h.writeUInt16LE(bits, 34);
-  h.write('data', 36, 'latin1');
-  h.writeUInt32LE(dataBytes, 40);
-  return h;
+/** A canonical PCM header (src/audio/wav.ts), the sizes as given. */
+export function wavHeader(dataBytes: number, sampleRate = 16000, channels = 1, bits: PcmFormat['bitsPerSample'] = 16): Buffer {
+  return pcmWavHeader({ sampleRate, channels, bitsPerSample: bits }, dataBytes);
 }
 
 /** Raw 16-bit mono PCM of a 440 Hz tone. */

@@ -7,6 +7,7 @@ import { Registry } from 'prom-client';
 import { createServiceClient } from '../../src/client/service-client.js';
 import type { ServiceClient } from '../../src/client/types.js';
 import type { AgentConfig } from '../../src/config/schema.js';
+import { encodeWav } from '../../src/audio/wav.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { createEnrollment } from '../../src/enroll/index.js';
 import type { Enrollment } from '../../src/enroll/index.js';
@@ -37,21 +38,7 @@ export function pcm(seconds: number, rate = 16000, channels = 1): Buffer {
 }
 
 export function wav(seconds = 1, rate = 16000, channels = 1): Buffer {
-  const data = pcm(seconds, rate, channels);
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(36 + data.length, 4);
-  h.write('WAVEfmt ', 8, 'latin1');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(channels, 22);
-  h.writeUInt32LE(rate, 24);
-  h.writeUInt32LE(rate * channels * 2, 28);
-  h.writeUInt16LE(channels * 2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36, 'latin1');
-  h.writeUInt32LE(data.length, 40);
-  return Buffer.concat([h, data]);
+  return encodeWav({ sampleRate: rate, channels, bitsPerSample: 16 }, pcm(seconds, rate, channels));
 }
 
 export const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');

@@ -1,0 +1,46 @@
+import { open } from 'node:fs/promises';
+
+// What an image really is, from its first bytes: the service refuses images that are not really
+// JPEG, PNG, BMP or WebP whatever their name or declared Content-Type, so the client, enrollment
+// and the emulator (which must refuse what the service refuses) all judge uploads by this one test.
+// faces/image-check.ts is deliberately separate: it judges complete downloads (GIF too, end markers).
+
+export type ImageMime = 'image/jpeg' | 'image/png' | 'image/bmp' | 'image/webp';
+
+export const IMAGE_MIMES: readonly ImageMime[] = ['image/jpeg', 'image/png', 'image/bmp', 'image/webp'];
+
+/** File extension for a sniffed image type. */
+export const IMAGE_EXTENSIONS: Readonly<Record<ImageMime, 'jpg' | 'png' | 'bmp' | 'webp'>> = {
+  'image/jpeg': 'jpg',
+  'image/png': 'png',
+  'image/bmp': 'bmp',
+  'image/webp': 'webp',
+};
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const BMP_DIB_SIZES = [12, 40, 52, 56, 64, 108, 124];
+const WEBP_CHUNKS = ['VP8 ', 'VP8L', 'VP8X'];
+
+/** The image type from the first bytes (needs 18 at least), whatever the file is called. */
+export function sniffImageType(head: Uint8Array): ImageMime | undefined {
+  const buf = Buffer.from(head.buffer, head.byteOffset, head.byteLength);
+  const ascii = (from: number, to: number) => buf.toString('latin1', from, to);
+  if (buf.length >= 3 && buf[0] === 0xff && buf[1] === 0xd8 && buf[2] === 0xff) return 'image/jpeg';
+  if (buf.length >= 8 && buf.subarray(0, 8).equals(PNG_SIGNATURE)) return 'image/png';
+  // BMP: "BM", then a DIB header whose size is one of the known variants ("BM" alone is text).
+  if (buf.length >= 18 && ascii(0, 2) === 'BM' && BMP_DIB_SIZES.includes(buf.readUInt32LE(14))) return 'image/bmp';
+  if (buf.length >= 16 && ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP' && WEBP_CHUNKS.includes(ascii(12, 16))) return 'image/webp';
+  return undefined;
+}
+
+/** Reads at most `bytes` from the start of a file (never the whole file). */
+export async function readHead(path: string, bytes = 64): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(bytes);
+    const { bytesRead } = await fh.read(buf, 0, bytes, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
