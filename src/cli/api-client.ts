@@ -20,8 +20,17 @@ export interface ApiSession {
   call: CallOptions;
 }
 
-export async function clientFromConfig(args: ParsedArgs, ctx: CliContext): Promise<ApiSession> {
-  const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+/** Loads the config for a command that only needs local settings (see `requireSecrets`). */
+export function loadLocalConfig(args: ParsedArgs, ctx: CliContext): Promise<AgentConfig> {
+  return loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: false });
+}
+
+/**
+ * A client for a CLI command. `requireSecrets: false` for commands that go through the daemon when
+ * one runs (the client then fails only if a call really needs the missing secret).
+ */
+export async function clientFromConfig(args: ParsedArgs, ctx: CliContext, opts: { requireSecrets?: boolean } = {}): Promise<ApiSession> {
+  const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: opts.requireSecrets ?? true });
   // Commands print their own results; the log only carries warnings (or debug when asked for).
   const level = config.log.level === 'debug' || config.log.level === 'trace' ? config.log.level : 'warn';
   const logger = createLogger({

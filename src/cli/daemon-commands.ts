@@ -1,6 +1,7 @@
 import type { CommandSpec } from './command.js';
 import { writeJson, writeLine } from './output.js';
 import { loadConfig } from '../config/load-config.js';
+import { loadLocalConfig } from './api-client.js';
 import { connectControl } from '../control/control-client.js';
 import { makeDaemonEnv } from '../daemon/daemon-env.js';
 import { runDaemon } from '../daemon/daemon.js';
@@ -34,7 +35,7 @@ Logs are JSON lines on stdout.`,
     path: ['status'],
     summary: 'asks the running daemon: uptime, last face sync, outbox per kind, recent failures, audio state',
     async run(args, ctx) {
-      const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+      const config = await loadLocalConfig(args, ctx);
       const control = await connectControl(config.control.socket, { timeoutMs: 10_000 });
       const status = await control.status();
       if (args.global.json) writeJson(ctx, status);

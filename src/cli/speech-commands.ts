@@ -95,7 +95,7 @@ joins its queue (phrases never overlap); --interrupt stops the current one and c
   run: async (args, ctx) => {
     const req = requestFrom(args);
     const out = stringOpt(args, 'out');
-    const session = await clientFromConfig(args, ctx);
+    const session = await clientFromConfig(args, ctx, { requireSecrets: false });
     try {
       // Refuse bad ratios and empty text here, before the daemon or the service sees them.
       const params = resolveTtsParams(req, session.config.tts);

@@ -16,6 +16,14 @@ export interface LoadConfigOptions {
   path: string;
   env: Readonly<Record<string, string | undefined>>;
   cwd?: string;
+  /**
+   * False for commands that only need local settings (socket, state_dir): `status`, `faces list
+   * --cached`, `say` through the daemon. On a terminal the secrets usually reach only the service
+   * (systemd LoadCredential=), and an operator must still be able to ask the daemon how it is.
+   * A secret that cannot be found or read is then left unset instead of being a problem; a call
+   * that needs it fails later with a ConfigError naming the key. Default true.
+   */
+  requireSecrets?: boolean;
 }
 
 export interface LoadedConfig {
@@ -60,7 +68,8 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   const baseDir = dirname(file);
   const terminal = await resolveSecret('terminal_secret', service, opts.env, baseDir, secretProblems);
   const apiKey = await resolveSecret('api_key', service, opts.env, baseDir, secretProblems);
-  for (const p of secretProblems) {
+  const requireSecrets = opts.requireSecrets ?? true;
+  for (const p of requireSecrets ? secretProblems : []) {
     problems.push(p.file ? { path: p.path, message: p.message, file: p.file } : { path: p.path, message: p.message, ...at(p.path) });
   }
   if (service) {
@@ -75,7 +84,7 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, doc, counter, file));
 
-  if (terminal.value === undefined && !terminal.failed) {
+  if (requireSecrets && terminal.value === undefined && !terminal.failed) {
     problems.push({
       path: 'service.terminal_secret',
       message: `no terminal secret: set service.terminal_secret_file (a file holding it), or LoadCredential=terminal_secret:PATH in the systemd unit, or $${secretEnvName('terminal_secret')}`,

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandSpec } from '../cli/command.js';
 import { writeJson, writeTable, type Column } from '../cli/output.js';
-import { loadConfig } from '../config/load-config.js';
+import { loadLocalConfig } from '../cli/api-client.js';
 import { openDatabase } from '../db/database.js';
 import { createSpeakerRegistry, speakerStatusText, type SpeakerRow } from './speaker-registry.js';
 
@@ -22,7 +22,7 @@ const list: CommandSpec = {
   summary: "the speakers this terminal trained (the agent's local registry; the API has no list call)",
   positionals: { min: 0, max: 0 },
   run: async (args, ctx) => {
-    const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+    const config = await loadLocalConfig(args, ctx);
     const path = join(config.state_dir, 'agent.db');
     let rows: SpeakerRow[] = [];
     if (existsSync(path)) {

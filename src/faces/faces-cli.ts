@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import type { CliContext, ParsedArgs } from '../cli/command.js';
 import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js';
-import { clientFromConfig } from '../cli/api-client.js';
-import { loadConfig, configSecrets } from '../config/load-config.js';
+import { clientFromConfig, loadLocalConfig } from '../cli/api-client.js';
+import { configSecrets } from '../config/load-config.js';
 import { tryConnectControl } from '../control/control-client.js';
 import { openDatabase } from '../db/database.js';
 import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
@@ -25,7 +25,7 @@ const CACHED_COLUMNS: Column<CachedFaceView>[] = [
 
 /** `faces list --cached`: agent.db under the configured state_dir, read-only, no network. */
 export async function listCachedCommand(args: ParsedArgs, ctx: CliContext): Promise<void> {
-  const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+  const config = await loadLocalConfig(args, ctx);
   const faces = readCachedFaces(config.state_dir);
   if (args.global.json) return writeJson(ctx, faces);
   writeTable(ctx, faces, CACHED_COLUMNS, `(no faces cached in ${join(config.state_dir, 'faces')})`);
@@ -36,7 +36,7 @@ export async function listCachedCommand(args: ParsedArgs, ctx: CliContext): Prom
  * in this process against state_dir (the daemon's instance lock is not taken: it is not running).
  */
 export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<number> {
-  const session = await clientFromConfig(args, ctx);
+  const session = await clientFromConfig(args, ctx, { requireSecrets: false });
   let report: SyncReport;
   let via: 'daemon' | 'local';
   try {

@@ -4,8 +4,7 @@ import { stat } from 'node:fs/promises';
 import type { CliContext, CommandSpec, ParsedArgs } from '../cli/command.js';
 import { stringOpt } from '../cli/command.js';
 import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js';
-import { withClient, type ApiSession } from '../cli/api-client.js';
-import { loadConfig } from '../config/load-config.js';
+import { loadLocalConfig, withClient, type ApiSession } from '../cli/api-client.js';
 import type { AgentConfig } from '../config/schema.js';
 import { tryConnectControl } from '../control/control-client.js';
 import { openDatabase, type Db } from '../db/database.js';
@@ -67,7 +66,7 @@ whole recording. A refused recording says what was measured (peak, level, share 
     if (rawName === undefined) throw new UsageError("'voiceprint enroll' needs --name N");
     const name = checkVoiceprintName(rawName);
     const seconds = secondsOption(args);
-    const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+    const config = await loadLocalConfig(args, ctx);
     const control = await tryConnectControl(config.control.socket);
     if (control) {
       if (!args.global.json) writeLine(ctx, `recording ${seconds ?? config.voiceprint.seconds} s through the daemon: speak now`);
@@ -104,7 +103,7 @@ const list: CommandSpec = {
   summary: "the voiceprints this terminal registered (the agent's local registry; the API has no list call)",
   positionals: { min: 0, max: 0 },
   run: async (args, ctx) => {
-    const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+    const config = await loadLocalConfig(args, ctx);
     const path = join(config.state_dir, 'agent.db');
     const rows = existsSync(path) ? withDb(config, (db) => createVoiceprintRegistry(db).list()) : [];
     if (args.global.json) return writeJson(ctx, rows);

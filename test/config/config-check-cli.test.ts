@@ -127,3 +127,21 @@ describe('terminal-agent config check: relative paths', () => {
     expectNoSecret(r, 'Rel-Secret-424242');
   });
 });
+
+describe('local commands on a terminal whose secrets only the service can read', () => {
+  it('`status` and `faces list --cached` get past the config and say what is really missing', async () => {
+    const dir = tmpDir();
+    const path = join(dir, 'c.yaml');
+    writeFileSync(path, `${URLS}state_dir: ${join(dir, 'state')}\ncontrol:\n  socket: ${join(dir, 'control.sock')}\n`);
+    const check = await runCliProcess(['config', 'check', '--config', path], { env: {} });
+    expect(check.code).toBe(78); // the daemon itself does need the secret
+    const status = await runCliProcess(['status', '--config', path], { env: {} });
+    expect(status.stderr).not.toContain('configuration problem');
+    expect(status.stderr).toMatch(/daemon/i);
+    expect(status.code).toBe(1);
+    const cached = await runCliProcess(['faces', 'list', '--cached', '--config', path], { env: {} });
+    expect(cached.stderr).not.toContain('configuration problem');
+    expect(cached.stderr).toContain(`no face cache at ${join(dir, 'state', 'agent.db')}`);
+    expect(cached.code).toBe(1);
+  });
+});

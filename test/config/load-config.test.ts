@@ -218,3 +218,20 @@ describe('loadConfig: each kind of problem, with its line', () => {
     expect(err.message).toMatch(/^2 configuration errors:\n/);
   });
 });
+
+describe('loadConfig: commands that need no secret of their own (requireSecrets: false)', () => {
+  it('loads a config whose secrets reach only the service (systemd credentials)', async () => {
+    const file = writeConfig(`${URLS}state_dir: ./state\ncontrol:\n  socket: ./agent.sock\n`);
+    await expect(loadConfig({ path: file, env: {} })).rejects.toThrow(/no terminal secret/);
+    const cfg = await loadConfig({ path: file, env: {}, requireSecrets: false });
+    expect(cfg.service.terminal_secret).toBeUndefined();
+    expect(cfg.control.socket).toBe(join(file, '..', 'agent.sock'));
+  });
+
+  it('leaves an unreadable secret file unset instead of failing, but still reports other problems', async () => {
+    const file = writeConfig(`${URLS}  terminal_secret_file: ./missing-secret\nfaces:\n  sync_interval: soon\n`);
+    const err = await loadConfig({ path: file, env: {}, requireSecrets: false }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems.map((p) => p.path)).toEqual(['faces.sync_interval']);
+  });
+});
