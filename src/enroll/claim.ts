@@ -4,12 +4,13 @@ import { lstat, open, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
 import { formatSize } from '../util/units.js';
-import { fsyncDir } from '../util/fs-atomic.js';
+import type { DirSync } from './dir-sync.js';
 import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
-import { EnrollInputError, checkImage, checkPcmLength, checkVoiceprintName, checkWav, decodeText, wavHeader } from './validators.js';
+import { EnrollInputError, checkImage, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
+import { wavHeader } from '../audio/wav.js';
 
 // Taking a stable file into the outbox: refuse what can be refused unread, copy it under state_dir
 // (hashing on the way) so the upload reads bytes nothing else writes, check the copy, then record
@@ -27,18 +28,42 @@ export interface ClaimDeps {
   commit: Commit;
   config: EnrollmentConfig;
   place(row: { kind: Candidate['kind']; source_path: string }, failed: boolean): string | null;
+  /** Folder fsync shared between concurrent claims. */
+  syncDir: DirSync;
 }
 
 /** Raw .pcm voiceprints: 16-bit little-endian, mono (the config names no channel count). */
 const PCM_CHANNELS = 1;
 
-async function copyAndHash(src: string, dest: string, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
+/** Files up to this size are read in one go (a stream costs a round trip per 64 KB and more JS). */
+const WHOLE_READ_MAX = 1024 * 1024;
+
+/** At most `max` bytes (one more than expected shows that the file grew: the caller retries). */
+async function readAtMost(path: string, max: number): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(max);
+    let n = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, n, max - n, n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+      if (n === max) break;
+    }
+    return buf.subarray(0, n);
+  } finally {
+    await fh.close();
+  }
+}
+
+async function copyAndHash(src: string, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
   const hash = createHash('sha256');
   let bytes = 0;
   const out = await open(dest, 'wx', 0o600);
   try {
     if (prefix) await out.write(prefix);
-    for await (const chunk of createReadStream(src)) {
+    const chunks: AsyncIterable<unknown> | unknown[] = size <= WHOLE_READ_MAX ? [await readAtMost(src, size + 1)] : createReadStream(src);
+    for await (const chunk of chunks) {
       const buf = chunk as Buffer;
       hash.update(buf);
       bytes += buf.length;
@@ -135,7 +160,7 @@ export function createClaimer(deps: ClaimDeps) {
 
     const pcm = c.kind === 'voiceprints' && c.ext === '.pcm';
     const staged = join(layout.staging, `${randomUUID()}${pcm ? '.wav' : c.ext}`);
-    const { sha256, bytes } = await copyAndHash(abs, staged, pcm ? wavHeader(size, config.voiceprint.sample_rate, PCM_CHANNELS) : undefined);
+    const { sha256, bytes } = await copyAndHash(abs, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
     const after = await stat(abs).catch(() => undefined);
     if (bytes !== size || !after || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
       // Still being written after all: wait for another quiet period.
@@ -155,7 +180,7 @@ export function createClaimer(deps: ClaimDeps) {
       if (err instanceof EnrollInputError) return refuse(c, size, mtimeMs, err, meta);
       throw err;
     }
-    await fsyncDir(layout.staging);
+    await deps.syncDir(layout.staging);
 
     // Durable only when it finishes the file at once (a duplicate): see commit-batcher.ts.
     const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, c.name, sha256) !== undefined;

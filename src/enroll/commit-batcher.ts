@@ -1,16 +1,23 @@
+import { open } from 'node:fs/promises';
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/database.js';
 
 // Every state change of the outbox goes through here. Changes queued in the same turn of the event
 // loop share one transaction (each in its own savepoint, so one that throws is rolled back alone).
 //
-// Durability: agent.db runs with synchronous=FULL (an fsync per commit, ~3 ms on the event loop).
-// Only two kinds of change must be on disk before the agent acts on them: "about to send" (the
-// reconciliation after a crash depends on it) and "result recorded" before the original leaves
-// the inbox. Every other change can be lost on power failure without losing a file or sending it
-// twice (the original is still in the inbox, a lost step is redone or reconciled), so those
-// batches commit with synchronous=NORMAL; the next FULL commit makes them durable too (the WAL
-// is written in order). A change's promise resolves once it is committed.
+// Durability: only two kinds of change must be on disk before the agent acts on them: "about to
+// send" (the reconciliation after a crash depends on it) and "result recorded" before the original
+// leaves the inbox. Every other change can be lost on power failure without losing a file or
+// sending it twice (the original is still in the inbox, a lost step is redone or reconciled).
+//
+// agent.db runs with synchronous=FULL: an fsync of the WAL inside every commit, ~2-3 ms that
+// block the event loop (better-sqlite3 is synchronous), once per upload. So the outbox commits
+// with synchronous=NORMAL (the WAL is written, not synced) and a durable change's promise
+// resolves only after an fdatasync of the WAL file, run on the libuv pool: the same guarantee
+// as FULL (the WAL is appended in order, so one sync covers every commit before it, and a
+// checkpoint in NORMAL mode syncs the WAL before copying it), without stopping the event loop,
+// and one sync serves every durable change that arrived while the previous one ran (group
+// commit). Without a WAL file (':memory:', another journal mode) commits stay FULL.
 
 export type Commit = <T>(fn: () => T, opts?: { durable?: boolean }) => Promise<T>;
 
@@ -21,19 +28,57 @@ interface Job {
   reject(err: unknown): void;
 }
 
+interface Waiter {
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
 export function createCommitBatcher(db: Db): Commit {
   let queue: Job[] = [];
   let scheduled = false;
+  const walPath = !db.memory && String(db.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal' ? `${db.name}-wal` : undefined;
+  /** Committed durable batches waiting for the next WAL sync. */
+  let unsynced: Waiter[] = [];
+  let syncing = false;
+
+  async function syncWal(path: string): Promise<void> {
+    const fh = await open(path, 'r');
+    try {
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** One sync at a time; what commits while it runs waits for the next one (it may not be covered). */
+  function pumpSync(path: string): void {
+    if (syncing || unsynced.length === 0) return;
+    syncing = true;
+    const waiters = unsynced;
+    unsynced = [];
+    syncWal(path).then(
+      () => {
+        for (const w of waiters) w.resolve();
+      },
+      (err: unknown) => {
+        for (const w of waiters) w.reject(err);
+      },
+    ).finally(() => {
+      syncing = false;
+      pumpSync(path);
+    });
+  }
 
   function flush(): void {
     scheduled = false;
     const batch = queue;
     queue = [];
     const durable = batch.some((j) => j.durable);
+    const relaxed = walPath !== undefined || !durable;
     const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
     // The pragma is per connection and applies to the next commit; JS runs this block alone, so
     // no other component's commit can see the relaxed setting.
-    if (!durable) db.pragma('synchronous = NORMAL');
+    if (relaxed) db.pragma('synchronous = NORMAL');
     try {
       inTransaction(db, () => {
         for (const job of batch) {
@@ -48,13 +93,26 @@ export function createCommitBatcher(db: Db): Commit {
       for (const job of batch) job.reject(err);
       return;
     } finally {
-      if (!durable) db.pragma('synchronous = FULL');
+      if (relaxed) db.pragma('synchronous = FULL');
     }
-    batch.forEach((job, i) => {
+    const settle = (only: (j: Job) => boolean) => batch.forEach((job, i) => {
+      if (!only(job)) return;
       const o = outcomes[i]!;
       if (o.ok) job.resolve(o.value);
       else job.reject(o.err);
     });
+    if (!durable || walPath === undefined) {
+      settle(() => true);
+      return;
+    }
+    settle((j) => !j.durable);
+    unsynced.push({
+      resolve: () => settle((j) => j.durable),
+      reject: (err) => {
+        for (const job of batch) if (job.durable) job.reject(err);
+      },
+    });
+    pumpSync(walPath);
   }
 
   return <T>(fn: () => T, opts: { durable?: boolean } = {}) => new Promise<T>((resolve, reject) => {

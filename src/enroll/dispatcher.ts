@@ -1,3 +1,4 @@
+import { AbortedError } from '../errors.js';
 import type { Commit } from './commit-batcher.js';
 import type { Logger } from '../log/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../util/backoff.js';
@@ -12,8 +13,16 @@ import type { Kind, OutboxRow, StepOutcome } from './types.js';
 // speaker training, and records each step in one transaction. After a retryable failure it pauses
 // every upload with backoff instead of letting a thousand queued files hammer a dead service.
 
+/**
+ * Waits for a request slot (upload_concurrency at most on the wire); resolves to its release.
+ * Throws NotSentError when uploads were paused or stopped meanwhile: the request must not go.
+ */
+export type SendGate = () => Promise<() => void>;
+
 export interface KindHandler {
-  upload(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome>;
+  /** With `gated`, the handler calls `gate` itself right before its request (after its durable "sending" commit). */
+  upload(row: OutboxRow, signal: AbortSignal, gate: SendGate): Promise<StepOutcome>;
+  gated?: boolean;
   ifUnknown(applied: Applied, row: OutboxRow): 'retry' | 'reconcile' | 'fail';
 }
 
@@ -38,9 +47,47 @@ export interface DispatcherDeps {
 /** Auth failures wait at least this long: the operator has to fix a credential first. */
 const AUTH_PAUSE_MS = 30_000;
 const IDLE_POLL_MS = 1_000;
-/** Faces waiting for their id are listed once this many gather, or after this long. */
-const RESOLVE_BATCH = 16;
-const RESOLVE_WAIT_MS = 250;
+/**
+ * Faces waiting for their id are listed once this many gather, or after this long. A listing
+ * costs the service (and us) the whole group: a thousand faces for a burst of a thousand files.
+ */
+const RESOLVE_BATCH = 64;
+const RESOLVE_WAIT_MS = 1_000;
+/**
+ * Side steps (resolve, reconcile, training polls) are looked for at most this often: each look is
+ * three queries, and passes run after every upload. Their rows wait seconds anyway.
+ */
+const SIDE_CHECK_MS = 50;
+
+/**
+ * The gate refused to let a prepared request go (pause or stop): the row goes back to the queue.
+ * Never leaves the dispatcher; an AbortedError so that anything else reads it as "not done".
+ */
+class NotSentError extends AbortedError {
+  constructor() {
+    super('the upload was held back before its request left (uploads paused or stopping)');
+  }
+}
+
+/** FIFO counting semaphore for the request slots. */
+function createSlots(limit: number) {
+  let free = limit;
+  const waiters: (() => void)[] = [];
+  return {
+    acquire(): Promise<void> {
+      if (free > 0) {
+        free--;
+        return Promise.resolve();
+      }
+      return new Promise((resolve) => waiters.push(resolve));
+    },
+    release(): void {
+      const next = waiters.shift();
+      if (next) next();
+      else free++;
+    },
+  };
+}
 
 export function createDispatcher(deps: DispatcherDeps) {
   const { store, logger } = deps;
@@ -54,7 +101,16 @@ export function createDispatcher(deps: DispatcherDeps) {
   let lastServiceError: string | null = null;
   let wakeUp: (() => void) | undefined;
   let resolveDeferred = false;
+  let lastSideCheck = 0;
+  let sideThrottled = false;
   const tasks = new Set<Promise<void>>();
+  // An upload's durable "sending" commit (an fsync, several ms on a busy disk) is made while the
+  // slot's previous request is still on the wire: up to twice upload_concurrency uploads are
+  // started, and the request slots keep upload_concurrency requests at the service at most.
+  // A row marked sending whose request never leaves (crash) is settled like any unknown outcome.
+  const slots = createSlots(deps.concurrency);
+  const maxStarted = deps.concurrency * 2;
+  let loopSignal: AbortSignal | undefined;
 
   function wake(): void {
     wakeUp?.();
@@ -129,8 +185,33 @@ export function createDispatcher(deps: DispatcherDeps) {
     const handler = deps.handlers[row.kind];
     const epoch = pauseEpoch;
     const t0 = performance.now();
+    const gate: SendGate = async () => {
+      await slots.acquire();
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        slots.release();
+      };
+      // A failure seen meanwhile paused uploads, or the agent is stopping: do not send.
+      if (epoch !== pauseEpoch || signal.aborted || loopSignal?.aborted) {
+        release();
+        throw new NotSentError();
+      }
+      return release;
+    };
     try {
-      const outcome = await handler.upload(row, signal);
+      let outcome: StepOutcome;
+      if (handler.gated) {
+        outcome = await handler.upload(row, signal, gate);
+      } else {
+        const release = await gate();
+        try {
+          outcome = await handler.upload(row, signal, gate);
+        } finally {
+          release();
+        }
+      }
       if (signal.aborted) return;
       failuresInRow = 0;
       lastServiceError = null;
@@ -142,6 +223,11 @@ export function createDispatcher(deps: DispatcherDeps) {
       await apply(row, outcome);
       deps.onAttempt?.(row.kind, 'ok', (performance.now() - t0) / 1000);
     } catch (err) {
+      // Never sent: back to the queue (its "sending" mark only said it might be).
+      if (err instanceof NotSentError) {
+        await apply(row, { state: 'queued', nextAttemptAt: pausedUntil });
+        return;
+      }
       // Stopping: leave the row as it is; the next start settles it like after a crash.
       if (signal.aborted) return;
       await fail(row, err, epoch, handler);
@@ -172,7 +258,9 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   function pass(signal: AbortSignal): void {
     const now = Date.now();
-    if (side === 0) {
+    sideThrottled = side === 0 && now - lastSideCheck < SIDE_CHECK_MS;
+    if (side === 0 && !sideThrottled) {
+      lastSideCheck = now;
       const resolving = store.byState('resolving');
       const unknown = store.due('unknown', now, 500);
       const batches: [OutboxRow[], 'resolve' | 'reconcile'][] = [];
@@ -193,12 +281,12 @@ export function createDispatcher(deps: DispatcherDeps) {
       }
     }
     if (now < pausedUntil) return;
-    const free = deps.concurrency - uploading.size;
+    const free = maxStarted - uploading.size;
     if (free <= 0) return;
     // Rows just started are still 'queued' until their first commit: skip those.
     for (const row of store.startable(now, free + uploading.size + finishing.size)) {
       if (uploading.has(row.id) || finishing.has(row.id)) continue;
-      if (uploading.size >= deps.concurrency) break;
+      if (uploading.size >= maxStarted) break;
       uploading.add(row.id);
       track(runUpload(row, signal).finally(() => {
         uploading.delete(row.id);
@@ -214,6 +302,7 @@ export function createDispatcher(deps: DispatcherDeps) {
      * (what is cut off mid-request is settled by the next start, as after a crash).
      */
     async run(signal: AbortSignal, requests: AbortSignal): Promise<void> {
+      loopSignal = signal;
       while (!signal.aborted) {
         try {
           pass(requests);
@@ -226,6 +315,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         if (next !== null && next > now) delay = Math.min(delay, next - now);
         if (pausedUntil > now) delay = Math.min(delay, pausedUntil - now);
         if (resolveDeferred) delay = Math.min(delay, RESOLVE_WAIT_MS);
+        if (sideThrottled) delay = Math.min(delay, SIDE_CHECK_MS);
         await new Promise<void>((resolve) => {
           const t = setTimeout(done, Math.max(5, delay));
           function done() {

@@ -5,6 +5,7 @@ import type { BackoffPolicy } from '../util/backoff.js';
 import { createSpeakerUploader, createVoiceprintUploader } from './audio-uploaders.js';
 import { createClaimer } from './claim.js';
 import { createCommitBatcher } from './commit-batcher.js';
+import { createDirSync } from './dir-sync.js';
 import { createDispatcher } from './dispatcher.js';
 import { createFaceUploader } from './face-uploader.js';
 import { OUTCOME_UNKNOWN } from './failure.js';
@@ -22,7 +23,7 @@ const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 /** Copies (claims) and result moves run a few at a time: disk-bound, and cheap. */
 const CLAIM_CONCURRENCY = 4;
-const FINALIZE_CONCURRENCY = 4;
+const FINALIZE_CONCURRENCY = 2;
 
 export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const { config, db, client, logger } = deps;
@@ -31,6 +32,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const store = createOutboxStore(db);
   const commit = createCommitBatcher(db);
   const placer = createPlacer(layout);
+  const syncDir = createDirSync();
   const retry = deps.retry ?? DEFAULT_RETRY;
   const requestTimeout = config.service?.request_timeout ?? DEFAULT_REQUEST_TIMEOUT_MS;
   // A request we lost sight of may still be processed after our deadline (a slow server, a queue
@@ -44,11 +46,11 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const faces = createFaceUploader({ client, store, commit, settings, logger, onFaceChanged: deps.onFaceChanged });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
-  const claim = createClaimer({ layout, store, commit, config, place: placer.place });
+  const claim = createClaimer({ layout, store, commit, config, place: placer.place, syncDir });
 
   const finalizer = createWorkQueue<number>(FINALIZE_CONCURRENCY, async (id) => {
     const row = store.get(id);
-    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) await finalizeRow(layout, store, commit, placer, row);
+    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) await finalizeRow(layout, store, commit, placer, row, syncDir);
   }, (err, id) => logger.warn({ err, id }, 'cannot write the result files of an enrollment file; retrying at the next rescan'));
 
   const dispatcher = createDispatcher({

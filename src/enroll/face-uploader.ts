@@ -2,6 +2,7 @@ import type { FaceRecord, ServiceClient } from '../client/types.js';
 import type { Logger } from '../log/logger.js';
 import type { Applied } from './failure.js';
 import type { Commit } from './commit-batcher.js';
+import type { SendGate } from './dispatcher.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import type { EnrollSettings, OutboxRow, StepOutcome } from './types.js';
@@ -88,7 +89,10 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   }
 
   return {
-    async upload(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome> {
+    /** Sends through the gate itself: its durable commit overlaps the requests on the wire. */
+    gated: true,
+
+    async upload(row: OutboxRow, signal: AbortSignal, gate: SendGate): Promise<StepOutcome> {
       const v = await viewSince(Date.now() - VIEW_TTL_MS);
       const existing = v.faces.filter((f) => f.name === row.name).sort((a, b) => b.id - a.id);
       const mode = deps.settings.on_existing_face;
@@ -100,14 +104,24 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
       }
       if (first && mode === 'update') {
         await deps.commit(() => store.startAttempt(row.id, 'update', { ...meta, targetId: first.face_id }), { durable: true });
-        await client.updateFace(first.face_id, { name: row.name, image }, { signal, retries: 0 });
+        const release = await gate();
+        try {
+          await client.updateFace(first.face_id, { name: row.name, image }, { signal, retries: 0 });
+        } finally {
+          release();
+        }
         return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id) };
       }
       // Recorded before the request leaves: after a crash, this is what tells a face we created
       // from one that was already there.
       const preIds = [...new Set([...existing.map((f) => f.face_id), ...store.knownFaceIds(row.name)])];
       await deps.commit(() => store.startAttempt(row.id, 'create', { ...meta, preIds }), { durable: true });
-      await client.createFace({ name: row.name, image }, { signal, retries: 0 });
+      const release = await gate();
+      try {
+        await client.createFace({ name: row.name, image }, { signal, retries: 0 });
+      } finally {
+        release();
+      }
       return { state: 'resolving' };
     },
 

@@ -3,24 +3,10 @@ import type { Kind, OutboxRow, RowMeta, RowState } from './types.js';
 
 // Every statement on the outbox tables, prepared once. Callers group them in inTransaction().
 
-export interface NewRow {
-  kind: Kind;
-  name: string;
-  source_path: string;
-  source_size: number;
-  source_mtime_ms: number;
-  staged_path: string | null;
-  content_sha256: string;
-  size: number;
-  action?: string | null;
-  meta?: RowMeta;
-  state: RowState;
-  last_error?: string | null;
-  last_error_code?: string | null;
-  last_status?: number | null;
-  result_json?: string | null;
-  final_path?: string | null;
-}
+/** The columns an insert sets: an OutboxRow's identity and content, meta as an object. */
+export type NewRow = Pick<OutboxRow, 'kind' | 'name' | 'source_path' | 'source_size' | 'source_mtime_ms' | 'staged_path' | 'content_sha256' | 'size' | 'state'>
+  & Partial<Pick<OutboxRow, 'action' | 'last_error' | 'last_error_code' | 'last_status' | 'result_json' | 'final_path'>>
+  & { meta?: RowMeta };
 
 export interface KnowledgeMirrorRow {
   id: string;
@@ -59,7 +45,8 @@ export function createOutboxStore(db: Db) {
     startable: db.prepare(`SELECT * FROM outbox AS o INDEXED BY outbox_queue WHERE o.state = 'queued' AND o.next_attempt_at <= ? AND o.finalized = 0
       AND NOT EXISTS (SELECT 1 FROM outbox AS p WHERE p.kind = o.kind AND p.name = o.name AND p.id < o.id AND p.state NOT IN ('done', 'failed'))
       ORDER BY o.id LIMIT ?`),
-    byState: db.prepare('SELECT * FROM outbox WHERE state = ? AND finalized = 0 ORDER BY id'),
+    // By state first: the planner would otherwise walk every unfinalized row (outbox_pending).
+    byState: db.prepare('SELECT * FROM outbox INDEXED BY outbox_queue WHERE state = ? AND finalized = 0 ORDER BY id'),
     unfinalized: db.prepare(`SELECT * FROM outbox WHERE finalized = 0 AND state IN ('done', 'failed') ORDER BY id LIMIT ?`),
     nextDue: db.prepare(`SELECT MIN(t) AS t FROM (SELECT MIN(next_attempt_at) AS t FROM outbox WHERE state = 'queued'
       UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'unknown' UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'training')`),

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { writeFileAtomic } from '../util/fs-atomic.js';
+import { tempPathFor, writeFileAtomic } from '../util/fs-atomic.js';
+import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
 import { splitInner } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
@@ -103,7 +104,27 @@ export function doneFileOf(row: OutboxRow): Record<string, unknown> {
   };
 }
 
-export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow): Promise<void> {
+/** writeFileAtomic, with the folder fsync shared with the other results written meanwhile. */
+async function writeResultFile(path: string, body: string, syncDir: DirSync): Promise<void> {
+  const tmp = tempPathFor(path);
+  try {
+    const fh = await open(tmp, 'w', 0o644);
+    try {
+      await fh.writeFile(body);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  // Also makes the original's rename into the same folder durable before the row is finalized.
+  await syncDir(dirname(path));
+}
+
+export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync): Promise<void> {
   const failed = row.state === 'failed';
   const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
   const body = `${JSON.stringify(failed ? errorFileOf(row) : doneFileOf(row), null, 2)}\n`;
@@ -132,7 +153,7 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
       const txtDest = join(base, ...(folder ? folder.split('/') : []), `${stem}.txt`);
       await rename(layout.abs(companion), txtDest).catch(() => undefined);
     }
-    await writeFileAtomic(resultFilePath(base, target, failed), body);
+    await writeResultFile(resultFilePath(base, target, failed), body, syncDir);
     placer.release(dest);
   }
   await commit(() => store.finalize(row.id));

@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises';
 import { InvalidInputError } from '../errors.js';
+import { readHead, sniffImageType, type ImageMime } from '../util/media-sniff.js';
 
 // Checks run on the staged copy before anything is sent: what the service would refuse anyway,
 // found locally with a reason an operator can act on (and without spending an upload).
@@ -12,28 +13,16 @@ export class EnrollInputError extends InvalidInputError {
   }
 }
 
-export type ImageType = 'image/jpeg' | 'image/png' | 'image/bmp' | 'image/webp';
+export type ImageType = ImageMime;
 
-const BMP_DIB_SIZES = new Set([12, 16, 40, 52, 56, 64, 108, 124]);
-
-/** The image type from the first bytes, whatever the file is called. */
+/**
+ * The image type from the first bytes, whatever the file is called: the client's test (which
+ * refuses the upload anyway) plus an IHDR chunk right after a PNG signature.
+ */
 export function sniffImage(head: Buffer): ImageType | undefined {
-  if (head.length >= 3 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'image/jpeg';
-  if (head.length >= 16 && head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) && head.toString('latin1', 12, 16) === 'IHDR') return 'image/png';
-  if (head.length >= 18 && head.toString('latin1', 0, 2) === 'BM' && BMP_DIB_SIZES.has(head.readUInt32LE(14))) return 'image/bmp';
-  if (head.length >= 16 && head.toString('latin1', 0, 4) === 'RIFF' && head.toString('latin1', 8, 12) === 'WEBP' && head.toString('latin1', 12, 15) === 'VP8') return 'image/webp';
-  return undefined;
-}
-
-export async function readHead(path: string, bytes: number): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
-    const buf = Buffer.alloc(bytes);
-    const { bytesRead } = await fh.read(buf, 0, bytes, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
+  const type = sniffImageType(head);
+  if (type === 'image/png' && (head.length < 16 || head.toString('latin1', 12, 16) !== 'IHDR')) return undefined;
+  return type;
 }
 
 export async function checkImage(path: string, shownAs: string): Promise<ImageType> {
@@ -110,24 +99,6 @@ export function checkPcmLength(bytes: number, channels: number, shownAs: string)
   if (bytes % frame !== 0) {
     throw new EnrollInputError('TA_ERR_BAD_PCM', `${shownAs} is ${bytes} bytes, not a whole number of ${frame}-byte frames of 16-bit PCM with ${channels} channel(s); it is truncated or not raw 16-bit PCM`);
   }
-}
-
-/** A 44-byte canonical WAV header, so raw PCM is uploaded as a self-describing WAV. */
-export function wavHeader(dataBytes: number, sampleRate: number, channels: number): Buffer {
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(36 + dataBytes, 4);
-  h.write('WAVEfmt ', 8, 'latin1');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(channels, 22);
-  h.writeUInt32LE(sampleRate, 24);
-  h.writeUInt32LE(sampleRate * channels * 2, 28);
-  h.writeUInt16LE(channels * 2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36, 'latin1');
-  h.writeUInt32LE(dataBytes, 40);
-  return h;
 }
 
 export const VOICEPRINT_NAME_MAX_BYTES = 32;
