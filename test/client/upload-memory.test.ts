@@ -91,10 +91,11 @@ describe('streaming upload', () => {
     console.log(`upload ${mb(size)} MB: peak RSS growth ${mb(growth)} MB, peak heap+buffers held ${mb(heldGrowth)} MB`);
     // The service really received it: the speaker exists.
     expect((await client.speakerStatus('tts-turbo', speakerId)).status).toBe(0);
-    // A copy in memory would add >= 50 MB to both, for the whole upload. Chunks already sent are
-    // freed by V8's background sweeper a little after gc(), so under load (slower server, more
-    // chunks between samples) up to ~12 MB of garbage still shows; on an idle machine both are ~0.
+    // A copy in memory would add >= 50 MB to what the process holds (heap + ArrayBuffers) for the
+    // whole upload. Chunks already sent are freed by V8's background sweeper a little after gc(),
+    // so under load up to ~12 MB of garbage still shows; on an idle machine it is ~0. RSS is only
+    // printed: glibc keeps freed pages mapped, and on a busy machine it grew by 45 MB with the same
+    // code (the memory target belongs to the benchmarks, not to a unit test).
     expect(heldGrowth).toBeLessThan(size / 2);
-    expect(growth).toBeLessThan(size * 0.8);
   });
 });
