@@ -58,6 +58,8 @@ const RESOLVE_WAIT_MS = 1_000;
  * three queries, and passes run after every upload. Their rows wait seconds anyway.
  */
 const SIDE_CHECK_MS = 50;
+/** Startable rows fetched per query. */
+const READY_BATCH = 32;
 
 /**
  * The gate refused to let a prepared request go (pause or stop): the row goes back to the queue.
@@ -111,6 +113,11 @@ export function createDispatcher(deps: DispatcherDeps) {
   const slots = createSlots(deps.concurrency);
   const maxStarted = deps.concurrency * 2;
   let loopSignal: AbortSignal | undefined;
+  // Startable rows fetched ahead: one query per READY_BATCH uploads instead of one (with a
+  // NOT EXISTS per row) per pass. They stay startable until taken: in id order, none shares its
+  // kind+name with an earlier unfinished row, only this dispatcher changes a queued row, and new
+  // rows get higher ids. Dropped on every pause (their wait is decided again) and at run().
+  let ready: OutboxRow[] = [];
 
   function wake(): void {
     wakeUp?.();
@@ -144,6 +151,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (epoch === pauseEpoch) {
       pausedUntil = Date.now() + Math.max(backoffDelay(deps.retry, failuresInRow++), delayFloor);
       pauseEpoch++;
+      ready = [];
     }
     return pausedUntil;
   }
@@ -283,10 +291,12 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (now < pausedUntil) return;
     const free = maxStarted - uploading.size;
     if (free <= 0) return;
-    // Rows just started are still 'queued' until their first commit: skip those.
-    for (const row of store.startable(now, free + uploading.size + finishing.size)) {
-      if (uploading.has(row.id) || finishing.has(row.id)) continue;
-      if (uploading.size >= maxStarted) break;
+    if (ready.length === 0) {
+      // Rows just started are still 'queued' until their first commit: skip those.
+      ready = store.startable(now, READY_BATCH + uploading.size + finishing.size).filter((r) => !uploading.has(r.id) && !finishing.has(r.id));
+    }
+    while (uploading.size < maxStarted && ready.length > 0) {
+      const row = ready.shift()!;
       uploading.add(row.id);
       track(runUpload(row, signal).finally(() => {
         uploading.delete(row.id);
@@ -303,6 +313,7 @@ export function createDispatcher(deps: DispatcherDeps) {
      */
     async run(signal: AbortSignal, requests: AbortSignal): Promise<void> {
       loopSignal = signal;
+      ready = [];
       while (!signal.aborted) {
         try {
           pass(requests);

@@ -46,6 +46,10 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
     try {
       const now = Date.now();
       for (const [rel, prev] of [...watching]) {
+        // Looked at only when first seen and once settle_time has passed: a change in between
+        // shows as a different size or mtime then (and restarts the wait), so the looks in
+        // between only cost a stat per file per tick, a thousand per tick in a burst.
+        if (prev && now - prev.since < deps.settleMs) continue;
         const st = await look(deps.abs(rel));
         if (!watching.has(rel)) continue;
         if (!st) {
