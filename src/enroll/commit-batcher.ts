@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises';
 import type { Db } from '../db/database.js';
+import { AbortedError } from '../errors.js';
 
 // Every state change of the outbox goes through here. Changes queued in the same turn of the event
 // loop share one transaction (each in its own savepoint, so one that throws is rolled back alone).
@@ -20,6 +21,9 @@ import type { Db } from '../db/database.js';
 
 export type Commit = <T>(fn: () => T, opts?: { durable?: boolean }) => Promise<T>;
 
+/** The batcher; `drain()` resolves once every queued change is committed (and synced when durable). */
+export type CommitBatcher = Commit & { drain(): Promise<void> };
+
 interface Job {
   fn: () => unknown;
   durable: boolean;
@@ -32,8 +36,11 @@ interface Waiter {
   reject(err: unknown): void;
 }
 
-export function createCommitBatcher(db: Db): Commit {
+export function createCommitBatcher(db: Db): CommitBatcher {
   let queue: Job[] = [];
+  /** Changes queued and not yet settled, for drain(): the daemon closes the database after stop(). */
+  let outstanding = 0;
+  const drained: (() => void)[] = [];
   let scheduled = false;
   const walPath = !db.memory && String(db.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal' ? `${db.name}-wal` : undefined;
   /** Committed durable batches waiting for the next WAL sync. */
@@ -87,6 +94,12 @@ export function createCommitBatcher(db: Db): Commit {
     scheduled = false;
     const batch = queue;
     queue = [];
+    if (!db.open) {
+      // A change that arrives after the database was closed must fail its caller, not throw out
+      // of this callback (which would end the process in the middle of a clean shutdown).
+      for (const job of batch) job.reject(new AbortedError('the outbox database is closed: the agent is stopping'));
+      return;
+    }
     const durable = batch.some((j) => j.durable);
     const relaxed = walPath !== undefined || !durable;
     const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
@@ -122,11 +135,24 @@ export function createCommitBatcher(db: Db): Commit {
     pumpSync(walPath);
   }
 
-  return <T>(fn: () => T, opts: { durable?: boolean } = {}) => new Promise<T>((resolve, reject) => {
-    queue.push({ fn, durable: opts.durable ?? false, resolve: resolve as (v: unknown) => void, reject });
+  function settled(): void {
+    outstanding -= 1;
+    if (outstanding === 0) for (const d of drained.splice(0)) d();
+  }
+
+  const commit = (<T>(fn: () => T, opts: { durable?: boolean } = {}) => new Promise<T>((resolve, reject) => {
+    outstanding += 1;
+    queue.push({
+      fn,
+      durable: opts.durable ?? false,
+      resolve: (v: unknown) => { settled(); resolve(v as T); },
+      reject: (err: unknown) => { settled(); reject(err); },
+    });
     if (!scheduled) {
       scheduled = true;
       setImmediate(flush);
     }
-  });
+  })) as CommitBatcher;
+  commit.drain = () => (outstanding === 0 ? Promise.resolve() : new Promise<void>((r) => drained.push(r)));
+  return commit;
 }

@@ -176,6 +176,8 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       await finalizer.idle();
       await knowledgeScan;
       await notifier.stop();
+      // The daemon closes the database right after stop(): nothing may still be waiting to commit.
+      await commit.drain();
     },
     status,
   };

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { tempPathFor, writeFileAtomic } from '../util/fs-atomic.js';
+import { writeFileAtomic } from '../util/fs-atomic.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
 import { splitInner } from './layout.js';
@@ -104,24 +104,10 @@ export function doneFileOf(row: OutboxRow): Record<string, unknown> {
   };
 }
 
-/** writeFileAtomic, with the folder fsync shared with the other results written meanwhile. */
-async function writeResultFile(path: string, body: string, syncDir: DirSync): Promise<void> {
-  const tmp = tempPathFor(path);
-  try {
-    const fh = await open(tmp, 'w', 0o644);
-    try {
-      await fh.writeFile(body);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, path);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
-  // Also makes the original's rename into the same folder durable before the row is finalized.
-  await syncDir(dirname(path));
+/** writeFileAtomic, with the folder fsync shared with the other results written meanwhile; it
+ * also makes the original's rename into the same folder durable before the row is finalized. */
+function writeResultFile(path: string, body: string, syncDir: DirSync): Promise<void> {
+  return writeFileAtomic(path, body, { syncDir, dirExists: true });
 }
 
 export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync): Promise<void> {

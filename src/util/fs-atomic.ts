@@ -22,9 +22,16 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+export interface AtomicWriteOptions {
+  /** Makes the rename durable; a caller writing many files may share one folder fsync among them. */
+  syncDir?: (dir: string) => Promise<void>;
+  /** Skip creating the folder when the caller knows it exists (saves a system call per file). */
+  dirExists?: boolean;
+}
+
 /** Writes `data` to `path` atomically (temp file + fsync + rename + dir fsync). */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
+export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+  if (!options.dirExists) await mkdir(dirname(path), { recursive: true });
   const tmp = tempPathFor(path);
   try {
     const fh = await open(tmp, 'w', 0o644);
@@ -39,7 +46,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array): 
     await rm(tmp, { force: true });
     throw err;
   }
-  await fsyncDir(dirname(path));
+  await (options.syncDir ?? fsyncDir)(dirname(path));
 }
 
 /**

@@ -22,7 +22,7 @@ describe('SIGTERM while uploads are in flight', () => {
     await first.waitLog(() => posts().length >= 2, 15_000, 'uploads in flight');
     const t0 = Date.now();
     first.signal('SIGTERM');
-    expect((await first.exited).code, first.stdout().slice(-4000)).toBe(0);
+    expect((await first.exited).code, `${first.stdout().slice(-3000)}\n${first.stderr().slice(-3000)}`).toBe(0);
     expect(Date.now() - t0).toBeLessThan(25_000);
 
     emulator.faults.clear();
@@ -41,7 +41,7 @@ describe('SIGTERM while uploads are in flight', () => {
     expect(readdirSync(join(files.enrollDir, 'faces'))).toEqual([]);
     second.signal('SIGTERM');
     // On failure, show the end of the log: which component did not stop in time.
-    expect((await second.exited).code, second.stdout().slice(-4000)).toBe(0);
+    expect((await second.exited).code, `${second.stdout().slice(-3000)}\n${second.stderr().slice(-3000)}`).toBe(0);
     // A full run with uploads, retries and a shutdown: no secret anywhere in either log.
     for (const out of [first.stdout() + first.stderr(), second.stdout() + second.stderr()]) {
       expect(out).not.toContain(emulator.terminals[0]!.terminal_secret);
