@@ -64,6 +64,11 @@ export function readJson(path: string): Record<string, unknown> {
   return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
 }
 
+/** Files a reader of done/ or failed/ counts: without the hidden temp files of atomic writes in progress. */
+export function listResults(dir: string): string[] {
+  return listFiles(dir).filter((f) => !f.split('/').at(-1)!.startsWith('.'));
+}
+
 export function listFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).map((d) => join(d.parentPath, d.name).slice(dir.length + 1)).sort();

@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTestEmulator } from '../helpers/emulator.js';
-import { jpeg, listFiles, put, readJson, startRig, waitFor, wav } from './fixtures.js';
+import { jpeg, listFiles, listResults, put, readJson, startRig, waitFor, wav } from './fixtures.js';
 
 const facePosts = (rig: { emulator: { requests: { method: string; path: string; status: number }[] } }) =>
   rig.emulator.requests.filter((r) => r.method === 'POST' && r.path === '/v1/api/faces');
@@ -38,7 +38,7 @@ describe('enrollment under bad conditions', () => {
     const back = await startTestEmulator({ port, terminals, apiKey });
     await waitFor('all done', () => rig.enrollment.status().kinds.faces.done === 5, 20_000);
     expect(back.state.faces().map((f) => f.name).sort()).toEqual(['p0', 'p1', 'p2', 'p3', 'p4']);
-    await waitFor('results', () => listFiles(join(rig.dir, 'done/faces')).length === 10);
+    await waitFor('results', () => listResults(join(rig.dir, 'done/faces')).length === 10);
   });
 
   it('503 bursts and 429 with Retry-After: retried with backoff, each face created once', async () => {
@@ -62,7 +62,7 @@ describe('enrollment under bad conditions', () => {
     await waitFor('all done', () => rig.enrollment.status().kinds.faces.done === 4, 20_000);
     const faces = rig.emulator.state.faces();
     expect(faces.map((f) => f.name).sort()).toEqual(['r0', 'r1', 'r2', 'r3']);
-    await waitFor('results', () => listFiles(join(rig.dir, 'done/faces')).length === 8);
+    await waitFor('results', () => listResults(join(rig.dir, 'done/faces')).length === 8);
     const results = [0, 1, 2, 3].map((i) => readJson(join(rig.dir, `done/faces/r${i}.json`)));
     expect(results.filter((r) => r.reconciled === true)).toHaveLength(2);
     for (const r of results) expect(faces.map((f) => f.face_id)).toContain(r.face_id);
