@@ -1,19 +1,11 @@
-import { describe, expect, it, afterEach } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inTransaction, openDatabase, schemaVersion } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations.js';
+import { tmpDir } from '../helpers/tmp.js';
 
-const dirs: string[] = [];
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), 'ta-db-'));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tmp = () => tmpDir('ta-db-');
 
 describe('openDatabase', () => {
   it('creates agent.db in WAL mode with synchronous=FULL and the latest schema', () => {

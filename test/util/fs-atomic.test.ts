@@ -1,20 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { afterEach } from 'vitest';
 import { commitTemp, streamToTemp, writeFileAtomic } from '../../src/util/fs-atomic.js';
+import { tmpDir } from '../helpers/tmp.js';
 
-const dirs: string[] = [];
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), 'ta-atomic-'));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tmp = () => tmpDir('ta-atomic-');
 
 describe('writeFileAtomic', () => {
   it('replaces the file and leaves no temp file behind', async () => {
