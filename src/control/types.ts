@@ -1,3 +1,5 @@
+import type { SayRequest } from '../audio/speech-types.js';
+
 // The JSON shapes served on the control socket (and printed by `status --json`).
 
 export interface SyncRunSummary {
@@ -50,16 +52,8 @@ export interface AgentStatus {
   watchdog: { enabled: boolean; interval_ms: number | null; last_fed_at: string | null; failing: string[] };
 }
 
-export interface SayBody {
-  text: string;
-  voice?: string;
-  volume_ratio?: number;
-  speed_ratio?: number;
-  pitch_ratio?: number;
-  /** Stop the current utterance and drop the queue first. */
-  interrupt?: boolean;
-  [key: string]: unknown;
-}
+/** The JSON of POST /say: the in-process SayRequest without its AbortSignal (the connection is that). */
+export type SayBody = Omit<SayRequest, 'signal'> & Record<string, unknown>;
 
 export interface VoiceprintEnrollBody {
   name: string;
