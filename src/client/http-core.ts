@@ -269,6 +269,10 @@ function streamed(
     // undici emits AbortError on a destroyed unread body: with no listener it is an uncaught exception.
     if (!res.body.destroyed) res.body.on('error', () => {}).destroy();
   });
+  // A caller may cancel before it starts reading (a download still opening its temp file): the
+  // error must then wait in the stream for that reader, not reach the process as an unhandled
+  // 'error' event. Readers that iterate or pipe still get it.
+  body.on('error', () => {});
   const onAbort = () => body.destroy(new AbortedError(`${ctx.operation}: cancelled`, { cause: caller?.reason }));
   caller?.addEventListener('abort', onAbort, { once: true });
   body.once('close', () => caller?.removeEventListener('abort', onAbort));

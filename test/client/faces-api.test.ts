@@ -4,7 +4,7 @@ import { text } from 'node:stream/consumers';
 import { startRig, writeFixture, PNG_BYTES, JPEG_BYTES, HEX32, TEST_UA, type Rig } from './fixtures.js';
 import { tmpDirManual } from '../helpers/tmp.js';
 import {
-  AuthError, BadRequestError, ConfigError, InvalidInputError, NotFoundError,
+  AbortedError, AuthError, BadRequestError, ConfigError, InvalidInputError, NotFoundError,
 } from '../../src/errors.js';
 
 // Every face call against the emulator over loopback: what a caller gets back and what the
@@ -173,5 +173,27 @@ describe('face calls', () => {
     if (img.notModified) throw new Error('expected the image');
     expect(img.contentLength).toBe(PNG_BYTES.length);
     expect(Buffer.from(await text(img.body), 'latin1').length).toBeGreaterThan(0);
+  });
+
+  it('a caller that cancels before it starts reading the image body gets AbortedError, and nothing is thrown at the process', async () => {
+    // The CI failure this guards: the face sync stopped (SIGTERM) while a download was opening its
+    // temp file, and the destroyed body emitted 'error' with no listener, which killed the daemon.
+    const png = writeFixture(dir, 'fay.png', PNG_BYTES);
+    await rig.client.createFace({ name: 'Fay', image: { path: png, contentType: 'image/png' } });
+    const fay = (await rig.client.listFaces()).find((f) => f.name === 'Fay')!;
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const ac = new AbortController();
+      const img = await rig.client.getFaceImage(fay.face_id, { signal: ac.signal });
+      if (img.notModified) throw new Error('expected the image');
+      ac.abort();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(uncaught).toEqual([]);
+      await expect(text(img.body)).rejects.toBeInstanceOf(AbortedError);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
   });
 });
