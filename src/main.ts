@@ -8,6 +8,7 @@ import { packageVersion } from './version.js';
 async function main(): Promise<void> {
   const shutdown = new AbortController();
   const reloadListeners = new Set<() => void>();
+  const fatalListeners = new Set<(err: unknown, origin: string) => void>();
   let signals = 0;
   const onStop = (sig: NodeJS.Signals) => {
     signals += 1;
@@ -23,6 +24,24 @@ async function main(): Promise<void> {
   process.on('SIGHUP', () => {
     for (const l of reloadListeners) l();
   });
+  // A bug (an unhandled 'error' event, a rejected promise nobody awaited) leaves the process in an
+  // unknown state: say so in the log, then exit 1 so systemd's Restart=on-failure starts afresh.
+  const onUncaught = (err: unknown, origin: string) => {
+    // The daemon's listener logs through its logger, which scrubs the secrets; the raw stderr line
+    // is only for commands without one (and if that logging itself failed).
+    let logged = fatalListeners.size > 0;
+    for (const l of fatalListeners) {
+      try {
+        l(err, origin);
+      } catch {
+        logged = false;
+      }
+    }
+    if (!logged) process.stderr.write(`terminal-agent: exiting on an uncaught error (${origin}): ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.exit(1);
+  };
+  process.on('uncaughtException', onUncaught);
+  process.on('unhandledRejection', (reason) => onUncaught(reason, 'unhandledRejection'));
   // Writing to a closed pipe (`terminal-agent faces list | head`) must not crash with EPIPE.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(0);
@@ -37,6 +56,10 @@ async function main(): Promise<void> {
     onReload(listener) {
       reloadListeners.add(listener);
       return () => reloadListeners.delete(listener);
+    },
+    onFatal(listener) {
+      fatalListeners.add(listener);
+      return () => fatalListeners.delete(listener);
     },
   };
   const code = await runCli(COMMANDS, process.argv.slice(2), ctx);

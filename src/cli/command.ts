@@ -19,6 +19,11 @@ export interface CliContext {
   shutdown: AbortSignal;
   /** Subscribes to SIGHUP; returns the unsubscribe function. */
   onReload(listener: () => void): () => void;
+  /**
+   * Subscribes to the last words of a process about to exit on an uncaught error (a bug), so the
+   * daemon can log it as a JSON line before systemd restarts it; returns the unsubscribe function.
+   */
+  onFatal(listener: (err: unknown, origin: string) => void): () => void;
 }
 
 export interface OptionSpec {

@@ -38,5 +38,6 @@ export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): Daemo
       current = cfg;
     },
     onReload: (listener) => ctx.onReload(listener),
+    onFatal: (listener) => ctx.onFatal(listener),
   };
 }

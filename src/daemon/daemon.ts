@@ -33,6 +33,7 @@ export interface DaemonEnv {
   /** Shared with the logger's scrubber: the secrets of the config in use. */
   setConfig(cfg: AgentConfig): void;
   onReload(listener: () => void): () => void;
+  onFatal(listener: (err: unknown, origin: string) => void): () => void;
 }
 
 export interface RunningDaemon {
@@ -62,7 +63,10 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
   const cfg = initial;
   d.setConfig(cfg);
   const lock: InstanceLock = acquireInstanceLock(cfg.state_dir, d.pid);
-  const undo: Array<() => Promise<void> | void> = [() => lock.release()];
+  const offFatal = d.onFatal((err, origin) => {
+    logger.fatal({ err, origin }, 'exiting on an uncaught error (a bug in terminal-agent): systemd restarts the agent, and the outbox resumes where it stopped; please report this line');
+  });
+  const undo: Array<() => Promise<void> | void> = [() => lock.release(), offFatal];
   try {
     await mkdir(cfg.state_dir, { recursive: true });
     const db = openDatabase({ path: join(cfg.state_dir, 'agent.db') });
@@ -130,6 +134,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
           db.close();
           notifier.close();
           lock.release();
+          offFatal();
           logger.info({ clean: drained }, 'stopped');
           return drained;
         })();

@@ -16,6 +16,7 @@ function context(env: NodeJS.ProcessEnv = {}) {
     io: { stdout, stderr, stdin: Readable.from([]) },
     shutdown: new AbortController().signal,
     onReload: () => () => undefined,
+    onFatal: () => () => undefined,
   };
   return { ctx, out: () => out, err: () => err };
 }
