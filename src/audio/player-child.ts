@@ -6,6 +6,8 @@
 //   child -> parent  {type:'ready'}                      speaker loaded, waiting for a job
 //   parent -> child  {type:'play', format, device}       then PCM frames on stdin, an empty frame ends it
 //   child -> parent  {type:'first-frame'}                the first frames were written to the device
+//   child -> parent  {type:'progress', bytes}            PCM bytes of this job handed to ALSA so far (at most
+//                                                        every PROGRESS_EVERY_MS, and always after the last write)
 //   child -> parent  {type:'done', bytes}                everything played (drained), device closed; ready again
 //   child -> parent  {type:'error', message, code}       the device failed; the parent kills the process
 // A stop or an interrupt is a kill: it silences the device at once, without a drain.
@@ -27,6 +29,12 @@ type SpeakerClass = new (opts: SpeakerOptions) => SpeakerStream;
 
 /** Frames handed to ALSA in the first write: small, so that the first-frame report is prompt. */
 const FIRST_WRITE_FRAMES = 1024;
+/**
+ * The parent's watchdog reads these reports: a write ALSA never completes (a hung driver) stops
+ * them, and the parent kills this process. Trailing-edge, so the last write is always reported and
+ * a child idle between two chunks of a slow download is not taken for a hung one.
+ */
+const PROGRESS_EVERY_MS = 200;
 
 function send(msg: PlayerMessage): void {
   if (process.connected) process.send?.(msg);
@@ -48,11 +56,22 @@ function startJob(Speaker: SpeakerClass, job: PlayerJob): Job | undefined {
   const { format } = job;
   let failed = false;
   let bytes = 0;
+  let written = 0;
   let first = true;
+  let report: NodeJS.Timeout | undefined;
   const fail = (err: unknown) => {
     if (failed) return;
     failed = true;
+    clearTimeout(report);
     send({ type: 'error', ...describe(err) });
+  };
+  const onWritten = (n: number) => (err?: Error | null) => {
+    if (err || failed) return;
+    written += n;
+    report ??= setTimeout(() => {
+      report = undefined;
+      if (!failed) send({ type: 'progress', bytes: written });
+    }, PROGRESS_EVERY_MS);
   };
   let speaker: SpeakerStream;
   try {
@@ -70,6 +89,8 @@ function startJob(Speaker: SpeakerClass, job: PlayerJob): Job | undefined {
   }
   speaker.on('error', fail);
   speaker.on('close', () => {
+    // A late progress report would land in the next job.
+    clearTimeout(report);
     if (failed) return;
     send({ type: 'done', bytes });
   });
@@ -82,13 +103,15 @@ function startJob(Speaker: SpeakerClass, job: PlayerJob): Job | undefined {
       if (first) {
         first = false;
         const head = pcm.subarray(0, FIRST_WRITE_FRAMES * blockAlign);
+        const counted = onWritten(head.length);
         speaker.write(head, (err) => {
           if (!err && !failed) send({ type: 'first-frame' });
+          counted(err);
         });
         pcm = pcm.subarray(head.length);
         if (pcm.length === 0) return true;
       }
-      return speaker.write(pcm);
+      return speaker.write(pcm, onWritten(pcm.length));
     },
     end() {
       if (!failed) speaker.end();

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
 import { AbortedError, AudioDeviceError } from '../errors.js';
-import type { PcmFormat } from './wav.js';
+import { durationMs, type PcmFormat } from './wav.js';
 
 // Supervises the player processes (player-child.ts). Whatever happens to a child (SIGABRT in
 // ALSA, an error event, a kill) becomes an AudioDeviceError naming the device, and the next
@@ -34,6 +34,8 @@ export interface PlayerJob {
 export type PlayerMessage =
   | { type: 'ready' }
   | { type: 'first-frame' }
+  /** PCM bytes of the current job handed to ALSA so far (the watchdog's sign of life). */
+  | { type: 'progress'; bytes: number }
   | { type: 'done'; bytes: number }
   | { type: 'error'; message: string; code: string | undefined };
 
@@ -47,7 +49,22 @@ export interface PlayerDeps {
   script?: string;
   /** Keep a started child waiting, so that playback does not wait for Node to boot. Default true. */
   warm?: boolean;
+  /**
+   * Slack, on top of the length of the audio sent and not yet played, before a child that reports
+   * no progress is declared hung and killed. Default 5 s (covers ALSA's drain at the end).
+   */
+  progressMarginMs?: number;
+  /** How long a play waits for its child to load `speaker` and say ready. Default 15 s. */
+  startTimeoutMs?: number;
 }
+
+const DEFAULT_PROGRESS_MARGIN_MS = 5000;
+const DEFAULT_START_TIMEOUT_MS = 15_000;
+/** close() waits this long for killed children (one stuck in the kernel cannot die) before giving up. */
+const CLOSE_TIMEOUT_MS = 3000;
+/** stderr lines of one child logged per minute, and the longest line logged. */
+const STDERR_LINES_PER_MINUTE = 20;
+const STDERR_LINE_MAX = 500;
 
 export interface PlayOptions {
   signal?: AbortSignal;
@@ -84,6 +101,8 @@ export function createPlayer(deps: PlayerDeps): Player {
   const script = deps.script ?? defaultPlayerScript();
   const log = deps.logger;
   const warmMode = deps.warm ?? true;
+  const progressMarginMs = deps.progressMarginMs ?? DEFAULT_PROGRESS_MARGIN_MS;
+  const startTimeoutMs = deps.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
   let warm: Child | undefined;
   const active = new Set<Child>();
   let closed = false;
@@ -94,9 +113,12 @@ export function createPlayer(deps: PlayerDeps): Player {
       ...(deps.env ? { env: deps.env } : {}),
     });
     let stderr = '';
+    const forward = stderrForwarder(log, proc.pid);
     proc.stderr?.setEncoding('utf8').on('data', (s: string) => {
       stderr = (stderr + s).slice(-4096);
+      forward.push(s);
     });
+    proc.stderr?.on('end', () => forward.flush());
     // A dead child's stdin raises EPIPE; the exit handler reports the real cause.
     proc.stdin?.on('error', () => undefined);
     const child: Child = {
@@ -119,7 +141,7 @@ export function createPlayer(deps: PlayerDeps): Player {
     // `on`, not `once`: a second 'error' with no listener would throw in the daemon.
     proc.on('error', (err) => {
       if (proc.pid === undefined) child.lastError = { message: err.message, code: (err as NodeJS.ErrnoException).code };
-      else log.debug({ pid: proc.pid, err: err.message }, 'player process error');
+      else log.debug({ player_pid: proc.pid, err: err.message }, 'player process error');
     });
     void child.exited.then(({ code, signal }) => {
       child.dead = true;
@@ -127,8 +149,8 @@ export function createPlayer(deps: PlayerDeps): Player {
         // Nothing respawns it here (with no sound card it would die again at once, forever): the
         // next utterance starts its own child and reports the device error.
         warm = undefined;
-        log.warn({ pid: proc.pid, code, signal, err: deviceError(child, 'the waiting player process ended').message }, 'player process ended while idle');
-      } else log.debug({ pid: proc.pid, code, signal }, 'player process ended');
+        log.warn({ player_pid: proc.pid, code, signal, err: deviceError(child, 'the waiting player process ended').message }, 'player process ended while idle');
+      } else log.debug({ player_pid: proc.pid, code, signal }, 'player process ended');
     });
     child.ready = new Promise<void>((resolve, reject) => {
       const onMsg = (m: PlayerMessage) => {
@@ -143,26 +165,29 @@ export function createPlayer(deps: PlayerDeps): Player {
     return child;
   }
 
-  function deviceError(child: Child, what: string): AudioDeviceError {
+  function deviceError(child: Child, what: string, hung?: { how: string; details: Record<string, unknown> }): AudioDeviceError {
     const { exitCode, signalCode } = child.proc;
     const alsa = child.stderrTail().split('\n').map((l) => l.trim()).filter((l) => /ALSA|alsa\.c|error|Assertion/i.test(l)).slice(-3);
-    const how = child.lastError?.message ?? (signalCode ? `killed by ${signalCode}` : exitCode !== null ? `exit code ${exitCode}` : 'no answer');
+    const how = hung?.how ?? child.lastError?.message ?? (signalCode ? `killed by ${signalCode}` : exitCode !== null ? `exit code ${exitCode}` : 'no answer');
     const hint = signalCode === 'SIGABRT'
       ? '; speaker aborts when ALSA cannot open a device (it also probes the ALSA "default" device when it loads)'
       : '';
     return new AudioDeviceError(
       `cannot play on ALSA device "${deps.device}" (audio.output_device): ${what}: ${how}${alsa.length ? ` [${alsa.join(' | ')}]` : ''}${hint}; ` +
         'check that the speaker is connected and not used by another program, and that the name is listed by `aplay -L`',
-      { details: { device: deps.device, signal: signalCode ?? undefined, exit_code: exitCode ?? undefined, alsa } },
+      { details: { device: deps.device, signal: signalCode ?? undefined, exit_code: exitCode ?? undefined, alsa, ...hung?.details } },
     );
   }
 
   /** Sends PCM chunks as stdin frames, honouring the pipe's backpressure, then the end frame. */
-  async function feed(pcm: Readable, stdin: Writable, signal: AbortSignal): Promise<void> {
+  async function feed(pcm: Readable, stdin: Writable, signal: AbortSignal, sent: (bytes: number) => void): Promise<void> {
     for await (const chunk of pcm) {
-      if (!stdin.write(pcmFrame(chunk as Buffer))) await once(stdin, 'drain', { signal });
+      const ok = stdin.write(pcmFrame(chunk as Buffer));
+      sent((chunk as Buffer).length);
+      if (!ok) await once(stdin, 'drain', { signal });
     }
     stdin.write(pcmFrame());
+    sent(0);
   }
 
   /** Takes the warm child or spawns one (registered in `active` either way), then waits until it is ready. */
@@ -175,14 +200,26 @@ export function createPlayer(deps: PlayerDeps): Player {
     return child;
   }
 
+  // Bounded: a child stuck while loading `speaker` (ALSA probing a device that never answers) would
+  // otherwise hold the utterance and the whole queue behind it.
   async function untilReady(child: Child, signal: AbortSignal | undefined): Promise<void> {
-    if (!signal) return child.ready;
-    if (signal.aborted) throw abortedError(signal);
+    if (signal?.aborted) throw abortedError(signal);
     let onAbort: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([child.ready, new Promise<never>((_, reject) => signal.addEventListener('abort', (onAbort = () => reject(abortedError(signal))), { once: true }))]);
+      await Promise.race([
+        child.ready,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(deviceError(child, 'the player process did not start', {
+            how: `no ready report within ${formatSeconds(startTimeoutMs)} (it was killed)`,
+            details: { reason: 'start-timeout', waited_ms: startTimeoutMs },
+          })), startTimeoutMs);
+          if (signal) signal.addEventListener('abort', (onAbort = () => reject(abortedError(signal))), { once: true });
+        }),
+      ]);
     } finally {
-      if (onAbort) signal.removeEventListener('abort', onAbort);
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -230,9 +267,34 @@ export function createPlayer(deps: PlayerDeps): Player {
     return new Promise<{ bytes: number }>((resolve, reject) => {
       let settled = false;
       const feeding = new AbortController();
+      // The progress watchdog. A child owes an answer while it holds audio it has not reported
+      // played, or the end of the utterance without its 'done'. A healthy one plays that audio in
+      // about its own length (ALSA takes it in real time), so silence for longer than that plus a
+      // margin means it hangs: a write ALSA never completes, or a process that stopped reading.
+      // Nothing is owed while the child waits for audio still downloading (utterance.ts bounds that).
+      let sent = 0;
+      let acked = 0;
+      let ended = false;
+      let lastSign = Date.now();
+      let watchdog: NodeJS.Timeout | undefined;
+      const rearm = () => {
+        clearTimeout(watchdog);
+        watchdog = undefined;
+        if (settled || !(sent > acked || ended)) return;
+        const pendingMs = durationMs(format, sent - acked);
+        const due = lastSign + pendingMs + progressMarginMs;
+        watchdog = setTimeout(() => {
+          const silentMs = Date.now() - lastSign;
+          settle(deviceError(child, 'the player process stopped responding', {
+            how: `nothing played for ${formatSeconds(silentMs)} with ${formatSeconds(pendingMs)} of audio waiting; it was killed`,
+            details: { reason: 'hung', silent_ms: silentMs, pending_audio_ms: Math.round(pendingMs) },
+          }));
+        }, Math.max(0, due - Date.now()));
+      };
       const settle = (err: unknown, value?: { bytes: number }) => {
         if (settled) return;
         settled = true;
+        clearTimeout(watchdog);
         feeding.abort();
         opts.signal?.removeEventListener('abort', onAbort);
         proc.off('message', onMsg);
@@ -243,9 +305,12 @@ export function createPlayer(deps: PlayerDeps): Player {
       };
       const onAbort = () => settle(abortedError(opts.signal!));
       const onMsg = (m: PlayerMessage) => {
+        lastSign = Date.now();
+        if (m.type === 'progress') acked = Math.max(acked, m.bytes);
         if (m.type === 'first-frame') opts.onFirstFrame?.();
         else if (m.type === 'done') settle(undefined, { bytes: m.bytes });
         else if (m.type === 'error') settle(deviceError(child, 'playback failed'));
+        rearm();
       };
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       proc.on('message', onMsg);
@@ -255,7 +320,14 @@ export function createPlayer(deps: PlayerDeps): Player {
       proc.send({ type: 'play', format, device: deps.device } satisfies PlayerJob, (err) => {
         if (err) retire(child);
       });
-      feed(pcm, proc.stdin!, feeding.signal).catch((err: unknown) => {
+      const onSent = (bytes: number) => {
+        // The clock starts when the child is handed something to do, not when it last spoke.
+        if (!(sent > acked || ended)) lastSign = Date.now();
+        if (bytes === 0) ended = true;
+        sent += bytes;
+        rearm();
+      };
+      feed(pcm, proc.stdin!, feeding.signal, onSent).catch((err: unknown) => {
         // The source failed (cut stream, bad WAV): that is the utterance's error. A broken pipe
         // to the child is reported by the child's exit, with its cause.
         if (pcm.errored) settle(pcm.errored);
@@ -274,10 +346,69 @@ export function createPlayer(deps: PlayerDeps): Player {
     const all = [...active, ...(warm ? [warm] : [])];
     warm = undefined;
     for (const c of all) retire(c);
-    await Promise.all(all.map((c) => c.exited));
+    // SIGKILL cannot end a process blocked inside a driver until that call returns: the daemon's
+    // shutdown must not wait for it (systemd's TimeoutStopSec would then kill everything).
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS)));
+    const how = await Promise.race([Promise.all(all.map((c) => c.exited)), gaveUp]);
+    clearTimeout(timer);
+    if (how === 'timeout') {
+      const stuck = all.filter((c) => !c.dead);
+      for (const c of stuck) c.proc.unref();
+      log.error({ player_pids: stuck.map((c) => c.proc.pid), device: deps.device }, `player process still alive ${formatSeconds(CLOSE_TIMEOUT_MS)} after SIGKILL (stuck in the ALSA driver); not waiting for it`);
+    }
   }
 
   return { play, warmUp, close };
+}
+
+function formatSeconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+/**
+ * Forwards a child's stderr (ALSA's own complaints) to the log, one warn line per stderr line, so
+ * an operator finds them in journalctl. Bounded: long lines are cut, and a child that keeps
+ * printing (an underrun message per phrase, for months) is limited to a few lines a minute.
+ */
+function stderrForwarder(log: Logger, pid: number | undefined): { push(s: string): void; flush(): void } {
+  let partial = '';
+  let windowStart = Date.now();
+  let inWindow = 0;
+  let suppressed = 0;
+  const emit = (raw: string) => {
+    const line = raw.trimEnd();
+    if (!line.trim()) return;
+    if (Date.now() - windowStart >= 60_000) {
+      if (suppressed > 0) log.warn({ player_pid: pid, suppressed }, `player process stderr: ${suppressed} more line(s) not logged`);
+      windowStart = Date.now();
+      inWindow = 0;
+      suppressed = 0;
+    }
+    if (inWindow >= STDERR_LINES_PER_MINUTE) {
+      suppressed += 1;
+      return;
+    }
+    inWindow += 1;
+    log.warn({ player_pid: pid, stderr: line.length > STDERR_LINE_MAX ? `${line.slice(0, STDERR_LINE_MAX)}...` : line }, 'player process stderr');
+  };
+  return {
+    push(s) {
+      const lines = (partial + s).split('\n');
+      partial = lines.pop() ?? '';
+      for (const l of lines) emit(l);
+      if (partial.length > STDERR_LINE_MAX * 8) {
+        emit(partial);
+        partial = '';
+      }
+    },
+    flush() {
+      emit(partial);
+      partial = '';
+      if (suppressed > 0) log.warn({ player_pid: pid, suppressed }, `player process stderr: ${suppressed} more line(s) not logged`);
+      suppressed = 0;
+    },
+  };
 }
 
 function abortedError(signal: AbortSignal): AbortedError {

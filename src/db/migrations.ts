@@ -131,6 +131,23 @@ CREATE TABLE tts_cache (
 CREATE INDEX tts_cache_lru ON tts_cache(last_used_at);
 `;
 
+// Face sync (src/faces), after release 1: downloads of a sync that failed half-way are kept for
+// the next one, and image re-checks get spread due times instead of all falling due together.
+const FACES_V2 = `
+CREATE TABLE face_staging (
+  face_id       TEXT PRIMARY KEY,   -- at most one kept download per face
+  file          TEXT NOT NULL,      -- file name under state_dir/faces/.staging/
+  ext           TEXT NOT NULL,      -- extension it gets in faces/ (sniffed type)
+  sha256        TEXT NOT NULL,      -- checked again before a restarted agent uses the file
+  bytes         INTEGER NOT NULL,
+  etag          TEXT,
+  last_modified TEXT,
+  fetched_at    INTEGER NOT NULL    -- ms epoch of the download; dropped after a day
+);
+ALTER TABLE faces ADD COLUMN image_recheck_at INTEGER; -- ms epoch the image is due for a re-check; NULL: spread by face_id
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sql: FACES_V1 + OUTBOX_V1 + REGISTRY_V1 + TTS_CACHE_V1 },
+  { version: 2, name: 'face sync: kept downloads, spread image re-checks', sql: FACES_V2 },
 ];

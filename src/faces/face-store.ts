@@ -16,6 +16,8 @@ export interface FaceRow {
   image_last_modified: string | null;
   image_bytes: number | null;
   image_checked_at: number | null;
+  /** ms epoch the image is due for a re-check (schema 2; NULL: derived, recheck.ts). */
+  image_recheck_at: number | null;
   error: string | null;
   error_code: string | null;
   updated_at: number;
@@ -39,20 +41,22 @@ export interface SyncRunRow {
 export interface FaceChanges {
   upserts: FaceRow[];
   deletes: string[];
+  /** More writes that belong to the same transaction (clearing the kept downloads). */
+  also?: () => void;
 }
 
-const ROW_COLUMNS = 'face_id, group_id, id, name, image_file, image_sha256, image_etag, image_last_modified, image_bytes, image_checked_at, error, error_code, updated_at';
+const ROW_COLUMNS = 'face_id, group_id, id, name, image_file, image_sha256, image_etag, image_last_modified, image_bytes, image_checked_at, image_recheck_at, error, error_code, updated_at';
 const KEEP_RUNS = 200;
 
 export function createFaceStore(db: Db) {
   const all = db.prepare<[], FaceRow>(`SELECT ${ROW_COLUMNS} FROM faces`);
   const served = db.prepare<[], FaceRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`);
   const countServed = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM faces WHERE image_file IS NOT NULL');
-  const upsert = db.prepare<FaceRow>(`INSERT INTO faces (${ROW_COLUMNS}) VALUES (@face_id, @group_id, @id, @name, @image_file, @image_sha256, @image_etag, @image_last_modified, @image_bytes, @image_checked_at, @error, @error_code, @updated_at)
+  const upsert = db.prepare<FaceRow>(`INSERT INTO faces (${ROW_COLUMNS}) VALUES (@face_id, @group_id, @id, @name, @image_file, @image_sha256, @image_etag, @image_last_modified, @image_bytes, @image_checked_at, @image_recheck_at, @error, @error_code, @updated_at)
     ON CONFLICT(face_id) DO UPDATE SET group_id = excluded.group_id, id = excluded.id, name = excluded.name,
       image_file = excluded.image_file, image_sha256 = excluded.image_sha256, image_etag = excluded.image_etag,
       image_last_modified = excluded.image_last_modified, image_bytes = excluded.image_bytes,
-      image_checked_at = excluded.image_checked_at, error = excluded.error, error_code = excluded.error_code,
+      image_checked_at = excluded.image_checked_at, image_recheck_at = excluded.image_recheck_at, error = excluded.error, error_code = excluded.error_code,
       updated_at = excluded.updated_at`);
   const remove = db.prepare<[string]>('DELETE FROM faces WHERE face_id = ?');
   const forgetImage = db.prepare<[string]>('UPDATE faces SET image_file = NULL, image_sha256 = NULL, image_etag = NULL, image_last_modified = NULL WHERE face_id = ?');
@@ -113,11 +117,12 @@ export function createFaceStore(db: Db) {
     },
     /** Rows and deletions in one transaction: readers see all of a sync or none of it. */
     commit(changes: FaceChanges): void {
-      if (changes.upserts.length === 0 && changes.deletes.length === 0) return;
+      if (changes.upserts.length === 0 && changes.deletes.length === 0 && !changes.also) return;
       try {
         inTransaction(db, () => {
           for (const row of changes.upserts) upsert.run(row);
           for (const id of changes.deletes) remove.run(id);
+          changes.also?.();
         });
       } catch (err) {
         mirror = undefined; // the table is the truth: re-read it next time
@@ -147,7 +152,7 @@ export function createFaceStore(db: Db) {
 
 export type FaceStore = ReturnType<typeof createFaceStore>;
 
-export function toCachedFace(row: FaceRow): CachedFace {
+export function toCachedFace(row: Pick<FaceRow, 'face_id' | 'group_id' | 'id' | 'name' | 'image_file' | 'image_sha256' | 'image_bytes' | 'updated_at'>): CachedFace {
   return {
     face_id: row.face_id,
     group_id: row.group_id,

@@ -6,6 +6,7 @@ import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
 import { createFaceStore, toCachedFace, type SyncRunRow } from './face-store.js';
+import { createStaging, STAGING_DIR } from './staging.js';
 import { runSyncPass } from './sync-run.js';
 import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
 
@@ -25,6 +26,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   let facesConfig = deps.config.faces;
   const store = createFaceStore(deps.db);
   const files = createCacheFiles(join(deps.config.state_dir, 'faces'));
+  const staging = createStaging({ db: deps.db, dir: join(files.dir, STAGING_DIR), logger: log, now, ...(deps.stagingMaxAgeMs !== undefined ? { maxAgeMs: deps.stagingMaxAgeMs } : {}) });
   const metrics = createFaceMetrics(deps.metrics);
   const lifecycle = new AbortController();
   const forced = new Set<string>();
@@ -57,13 +59,16 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     const forcedNow = new Set(forced);
     let report: SyncReport;
     let result: SyncResult;
+    const passExtra = { reused: 0, rechecks: 0, rechecksDeferred: 0 };
     try {
       const pass = await runSyncPass({
-        client, store, files, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
+        client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
+        syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
         signal: lifecycle.signal, forced: forcedNow, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
       });
       for (const id of forcedNow) forced.delete(id);
+      Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred });
       indexDirty = false;
       for (const file of pass.obsolete) retired.push({ file, at: now() });
       await removeRetired();
@@ -106,7 +111,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     lastReport = report;
     if (report.ok) {
       const level = report.changed || report.failed > 0 ? 'info' : 'debug';
-      log[level]({ reason, added: report.added, updated: report.updated, removed: report.removed, failed: report.failed, image_requests: report.image_requests, duration_ms: report.duration_ms, faces_cached: cachedCount }, 'face sync done');
+      log[level]({ reason, added: report.added, updated: report.updated, removed: report.removed, failed: report.failed, image_requests: report.image_requests, kept_downloads_used: passExtra.reused, rechecks: passExtra.rechecks, rechecks_deferred: passExtra.rechecksDeferred, duration_ms: report.duration_ms, faces_cached: cachedCount }, 'face sync done');
     }
     return report;
   }

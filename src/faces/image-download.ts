@@ -8,8 +8,9 @@ import {
 } from '../errors.js';
 import { ImageTap, extensionFor } from './image-check.js';
 
-// Downloads one face image straight to a temp file in the cache folder (same filesystem, so the
-// commit is a rename), checking its bytes on the way. Memory per download is one stream chunk.
+// Downloads one face image straight to a temp file in the staging folder under the cache folder
+// (same filesystem, so the commit is a rename), checking its bytes on the way. Memory per download
+// is one stream chunk.
 
 export interface ImageJob {
   faceId: string;
@@ -20,8 +21,9 @@ export interface ImageJob {
 }
 
 export type ImageOutcome =
-  | { kind: 'stored'; tmp: string; ext: string; sha256: string; bytes: number; etag: string | null; lastModified: string | null }
-  | { kind: 'unchanged'; etag: string | null; lastModified: string | null }
+  /** `checkedAt`: when the server gave these bytes, if not during this pass (a kept download). */
+  | { kind: 'stored'; tmp: string; ext: string; sha256: string; bytes: number; etag: string | null; lastModified: string | null; checkedAt?: number }
+  | { kind: 'unchanged'; etag: string | null; lastModified: string | null; checkedAt?: number }
   /** A problem with this face only (bad bytes, face gone): recorded, the sync goes on. */
   | { kind: 'bad'; error: AgentError };
 

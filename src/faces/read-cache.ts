@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../db/database.js';
 import { AgentError } from '../errors.js';
-import { createFaceStore, toCachedFace } from './face-store.js';
+import { toCachedFace, type FaceRow } from './face-store.js';
 import type { CachedFace } from './types.js';
 
 // `faces list --cached`: what the terminal would use right now, with no network and without
@@ -26,7 +26,12 @@ export function readCachedFaces(stateDir: string): CachedFaceView[] {
   try {
     const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'faces'").get();
     if (!hasTable) return [];
-    return createFaceStore(db).servedRows().map((row) => {
+    // Only columns of schema 1: this connection is read-only and does not migrate, so the CLI of a
+    // newer agent can read the cache of a daemon that has not restarted yet.
+    const rows = db.prepare<[], Pick<FaceRow, 'face_id' | 'group_id' | 'id' | 'name' | 'image_file' | 'image_sha256' | 'image_bytes' | 'updated_at'>>(
+      'SELECT face_id, group_id, id, name, image_file, image_sha256, image_bytes, updated_at FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id',
+    ).all();
+    return rows.map((row) => {
       const face = toCachedFace(row);
       return { ...face, image_path: join(stateDir, 'faces', face.image) };
     });

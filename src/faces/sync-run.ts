@@ -8,24 +8,35 @@ import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import type { FaceRow, FaceStore } from './face-store.js';
 import { makeDurable } from './durability.js';
-import { downloadImage, runPool, type ImageJob, type ImageOutcome } from './image-download.js';
+import { runPool, type ImageOutcome } from './image-download.js';
+import { fetchImage, type FetchJob } from './image-fetch.js';
+import { firstRecheckAt, pickRechecks, recheckDueAt, rechecksPerPass } from './recheck.js';
+import type { Staging } from './staging.js';
 import type { FaceFailure } from './types.js';
 
 // One sync pass, in three phases so that a failure anywhere before the commit leaves the previous
 // cache exactly as it was:
-//   1. list the group and plan (which images to fetch or re-check);
-//   2. download into temp files in the cache folder (a transport failure aborts the pass and
-//      removes the temps; a bad image only marks its face);
-//   3. commit: make the temps durable, rename the new images into place, write the rows in one transaction, replace
-//      index.json; the images the new index no longer names are deleted later (face-sync.ts).
+//   1. list the group and plan (which images to fetch, which due re-checks to send now);
+//   2. download into the staging folder `faces/.staging/` (a transport failure aborts the pass; what
+//      was downloaded is kept there for the next pass, staging.ts; a bad image only marks its face);
+//   3. commit: make the new images durable, rename them into place, write the rows (and forget the
+//      kept downloads) in one transaction, replace index.json; the images the new index no longer
+//      names are deleted later (face-sync.ts).
 
 export interface SyncPassContext {
   client: ServiceClient;
   store: FaceStore;
   files: CacheFiles;
+  staging: Staging;
   logger: Logger;
   nowMs: number;
   recheckMs: number;
+  /** sync_interval, ms: sizes the number of re-checks one pass may send. */
+  syncIntervalMs: number;
+  /** Overrides that number (recheck.ts rechecksPerPass). */
+  recheckLimit?: number | undefined;
+  /** uniform [0, 1): spreads first re-check times. */
+  random: () => number;
   concurrency: number;
   maxImageBytes: number;
   signal: AbortSignal;
@@ -42,6 +53,11 @@ export interface SyncPassResult {
   removed: number;
   failures: FaceFailure[];
   imageRequests: number;
+  /** Downloads kept from a failed pass that this pass used instead of a request. */
+  reused: number;
+  /** Re-checks sent, and those due but left for later passes (the per-pass limit). */
+  rechecks: number;
+  rechecksDeferred: number;
   indexWritten: boolean;
   /** Image files the new index no longer names: the caller deletes them (after a grace period). */
   obsolete: string[];
@@ -61,28 +77,40 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     remote.set(rec.face_id, rec);
   }
   const rows = ctx.store.rowMap();
+  // Downloads kept by a failed pass, for faces still listed; a face this agent changed is fetched anew.
+  const staged = await ctx.staging.load((st) => remote.has(st.face_id) && !ctx.forced.has(st.face_id));
 
   // Phase 1: plan.
-  const jobs: ImageJob[] = [];
+  const jobs: FetchJob[] = [];
+  const due: Array<FetchJob & { dueAt: number }> = [];
   for (const id of remote.keys()) {
     const prev = rows.get(id);
-    if (!prev || prev.image_file === null) jobs.push({ faceId: id });
+    const kept = staged.get(id);
+    if (!prev || prev.image_file === null) jobs.push({ faceId: id, ...(kept ? { staged: kept } : {}) });
     else if (ctx.forced.has(id)) jobs.push({ faceId: id, prevSha256: prev.image_sha256 });
-    else if (ctx.nowMs - (prev.image_checked_at ?? 0) >= ctx.recheckMs) {
-      jobs.push({ faceId: id, prevSha256: prev.image_sha256, conditional: { etag: prev.image_etag, lastModified: prev.image_last_modified } });
+    else if (kept) {
+      // A re-check that a failed pass already answered with a new image: usually no request.
+      jobs.push({ faceId: id, prevSha256: prev.image_sha256, conditional: { etag: prev.image_etag, lastModified: prev.image_last_modified }, staged: kept });
+    } else {
+      const dueAt = recheckDueAt(prev, ctx.recheckMs);
+      if (dueAt <= ctx.nowMs) due.push({ faceId: id, prevSha256: prev.image_sha256, conditional: { etag: prev.image_etag, lastModified: prev.image_last_modified }, dueAt });
     }
   }
+  const { picked, deferred } = pickRechecks(due, ctx.recheckLimit ?? rechecksPerPass(remote.size, ctx.syncIntervalMs, ctx.recheckMs));
+  for (const job of picked) jobs.push(job);
 
   // Phase 2: download.
-  if (jobs.length > 0) await mkdir(ctx.files.dir, { recursive: true });
+  if (jobs.length > 0) await mkdir(ctx.staging.dir, { recursive: true });
   let imageRequests = 0;
-  const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => downloadImage({
-    client: ctx.client, dir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal,
+  let reused = 0;
+  const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
+    client: ctx.client, dir: ctx.staging.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger,
+    nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
+    onReuse: () => { reused++; },
   }, job));
-  const temps = results.flatMap((r) => (r?.kind === 'stored' ? [r.tmp] : []));
   if (error !== undefined) {
-    await ctx.files.removeTemps(temps);
+    keepDownloads(ctx);
     throw error;
   }
   t.downloaded = performance.now();
@@ -104,7 +132,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     if (!recordChanged && !outcome) continue;
     const row: FaceRow = prev ? { ...prev } : {
       face_id: id, group_id: rec.group_id, id: rec.id, name: rec.name, image_file: null, image_sha256: null,
-      image_etag: null, image_last_modified: null, image_bytes: null, image_checked_at: null, error: null, error_code: null, updated_at: ctx.nowMs,
+      image_etag: null, image_last_modified: null, image_bytes: null, image_checked_at: null, image_recheck_at: null, error: null, error_code: null, updated_at: ctx.nowMs,
     };
     row.group_id = rec.group_id;
     row.id = rec.id;
@@ -112,17 +140,24 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     let imageChanged = false;
     if (outcome?.kind === 'stored') {
       const file = imageFileName(id, outcome.ext);
+      const checkedAt = outcome.checkedAt ?? ctx.nowMs;
       renames.push([outcome.tmp, file]);
       if (prev?.image_file && prev.image_file !== file) obsolete.push(prev.image_file);
       Object.assign(row, {
         image_file: file, image_sha256: outcome.sha256, image_bytes: outcome.bytes, image_etag: outcome.etag,
-        image_last_modified: outcome.lastModified, image_checked_at: ctx.nowMs, error: null, error_code: null,
+        image_last_modified: outcome.lastModified, image_checked_at: checkedAt,
+        image_recheck_at: firstRecheckAt(checkedAt, ctx.recheckMs, ctx.random), error: null, error_code: null,
       });
       imageChanged = true;
     } else if (outcome?.kind === 'unchanged') {
-      Object.assign(row, { image_etag: outcome.etag, image_last_modified: outcome.lastModified, image_checked_at: ctx.nowMs, error: null, error_code: null });
+      // One interval after this check: keeps the spread the first due times were given.
+      const checkedAt = outcome.checkedAt ?? ctx.nowMs;
+      Object.assign(row, {
+        image_etag: outcome.etag, image_last_modified: outcome.lastModified, image_checked_at: checkedAt,
+        image_recheck_at: checkedAt + ctx.recheckMs, error: null, error_code: null,
+      });
     } else if (outcome?.kind === 'bad') {
-      Object.assign(row, { error: outcome.error.message, error_code: outcome.error.code, image_checked_at: ctx.nowMs });
+      Object.assign(row, { error: outcome.error.message, error_code: outcome.error.code, image_checked_at: ctx.nowMs, image_recheck_at: ctx.nowMs + ctx.recheckMs });
       failures.push(failureOf(rec, outcome.error));
     }
     const servedBefore = !!prev?.image_file;
@@ -140,41 +175,46 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     }
   }
 
+  const clearStaging = ctx.staging.dirty();
   try {
     await makeDurable(ctx.files.dir, renames.map(([tmp]) => tmp), ctx.signal, ctx.logger);
-  } catch (err) {
-    await ctx.files.removeTemps(temps);
-    throw err;
-  }
-  t.durable = performance.now();
-  // A rename that fails leaves already-renamed new images as strays (removed at start-up) and the
-  // rows, index and old images untouched.
-  const renamed = new Set<string>();
-  const { error: renameError } = await runPool(renames, 4, ctx.signal, async ([tmp, file]) => {
-    await commitTemp(tmp, ctx.files.pathOf(file), false);
-    renamed.add(tmp);
-  });
-  try {
+    t.durable = performance.now();
+    // A rename that fails leaves already-renamed new images as strays (removed at start-up), the
+    // rows, index and old images untouched, and the other downloads kept for the next pass.
+    const { error: renameError } = await runPool(renames, 4, ctx.signal, async ([tmp, file]) => {
+      await commitTemp(tmp, ctx.files.pathOf(file), false);
+    });
     if (renameError !== undefined) throw renameError;
     if (renames.length > 0) await fsyncDir(ctx.files.dir);
+    t.renamed = performance.now();
+    ctx.store.commit({ upserts, deletes, ...(clearStaging ? { also: () => ctx.staging.clearRows() } : {}) });
   } catch (err) {
-    await ctx.files.removeTemps(renames.map(([tmp]) => tmp).filter((tmp) => !renamed.has(tmp)));
+    keepDownloads(ctx);
     throw err;
   }
-  t.renamed = performance.now();
-  ctx.store.commit({ upserts, deletes });
   t.committed = performance.now();
+  if (clearStaging) await ctx.staging.cleared();
   const indexWritten = added + updated + removed > 0 || ctx.forceIndex;
   if (indexWritten) await ctx.files.writeIndex(ctx.store.servedRows());
   const ms = (a: number, b: number) => Math.round(b - a);
   ctx.logger.debug({
     list_ms: ms(t.start, t.listed), plan_download_ms: ms(t.listed, t.downloaded), durable_ms: ms(t.downloaded, t.durable),
     rename_ms: ms(t.durable, t.renamed), db_ms: ms(t.renamed, t.committed), index_ms: ms(t.committed, performance.now()), images: renames.length,
+    kept_downloads_used: reused, rechecks: picked.length, rechecks_deferred: deferred,
   }, 'face sync phases');
   if (failures.length > 0) {
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }
-  return { added, updated, removed, failures, imageRequests, indexWritten, obsolete };
+  return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, obsolete };
+}
+
+/** The pass is failing: record its downloads so that the next pass (or a restarted agent) uses them. */
+function keepDownloads(ctx: SyncPassContext): void {
+  try {
+    ctx.staging.flush();
+  } catch (err) {
+    ctx.logger.warn({ err: (err as Error).message }, 'could not record the downloads of the failed face sync; the next sync downloads them again');
+  }
 }
 
 function failureOf(rec: FaceRecord, err: AgentError): FaceFailure {

@@ -33,6 +33,12 @@ export interface FaceSyncDeps {
   deleteGraceMs?: number;
   /** Largest image accepted from the server, bytes (default 32 MB). */
   maxImageBytes?: number;
+  /** Downloads kept from a failed sync older than this are dropped, ms (default 24 h). */
+  stagingMaxAgeMs?: number;
+  /** Most image re-checks one sync sends (default: recheck.ts rechecksPerPass). */
+  maxRechecksPerPass?: number;
+  /** uniform [0, 1) that spreads first re-check times; injectable for tests. */
+  random?: () => number;
 }
 
 /** A face as the cache serves it: the service's record plus its image file. */

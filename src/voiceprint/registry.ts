@@ -43,6 +43,17 @@ export interface VoiceprintRegistry {
   /** True when a row was removed. */
   remove(voiceprintId: string): boolean;
   count(): number;
+  /** Rows that still name an audit file (for the audit retention). */
+  auditRefs(): AuditRef[];
+  /** The row no longer points at its audit files (they are about to be deleted). */
+  forgetAudit(rowId: number): void;
+}
+
+export interface AuditRef {
+  id: number;
+  audit_wav: string | null;
+  audit_json: string | null;
+  created_at: number;
 }
 
 interface DbRow {
@@ -73,6 +84,8 @@ export function createVoiceprintRegistry(db: Db): VoiceprintRegistry {
     one: db.prepare('SELECT * FROM voiceprints WHERE voiceprint_id = ?'),
     remove: db.prepare('DELETE FROM voiceprints WHERE voiceprint_id = ?'),
     count: db.prepare('SELECT COUNT(*) AS n FROM voiceprints'),
+    auditRefs: db.prepare('SELECT id, audit_wav, audit_json, created_at FROM voiceprints WHERE audit_wav IS NOT NULL OR audit_json IS NOT NULL'),
+    forgetAudit: db.prepare('UPDATE voiceprints SET audit_wav = NULL, audit_json = NULL WHERE id = ?'),
   };
 
   return {
@@ -101,6 +114,8 @@ export function createVoiceprintRegistry(db: Db): VoiceprintRegistry {
     },
     remove: (id) => inTransaction(db, () => q.remove.run(id).changes > 0),
     count: () => (q.count.get() as { n: number }).n,
+    auditRefs: () => q.auditRefs.all() as AuditRef[],
+    forgetAudit: (rowId) => inTransaction(db, () => void q.forgetAudit.run(rowId)),
   };
 }
 

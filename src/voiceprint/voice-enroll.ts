@@ -13,6 +13,7 @@ import { checkWavFile } from './wav-check.js';
 import { createVoiceprintRegistry, type VoiceprintRegistry } from './registry.js';
 import { auditDir, checkVoiceprintName, newAuditBase, registerVoiceprintWav, type RegisterOutcome } from './register.js';
 import { createMicLock } from './mic-lock.js';
+import { pruneVoiceprintAudits } from './audit-retention.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
 // before the microphone opens, one recording at a time, playback paused while it records, the
@@ -30,6 +31,8 @@ export interface VoiceEnrollDeps {
   env?: NodeJS.ProcessEnv;
   /** How long an enroll waits for the microphone held by another, ms (default 30 s); 0 refuses at once. */
   micWaitMs?: number;
+  /** How long past the requested length a recorder may run before it counts as stalled, ms (default 10 s). */
+  recorderGraceMs?: number;
 }
 
 export interface EnrollRequest {
@@ -44,6 +47,8 @@ export interface EnrollResult extends RegisterOutcome {
 }
 
 export interface VoiceEnroll {
+  /** Prunes old audit copies (state_dir/voiceprints/) in the background; enrolling needs no start. */
+  start(): Promise<void>;
   enroll(request: EnrollRequest): Promise<EnrollResult>;
   status(): Record<string, unknown>;
   stop(): Promise<void>;
@@ -61,6 +66,13 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
   let current: { name: string; phase: 'waiting' | 'recording' | 'checking' | 'uploading'; since: string } | undefined;
   let last: Record<string, unknown> | undefined;
   const totals = { ok: 0, failed: 0 };
+  /** One audit pruning at a time; stop() waits for it (the database closes right after). */
+  let pruning: Promise<void> = Promise.resolve();
+  const prune = () => {
+    if (stopping.signal.aborted) return;
+    pruning = pruning.then(() => pruneVoiceprintAudits({ stateDir: config.state_dir, registry, logger }))
+      .then(() => undefined, (err: unknown) => logger.warn({ err }, 'cannot prune old voiceprint audit copies; trying again after the next enrollment'));
+  };
 
   const registers = deps.metrics ? [deps.metrics] : [];
   const enrollments = new Counter({
@@ -91,7 +103,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
       recording.set(1);
       logger.info({ name, seconds, device, recorder: config.voiceprint.recorder }, 'recording a voiceprint');
       try {
-        ({ pcm } = await capturePcm({ recorder: config.voiceprint.recorder, device, sampleRate, seconds, ...(deps.env ? { env: deps.env } : {}), signal }));
+        ({ pcm } = await capturePcm({ recorder: config.voiceprint.recorder, device, sampleRate, seconds, ...(deps.env ? { env: deps.env } : {}), ...(deps.recorderGraceMs !== undefined ? { graceMs: deps.recorderGraceMs } : {}), signal }));
       } finally {
         recording.set(0);
         releasePlayback?.();
@@ -142,7 +154,12 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
       } finally {
         inFlight.delete(p);
         if (inFlight.size === 0) current = undefined;
+        prune();
       }
+    },
+
+    async start() {
+      prune();
     },
 
     status() {
@@ -165,6 +182,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
       if (!stopping.signal.aborted) stopping.abort();
       mic.close('the agent is stopping');
       await Promise.allSettled([...inFlight]);
+      await pruning;
     },
   };
 }

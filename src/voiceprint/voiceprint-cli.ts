@@ -13,6 +13,7 @@ import type { RegisterVoiceprintResult } from '../client/types.js';
 import { UsageError } from '../errors.js';
 import { createVoiceEnroll, MAX_SECONDS, MIN_SECONDS, type EnrollResult } from './voice-enroll.js';
 import { createVoiceprintRegistry, type VoiceprintRow } from './registry.js';
+import { pruneVoiceprintAudits } from './audit-retention.js';
 import type { WavFileInfo } from './wav-check.js';
 import { checkVoiceprintName, deleteVoiceprintEverywhere, recordSentFile, type RegisterOutcome, type SentAudio } from './register.js';
 
@@ -129,7 +130,11 @@ export async function keepRegistered(
   const sent: SentAudio = { sample_rate: sampleRate, channel: channels, format: wav ? 'wav' : 'pcm', model: config.voiceprint.model, bytes, seconds: Number(seconds.toFixed(3)) };
   const db = agentDb(config);
   try {
-    return await recordSentFile({ registry: createVoiceprintRegistry(db), stateDir: config.state_dir, model: config.voiceprint.model }, { name: input.name, source: 'cli', path: input.path, sent, result: input.result });
+    const registry = createVoiceprintRegistry(db);
+    const outcome = await recordSentFile({ registry, stateDir: config.state_dir, model: config.voiceprint.model }, { name: input.name, source: 'cli', path: input.path, sent, result: input.result });
+    // Housekeeping must not turn a registration that worked into a failed command.
+    await pruneVoiceprintAudits({ stateDir: config.state_dir, registry }).catch(() => undefined);
+    return outcome;
   } finally {
     db.close();
   }

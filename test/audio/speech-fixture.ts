@@ -9,8 +9,9 @@ import { makeTestAlsa, type TestAlsa, type TestAlsaOptions } from '../helpers/al
 import { createServiceClient } from '../../src/client/service-client.js';
 import type { ServiceClient } from '../../src/client/types.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { silentLogger } from '../../src/log/logger.js';
+import { createLogger, silentLogger } from '../../src/log/logger.js';
 import { createSpeech, type Speech } from '../../src/audio/speech.js';
+import type { PlayerDeps } from '../../src/audio/player.js';
 import { parseWavHeader } from '../../src/audio/wav.js';
 import type { AgentConfig } from '../../src/config/schema.js';
 
@@ -29,22 +30,42 @@ export interface SpeechFixture {
   /** PCM the emulator synthesizes for `text` (fetched directly, then the request log is cleared). */
   expectedPcm(text: string, ratios?: { volume_ratio?: number; speed_ratio?: number; pitch_ratio?: number }): Promise<Buffer>;
   ttsRequests(): number;
+  /** JSON log lines of the speech component (debug and up), as the daemon would write them. */
+  logs: Array<Record<string, unknown>>;
 }
 
-export async function speechFixture(opts: { alsa?: TestAlsaOptions; device?: string; cacheSize?: number; warm?: boolean } = {}): Promise<SpeechFixture> {
+export interface SpeechFixtureOptions {
+  alsa?: TestAlsaOptions;
+  device?: string;
+  cacheSize?: number;
+  warm?: boolean;
+  /** service.request_timeout (also the /tts stall timeout), ms. */
+  requestTimeout?: number;
+  /** More player options (a stand-in script, watchdog bounds); `env` is merged over the ALSA one. */
+  player?: Omit<PlayerDeps, 'device' | 'logger' | 'warm'>;
+  stopTimeoutMs?: number;
+}
+
+export async function speechFixture(opts: SpeechFixtureOptions = {}): Promise<SpeechFixture> {
   const dir = tmpDir('ta-speech-');
   const alsa = makeTestAlsa(dir, opts.alsa);
   const emulator = await startTestEmulator({ tts: 'tone' });
   const config = makeTestConfig({
     state_dir: dir,
-    service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, retries: 0 },
+    service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, retries: 0, ...(opts.requestTimeout ? { request_timeout: opts.requestTimeout } : {}) },
     audio: { output_device: opts.device ?? alsa.device },
     tts: { cache_size: opts.cacheSize ?? 8 * 1024 * 1024 },
   });
   const client = createServiceClient({ config: config.service, logger: silentLogger(), userAgent: 'terminal-agent-test' });
   const db = openDatabase({ path: join(dir, 'agent.db') });
   const metrics = new Registry();
-  const speech = createSpeech({ config, logger: silentLogger(), db, client, metrics, playerOptions: { env: alsa.env, ...(opts.warm !== undefined ? { warm: opts.warm } : {}) } });
+  const logs: Array<Record<string, unknown>> = [];
+  const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) } }).child({ component: 'speech' });
+  const speech = createSpeech({
+    config, logger, db, client, metrics,
+    playerOptions: { ...opts.player, env: { ...alsa.env, ...opts.player?.env }, ...(opts.warm !== undefined ? { warm: opts.warm } : {}) },
+    ...(opts.stopTimeoutMs !== undefined ? { stopTimeoutMs: opts.stopTimeoutMs } : {}),
+  });
   onTestFinished(async () => {
     await speech.stop();
     await client.close();
@@ -52,7 +73,7 @@ export async function speechFixture(opts: { alsa?: TestAlsaOptions; device?: str
   });
   await speech.start();
   return {
-    dir, alsa, emulator, config, client, db, metrics, speech,
+    dir, alsa, emulator, config, client, db, metrics, speech, logs,
     async expectedPcm(text, ratios = {}) {
       const res = await fetch(`${emulator.baseUrl}/tts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text, ...ratios }) });
       const wav = Buffer.from(await res.arrayBuffer());

@@ -119,12 +119,21 @@ const ratio = baselineMs / uploadPhaseMs;
 const avg = (rs) => rs.reduce((n, r) => n + r.durationMs, 0) / rs.length;
 // Time per upload slot beyond the service's own answer time: what each side adds per file.
 const overhead = (ms, rs) => (ms * CONCURRENCY) / rs.length - avg(rs);
+// Mean number of requests the service had open over the phase: CONCURRENCY when no slot idles.
+const inFlight = (rs, ms) => rs.reduce((n, r) => n + r.durationMs, 0) / ms;
 const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
 console.log(`enroll benchmark: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB, concurrency ${CONCURRENCY}, emulator latency ${LATENCY_MS} ms, settle_time ${config.enroll.settle_time} ms`);
 console.log(`  all uploaded once:           ${allOnce ? 'yes' : 'NO'} (${faces.length} faces on the service, ${doneJson} done/*.json, ${posts.length} POSTs, ${lists.length} listings)`);
 console.log(`  baseline (plain loop):       ${fmt(baselineMs)}  ${(COUNT / (baselineMs / 1000)).toFixed(0)} files/s`);
 console.log(`  enrollment upload phase:     ${fmt(uploadPhaseMs)}  ${(COUNT / (uploadPhaseMs / 1000)).toFixed(0)} files/s  ratio ${ratio.toFixed(2)} (target >= 0.8)`);
 console.log(`  per upload, beyond the answer: baseline ${overhead(baselineMs, baselinePosts).toFixed(1)} ms, enrollment ${overhead(uploadPhaseMs, posts).toFixed(1)} ms (answer ${avg(baselinePosts).toFixed(1)} / ${avg(posts).toFixed(1)} ms)`);
+console.log(`  requests in flight (mean):   baseline ${inFlight(baselinePosts, baselineMs).toFixed(2)}, enrollment ${inFlight(posts, uploadPhaseMs).toFixed(2)} of ${CONCURRENCY}`);
+if (process.env.BENCH_BINS) {
+  const first = Math.min(...posts.map((r) => r.at));
+  const bins = [];
+  for (const r of posts) bins[Math.floor((r.at - first) / 1000)] = (bins[Math.floor((r.at - first) / 1000)] ?? 0) + 1;
+  console.log(`  POSTs started per second:    ${Array.from(bins, (n) => n ?? 0).join(' ')}`);
+}
 console.log(`  enrollment end to end:       ${fmt(endToEndMs)}  (copy ${fmt(copyMs)}, includes settle_time and result files)`);
 console.log(`  last write -> upload start:  median ${fmt(median)}, p10 ${fmt(latencies[Math.floor(latencies.length * 0.1)])}, p90 ${fmt(latencies[Math.floor(latencies.length * 0.9)])}`);
 console.log(`  peak RSS of the enrollment:  ${(finished.peakRssBytes / 1024 / 1024).toFixed(1)} MB (target <= 150 MB)`);

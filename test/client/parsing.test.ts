@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { parseRetryAfter, serverMessageOf, errorForStatus } from '../../src/client/error-mapping.js';
-import { parseWavHeader, sniffMediaType } from '../../src/client/media-types.js';
+import { sniffMediaType } from '../../src/client/media-types.js';
 import { isLoopbackHost } from '../../src/client/transport.js';
 import { AuthError, BadRequestError, ServerError } from '../../src/errors.js';
 import { PNG_BYTES, JPEG_BYTES, wavHeader } from './fixtures.js';
 
-// The pure pieces behind the client: Retry-After forms, server messages, sniffing, WAV headers.
+// The pure pieces behind the client: Retry-After forms, server messages, sniffing.
 
 describe('Retry-After', () => {
   it('takes delta-seconds and HTTP dates; ignores garbage', () => {
@@ -39,19 +39,12 @@ describe('server messages', () => {
   });
 });
 
-describe('sniffing and WAV headers', () => {
+describe('sniffing and loopback hosts', () => {
   it('recognises images and WAV by bytes', () => {
     expect(sniffMediaType(PNG_BYTES)).toBe('image/png');
     expect(sniffMediaType(JPEG_BYTES)).toBe('image/jpeg');
     expect(sniffMediaType(wavHeader(100))).toBe('audio/wav');
     expect(sniffMediaType(Buffer.from('BMP is what this text says, but it is text'))).toBeUndefined();
-  });
-
-  it('accepts a consistent WAV header and explains the others', () => {
-    expect(parseWavHeader(wavHeader(3200), 44 + 3200)).toMatchObject({ sampleRate: 16000, channels: 1, bitsPerSample: 16, dataBytes: 3200 });
-    expect(parseWavHeader(wavHeader(0xffffffff), 1000)).toEqual({ problem: expect.stringContaining('placeholder') });
-    expect(parseWavHeader(wavHeader(3200), 1000)).toEqual({ problem: expect.stringContaining('declares 3200 bytes') });
-    expect(parseWavHeader(Buffer.from('not a wav at all'), 16)).toEqual({ problem: expect.stringContaining('not a WAV') });
   });
 
   it('knows loopback hosts', () => {
