@@ -74,6 +74,15 @@ export function createTtsCache(deps: TtsCacheDeps): TtsCache {
   const totals = db.prepare<[], { entries: number; bytes: number | null }>('SELECT COUNT(*) AS entries, SUM(bytes) AS bytes FROM tts_cache');
   const oldest = db.prepare<[], Row>('SELECT key, file, bytes FROM tts_cache ORDER BY last_used_at ASC, created_at ASC');
   const allFiles = db.prepare<[], { file: string }>('SELECT file FROM tts_cache');
+  const newest = db.prepare<[], { t: number | null }>('SELECT MAX(last_used_at) AS t FROM tts_cache');
+
+  // LRU order must be strict: two uses within one millisecond (a short phrase on a fast device)
+  // would tie, and the tie-break by creation time could evict the phrase just used.
+  let lastStamp = newest.get()?.t ?? 0;
+  function stamp(): number {
+    lastStamp = Math.max(now(), lastStamp + 1);
+    return lastStamp;
+  }
 
   function fileName(key: string): string {
     return `${key}.wav`;
@@ -105,7 +114,7 @@ export function createTtsCache(deps: TtsCacheDeps): TtsCache {
       const header = readHeader(path);
       const needed = header.dataOffset + (header.dataBytes ?? 0);
       if (size !== row.bytes || size < needed) throw new Error(`size ${size}, index says ${row.bytes}, header needs ${needed}`);
-      touch.run(now(), key);
+      touch.run(stamp(), key);
       return { key, path, bytes: row.bytes, header };
     } catch (err) {
       // A file removed or damaged behind our back: forget it and synthesize again.
@@ -122,7 +131,7 @@ export function createTtsCache(deps: TtsCacheDeps): TtsCache {
 
   async function commit(key: string, w: WavFileWriter, header: WavHeaderInfo, dataBytes: number): Promise<void> {
     const bytes = await w.commit(header, dataBytes);
-    const t = now();
+    const t = stamp();
     const evicted = inTransaction(db, () => {
       upsert.run({ key, file: fileName(key), bytes, now: t });
       const out: Row[] = [];

@@ -13,6 +13,7 @@ import { createKnowledgeNotifier, createKnowledgeUploader, queueKnowledgeDeletio
 import { classify, createLayout, ensureFolders } from './layout.js';
 import { createOutboxStore } from './outbox-store.js';
 import { createPlacer, finalizeRow } from './results.js';
+import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
 import type { Enrollment, EnrollmentDeps, EnrollmentStatus } from './types.js';
@@ -47,6 +48,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
   const claim = createClaimer({ layout, store, commit, config, place: placer.place, syncDir });
+  const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
   const finalizer = createWorkQueue<number>(FINALIZE_CONCURRENCY, async (id) => {
     const row = store.get(id);
@@ -101,6 +103,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       tracker.touch(rel);
     },
     onKnowledgeScan() {
+      retention.poke();
       knowledgeScan ??= queueKnowledgeDeletions(layout, store, db, settings.settle_time, loopAc.signal)
         .then((n) => { if (n > 0) dispatcher.wake(); }, (err: unknown) => logger.warn({ err }, 'knowledge deletion check failed'))
         .finally(() => { knowledgeScan = undefined; });
@@ -175,6 +178,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       await claimer.idle();
       await finalizer.idle();
       await knowledgeScan;
+      await retention.idle();
       await notifier.stop();
       // The daemon closes the database right after stop(): nothing may still be waiting to commit.
       await commit.drain();

@@ -204,6 +204,10 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     indexDirty = false;
     const strays = await files.removeStrays(store.allRows());
     if (strays > 0) log.info({ files: strays }, 'removed leftover files from an interrupted face sync');
+    // Downloads kept by a sync that failed before the restart: drop the stale and the unrecorded
+    // ones now (those the listing no longer names go at the next sync, which also checks hashes).
+    const kept = (await staging.load()).size;
+    if (kept > 0) log.info({ images: kept }, 'kept face image downloads from an unfinished sync will be used by the next sync');
     cachedCount = store.countServed();
     metrics.cached(cachedCount);
   }

@@ -41,6 +41,8 @@ export interface SpeechFixtureOptions {
   warm?: boolean;
   /** service.request_timeout (also the /tts stall timeout), ms. */
   requestTimeout?: number;
+  /** The /tts stall timeout alone: service.request_timeout as speech sees it (the client keeps its own). */
+  stallTimeoutMs?: number;
   /** More player options (a stand-in script, watchdog bounds); `env` is merged over the ALSA one. */
   player?: Omit<PlayerDeps, 'device' | 'logger' | 'warm'>;
   stopTimeoutMs?: number;
@@ -61,8 +63,9 @@ export async function speechFixture(opts: SpeechFixtureOptions = {}): Promise<Sp
   const metrics = new Registry();
   const logs: Array<Record<string, unknown>> = [];
   const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) } }).child({ component: 'speech' });
+  const speechConfig = opts.stallTimeoutMs ? { ...config, service: { ...config.service, request_timeout: opts.stallTimeoutMs } } : config;
   const speech = createSpeech({
-    config, logger, db, client, metrics,
+    config: speechConfig, logger, db, client, metrics,
     playerOptions: { ...opts.player, env: { ...alsa.env, ...opts.player?.env }, ...(opts.warm !== undefined ? { warm: opts.warm } : {}) },
     ...(opts.stopTimeoutMs !== undefined ? { stopTimeoutMs: opts.stopTimeoutMs } : {}),
   });

@@ -136,6 +136,7 @@ if (process.env.BENCH_BINS) {
 }
 console.log(`  enrollment end to end:       ${fmt(endToEndMs)}  (copy ${fmt(copyMs)}, includes settle_time and result files)`);
 console.log(`  last write -> upload start:  median ${fmt(median)}, p10 ${fmt(latencies[Math.floor(latencies.length * 0.1)])}, p90 ${fmt(latencies[Math.floor(latencies.length * 0.9)])}`);
+console.log(`  enrollment CPU (process):    ${(finished.cpuMs / COUNT).toFixed(2)} ms per file (${fmt(finished.cpuMs)} in all, start to stop)`);
 console.log(`  peak RSS of the enrollment:  ${(finished.peakRssBytes / 1024 / 1024).toFixed(1)} MB (target <= 150 MB)`);
 await emulator.close();
 await rm(root, { recursive: true, force: true });

@@ -97,12 +97,25 @@ export async function harness(opts: { emu?: Emulator; stateDir?: string; secret?
   };
 }
 
-/** What a face-recognition program sees: index.json and the hash of every file in faces/. */
+/**
+ * What a face-recognition program sees: index.json and the hash of every file in faces/ (dotfiles
+ * included). The hidden staging folder of kept downloads is left out: see `staged()`.
+ */
 export function snapshot(facesDir: string): { index: string | undefined; files: Record<string, string> } {
   const index = existsSync(join(facesDir, 'index.json')) ? readFileSync(join(facesDir, 'index.json'), 'utf8') : undefined;
   const files: Record<string, string> = {};
-  for (const f of existsSync(facesDir) ? readdirSync(facesDir) : []) files[f] = sha(readFileSync(join(facesDir, f)));
+  for (const f of existsSync(facesDir) ? readdirSync(facesDir) : []) {
+    if (f !== '.staging') files[f] = sha(readFileSync(join(facesDir, f)));
+  }
   return { index, files };
+}
+
+/** Files in faces/.staging/ (downloads kept from a failed sync), name -> sha256. */
+export function staged(facesDir: string): Record<string, string> {
+  const dir = join(facesDir, '.staging');
+  const files: Record<string, string> = {};
+  for (const f of existsSync(dir) ? readdirSync(dir) : []) files[f] = sha(readFileSync(join(dir, f)));
+  return files;
 }
 
 export function readIndex(facesDir: string): IndexEntry[] {

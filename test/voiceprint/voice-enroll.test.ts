@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
@@ -38,7 +38,7 @@ interface Setup {
   holds: string[];
 }
 
-async function setup(opts: { input?: string; device?: string; env?: NodeJS.ProcessEnv; recorder?: 'arecord' | 'sox'; micWaitMs?: number } = {}): Promise<Setup> {
+async function setup(opts: { input?: string; device?: string; env?: NodeJS.ProcessEnv; recorder?: 'arecord' | 'sox'; micWaitMs?: number; recorderGraceMs?: number } = {}): Promise<Setup> {
   const emulatorData = tmpDir('ta-emu-');
   const emulator = await startTestEmulator({ dataDir: emulatorData });
   const mic = alsaCaptureDevice(tmpDir('ta-alsa-'), opts.input ?? inputs.speech);
@@ -58,7 +58,7 @@ async function setup(opts: { input?: string; device?: string; env?: NodeJS.Proce
       return () => holds.push(`release@${emulator.requests.length}`);
     },
   };
-  const deps: VoiceEnrollDeps = { config, db, client, logger: silentLogger(), metrics, playback, env: opts.env ?? mic.env, ...(opts.micWaitMs !== undefined ? { micWaitMs: opts.micWaitMs } : {}) };
+  const deps: VoiceEnrollDeps = { config, db, client, logger: silentLogger(), metrics, playback, env: opts.env ?? mic.env, ...(opts.micWaitMs !== undefined ? { micWaitMs: opts.micWaitMs } : {}), ...(opts.recorderGraceMs !== undefined ? { recorderGraceMs: opts.recorderGraceMs } : {}) };
   const voice = createVoiceEnroll(deps);
   onTestFinished(async () => {
     await voice.stop();
@@ -165,6 +165,52 @@ describe('voiceprint enrollment from the microphone', () => {
     expect(err).toBeInstanceOf(RecorderError);
     expect((err as Error).message).toMatch(/arecord exited with code 1 after 1\.0 s of the 3\.0 s recording from device 'testmic' \(arecord: pcm_read:2221: read error: Input\/output error\); the recording was discarded/);
     expectNothingRegistered(s);
+  });
+
+  it('fails a recorder that stalls after it started, kills it, and registers nothing', async () => {
+    // Stand-in for arecord: a recorder that stalls cannot be produced on demand with ALSA's file
+    // plugin (it delivers the whole file at once), so this script writes a quarter second of
+    // speech, notes its pid, then hangs with its output open and silent, as a wedged USB microphone does.
+    const bin = tmpDir('ta-bin-');
+    const pidFile = join(bin, 'recorder.pid');
+    writeFileSync(join(bin, 'arecord'), `#!/bin/sh\necho $$ > ${JSON.stringify(pidFile)}\nhead -c 8000 ${JSON.stringify(inputs.speech)}\nexec sleep 60\n`);
+    chmodSync(join(bin, 'arecord'), 0o755);
+    // The stall bound is the requested length plus this grace (10 s by default).
+    const s = await setup({ env: { PATH: `${bin}:/usr/bin:/bin` }, recorderGraceMs: 500 });
+    const err = await s.voice.enroll({ name: 'bob', seconds: 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RecorderError);
+    expect((err as Error).message).toBe("arecord on device 'testmic' did not finish within 1 s plus 0.5 s; the device stalled: reconnect the microphone or check it with `arecord -D testmic -d 2 /tmp/t.wav`");
+    expect((err as RecorderError).details).toMatchObject({ reason: 'stalled', device: 'testmic', signal: 'SIGKILL' });
+    expectNothingRegistered(s);
+    // The wedged recorder was killed, the microphone and playback are free again.
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
+    expect(s.holds).toEqual(['hold@0', 'release@0']);
+    expect(s.voice.status()).toMatchObject({ state: 'idle', totals: { ok: 0, failed: 1 }, last: { ok: false, code: 'TA_ERR_RECORDER' } });
+    expect(await s.metrics.getSingleMetricAsString('terminal_agent_voiceprint_enrollments_total')).toMatch(/outcome="recorder"} 1/);
+  });
+
+  it('prunes old failed audit copies after an enrollment and keeps the new registered one', async () => {
+    const s = await setup();
+    const dir = join(s.config.state_dir, 'voiceprints');
+    mkdirSync(dir, { recursive: true });
+    // 25 attempts the service refused, 10 to 34 days ago: past the newest 20, the oldest 5 go.
+    const old = Array.from({ length: 25 }, (_, i) => {
+      const stem = join(dir, `2020010${i}-refused-${i}`);
+      const at = (Date.now() - (10 + i) * 86_400_000) / 1000;
+      for (const [ext, body] of [['.wav', Buffer.alloc(2000)], ['.json', '{"ok":false}']] as const) {
+        writeFileSync(stem + ext, body);
+        utimesSync(stem + ext, at, at);
+      }
+      return stem;
+    });
+    const result = await s.voice.enroll({ name: 'kim' });
+    await s.voice.stop();
+    for (const [i, stem] of old.entries()) expect(existsSync(`${stem}.wav`), stem).toBe(i < 20);
+    expect(auditFiles(s)).toHaveLength(2 * 21);
+    const [row] = createVoiceprintRegistry(s.db).list();
+    expect(existsSync(row!.audit_wav!) && existsSync(row!.audit_json!)).toBe(true);
+    expect(row!.audit_wav).toBe(result.audit.file);
   });
 
   it('refuses a name over 32 bytes (UTF-8) before the microphone opens', async () => {

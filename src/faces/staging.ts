@@ -1,0 +1,160 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { inTransaction, type Db } from '../db/database.js';
+
+// Downloads kept across a failed sync. A sync downloads new images into `faces/.staging/` and
+// renames them into `faces/` only when the whole pass commits; if the pass fails (network drop,
+// 5xx, SIGTERM), the finished downloads stay here, recorded in face_staging, so the next pass
+// fetches only what is still missing. Readers never see them: index.json and the rows name only
+// files in `faces/` itself, and staged files carry no image extension.
+// Bounds: one entry per face (face_id is the key), only for faces still listed, at most maxAgeMs
+// old, and all of it is dropped by the next pass that commits. A file is used again only after
+// its size (and, unless this process wrote or checked it, its sha256) matches the record.
+
+export const STAGING_DIR = '.staging';
+/** Kept downloads older than this are thrown away. */
+export const DEFAULT_STAGING_MAX_AGE_MS = 24 * 3_600_000;
+/** Records are written in batches (each commit costs an fsync); a crash loses at most this much. */
+const FLUSH_EVERY_MS = 3_000;
+
+export interface StagedImage {
+  face_id: string;
+  /** File name under the staging folder. */
+  file: string;
+  ext: string;
+  sha256: string;
+  bytes: number;
+  etag: string | null;
+  last_modified: string | null;
+  /** ms epoch when the server last gave (or confirmed) these bytes. */
+  fetched_at: number;
+}
+
+export interface StagingDeps {
+  db: Db;
+  /** The staging folder (`<state_dir>/faces/.staging`). */
+  dir: string;
+  logger: Logger;
+  now: () => number;
+  maxAgeMs?: number;
+}
+
+export function createStaging(deps: StagingDeps) {
+  const { db, dir, logger } = deps;
+  const maxAgeMs = deps.maxAgeMs ?? DEFAULT_STAGING_MAX_AGE_MS;
+  const all = db.prepare<[], StagedImage>('SELECT face_id, file, ext, sha256, bytes, etag, last_modified, fetched_at FROM face_staging');
+  const put = db.prepare<StagedImage>(`INSERT OR REPLACE INTO face_staging (face_id, file, ext, sha256, bytes, etag, last_modified, fetched_at)
+    VALUES (@face_id, @file, @ext, @sha256, @bytes, @etag, @last_modified, @fetched_at)`);
+  const remove = db.prepare<[string, string]>('DELETE FROM face_staging WHERE face_id = ? AND file = ?');
+  const clear = db.prepare('DELETE FROM face_staging');
+
+  let pending: StagedImage[] = [];
+  let lastFlush = 0;
+  /** Set once a row may exist, so that a sync with nothing staged costs no statement. */
+  let rowsMayExist = true;
+  /** Files this process wrote or hashed: checking their size is enough. Empty when nothing is staged. */
+  const trusted = new Set<string>();
+
+  const pathOf = (file: string) => join(dir, file);
+
+  function flush(): void {
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    lastFlush = Date.now();
+    rowsMayExist = true; // even if the write fails: the next load removes the files no row names
+    inTransaction(db, () => {
+      for (const s of batch) put.run(s);
+    });
+  }
+
+  async function discard(entries: readonly StagedImage[]): Promise<void> {
+    if (entries.length === 0) return;
+    inTransaction(db, () => {
+      for (const s of entries) remove.run(s.face_id, s.file);
+    });
+    for (const s of entries) {
+      trusted.delete(s.file);
+      await rm(pathOf(s.file), { force: true });
+    }
+  }
+
+  return {
+    dir,
+    pathOf,
+    /**
+     * The kept downloads worth using: drops those older than maxAgeMs, those `keep` refuses
+     * (faces no longer listed, faces to re-fetch anyway), rows whose file is gone, and files no
+     * row names (a crash between a download and its record).
+     */
+    async load(keep: (s: StagedImage) => boolean = () => true): Promise<Map<string, StagedImage>> {
+      const kept = new Map<string, StagedImage>();
+      if (!rowsMayExist) return kept;
+      flush();
+      const rows = all.all();
+      const present = new Set(await readdir(dir).catch(() => [] as string[]));
+      const drop: StagedImage[] = [];
+      const oldest = deps.now() - maxAgeMs;
+      for (const s of rows) {
+        if (s.fetched_at >= oldest && present.has(s.file) && keep(s)) kept.set(s.face_id, s);
+        else drop.push(s);
+      }
+      await discard(drop);
+      const named = new Set(rows.map((s) => s.file));
+      let strays = 0;
+      for (const name of present) {
+        if (named.has(name)) continue;
+        await rm(pathOf(name), { force: true, recursive: true });
+        strays++;
+      }
+      if (drop.length + strays > 0) logger.debug({ dropped: drop.length, strays, kept: kept.size }, 'pruned kept face downloads');
+      rowsMayExist = kept.size > 0;
+      if (!rowsMayExist) await rm(dir, { recursive: true, force: true });
+      return kept;
+    },
+    /** Records a finished, checked download so that a later pass can use it if this one fails. */
+    add(entry: StagedImage): void {
+      pending.push(entry);
+      trusted.add(entry.file);
+      if (Date.now() - lastFlush >= FLUSH_EVERY_MS) flush();
+    },
+    /** Writes the records not written yet (a pass is failing: keep what it downloaded). */
+    flush,
+    discard,
+    /** Whether the next commit must clear face_staging (run clearRows inside it). */
+    dirty(): boolean {
+      return rowsMayExist || pending.length > 0;
+    },
+    /** Inside the transaction that commits a pass: everything staged was used or is stale. */
+    clearRows(): void {
+      clear.run();
+    },
+    /** After that commit: forgets the records and deletes the folder with what is left in it. */
+    async cleared(): Promise<void> {
+      pending = [];
+      rowsMayExist = false;
+      trusted.clear();
+      await rm(dir, { recursive: true, force: true });
+    },
+    /** True when the file still holds the recorded bytes. */
+    async verify(s: StagedImage): Promise<boolean> {
+      const st = await stat(pathOf(s.file)).catch(() => undefined);
+      if (!st?.isFile() || st.size !== s.bytes) return false;
+      if (trusted.has(s.file)) return true;
+      const ok = (await hashFile(pathOf(s.file)).catch(() => '')) === s.sha256;
+      if (ok) trusted.add(s.file);
+      return ok;
+    },
+  };
+}
+
+export type Staging = ReturnType<typeof createStaging>;
+
+async function hashFile(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
