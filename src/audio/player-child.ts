@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 
 // Type-only: erased at compile time, so this process loads nothing of the daemon's code.
-import type { PlayerJob, PlayerMessage } from './player.js';
+import type { PlayerJob, PlayerMessage } from './player-protocol.js';
 
 interface SpeakerOptions {
   channels: number;

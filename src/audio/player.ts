@@ -6,38 +6,12 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../log/logger.js';
 import { AbortedError, AudioDeviceError } from '../errors.js';
 import { durationMs, type PcmFormat } from './wav.js';
+import { pcmFrame, type PlayerJob, type PlayerMessage } from './player-protocol.js';
+import { stderrForwarder } from './player-stderr.js';
 
 // Supervises the player processes (player-child.ts). Whatever happens to a child (SIGABRT in
 // ALSA, an error event, a kill) becomes an AudioDeviceError naming the device, and the next
 // utterance gets a fresh child: the daemon never loads `speaker` itself.
-
-// Messages between the daemon and the player process (src/audio/player-child.ts). Kept in one
-// place so both ends agree; only plain JSON crosses the IPC channel. PCM goes over stdin in
-// frames: a 4-byte little-endian length, then that many bytes; a zero length ends the utterance.
-// A child plays any number of utterances in turn (no Node start-up between two phrases).
-
-/** A stdin frame carrying `pcm`, or the end-of-utterance frame when `pcm` is absent. */
-export function pcmFrame(pcm?: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(4 + (pcm?.length ?? 0));
-  out.writeUInt32LE(pcm?.length ?? 0, 0);
-  pcm?.copy(out, 4);
-  return out;
-}
-
-export interface PlayerJob {
-  type: 'play';
-  format: PcmFormat;
-  /** ALSA PCM name (audio.output_device). */
-  device: string;
-}
-
-export type PlayerMessage =
-  | { type: 'ready' }
-  | { type: 'first-frame' }
-  /** PCM bytes of the current job handed to ALSA so far (the watchdog's sign of life). */
-  | { type: 'progress'; bytes: number }
-  | { type: 'done'; bytes: number }
-  | { type: 'error'; message: string; code: string | undefined };
 
 export interface PlayerDeps {
   /** ALSA PCM name, audio.output_device. */
@@ -62,9 +36,6 @@ const DEFAULT_PROGRESS_MARGIN_MS = 5000;
 const DEFAULT_START_TIMEOUT_MS = 15_000;
 /** close() waits this long for killed children (one stuck in the kernel cannot die) before giving up. */
 const CLOSE_TIMEOUT_MS = 3000;
-/** stderr lines of one child logged per minute, and the longest line logged. */
-const STDERR_LINES_PER_MINUTE = 20;
-const STDERR_LINE_MAX = 500;
 
 export interface PlayOptions {
   signal?: AbortSignal;
@@ -364,51 +335,6 @@ export function createPlayer(deps: PlayerDeps): Player {
 
 function formatSeconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
-}
-
-/**
- * Forwards a child's stderr (ALSA's own complaints) to the log, one warn line per stderr line, so
- * an operator finds them in journalctl. Bounded: long lines are cut, and a child that keeps
- * printing (an underrun message per phrase, for months) is limited to a few lines a minute.
- */
-function stderrForwarder(log: Logger, pid: number | undefined): { push(s: string): void; flush(): void } {
-  let partial = '';
-  let windowStart = Date.now();
-  let inWindow = 0;
-  let suppressed = 0;
-  const emit = (raw: string) => {
-    const line = raw.trimEnd();
-    if (!line.trim()) return;
-    if (Date.now() - windowStart >= 60_000) {
-      if (suppressed > 0) log.warn({ player_pid: pid, suppressed }, `player process stderr: ${suppressed} more line(s) not logged`);
-      windowStart = Date.now();
-      inWindow = 0;
-      suppressed = 0;
-    }
-    if (inWindow >= STDERR_LINES_PER_MINUTE) {
-      suppressed += 1;
-      return;
-    }
-    inWindow += 1;
-    log.warn({ player_pid: pid, stderr: line.length > STDERR_LINE_MAX ? `${line.slice(0, STDERR_LINE_MAX)}...` : line }, 'player process stderr');
-  };
-  return {
-    push(s) {
-      const lines = (partial + s).split('\n');
-      partial = lines.pop() ?? '';
-      for (const l of lines) emit(l);
-      if (partial.length > STDERR_LINE_MAX * 8) {
-        emit(partial);
-        partial = '';
-      }
-    },
-    flush() {
-      emit(partial);
-      partial = '';
-      if (suppressed > 0) log.warn({ player_pid: pid, suppressed }, `player process stderr: ${suppressed} more line(s) not logged`);
-      suppressed = 0;
-    },
-  };
 }
 
 function abortedError(signal: AbortSignal): AbortedError {
