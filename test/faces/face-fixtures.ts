@@ -59,13 +59,13 @@ export interface Harness {
   clientFor(secret: string): ServiceClient;
 }
 
-export async function harness(opts: { emu?: Emulator; stateDir?: string; secret?: string } = {}): Promise<Harness> {
+export async function harness(opts: { emu?: Emulator; stateDir?: string; secret?: string; concurrency?: number } = {}): Promise<Harness> {
   const emu = opts.emu ?? await testEmulator();
   const stateDir = opts.stateDir ?? tmpDir('ta-faces-');
   const config = makeTestConfig({
     state_dir: stateDir,
     service: { base_url: emu.baseUrl, face_base_url: emu.faceBaseUrl, terminal_secret: opts.secret ?? TEST_TERMINAL_SECRET, retries: 1 },
-    faces: { sync_interval: 60_000, image_recheck_interval: 3_600_000, download_concurrency: 4 },
+    faces: { sync_interval: 60_000, image_recheck_interval: 3_600_000, download_concurrency: opts.concurrency ?? 4 },
   });
   const log: LogCapture = { lines: [] };
   const sink = new Writable({ write(chunk: Buffer, _e, cb) { for (const l of chunk.toString().split('\n')) if (l) log.lines.push(JSON.parse(l)); cb(); } });

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { firstRecheckAt, pickRechecks, rechecksPerPass, MIN_RECHECKS_PER_PASS } from '../../src/faces/recheck.js';
+import { GROUP, expectIndexMatchesServer, harness, imageRequests, jpeg, snapshot, staged } from './face-fixtures.js';
+
+// A sync pass that fails after downloading part of a large group keeps what it downloaded in
+// faces/.staging/ (never visible to readers), so that the next pass, or the next start, fetches
+// only what is still missing. Run against the emulator with one download at a time, so that the
+// face whose image fails is the last one fetched.
+
+async function failedFirstSync() {
+  const h = await harness({ concurrency: 1 });
+  const faces = h.emu.seedFaces(GROUP, Array.from({ length: 6 }, (_, i) => ({ name: `face-${i}`, image: jpeg(3000 + i) })));
+  const last = faces.at(-1)!;
+  h.emu.faults.add({ method: 'GET', path: `/v1/api/faces/${last.face_id}/image`, action: 'drop-body', times: 50 });
+  const sync = h.make();
+  const report = await sync.syncNow();
+  return { h, sync, faces, last, report };
+}
+
+describe('face sync keeps the downloads of a failed pass', () => {
+  it('a pass cut off by a dropped image keeps the finished downloads hidden, and the next pass fetches only the missing one', async () => {
+    const { h, sync, report } = await failedFirstSync();
+    expect(report).toMatchObject({ ok: false, error: { code: 'TA_ERR_NETWORK' } });
+    // Readers see nothing new: no index, no image, no row.
+    expect(snapshot(h.facesDir).files).toEqual({});
+    expect(sync.listCached()).toEqual([]);
+    // The five finished downloads wait in the hidden folder, without an image extension.
+    const kept = Object.keys(staged(h.facesDir));
+    expect(kept).toHaveLength(5);
+    expect(kept.every((f) => !/\.(jpe?g|png|bmp|webp)$/.test(f))).toBe(true);
+
+    h.emu.faults.clear();
+    h.emu.clearRequests();
+    const next = await sync.syncNow();
+    expect(next).toMatchObject({ ok: true, added: 6, image_requests: 1 });
+    expect(imageRequests(h.emu)).toBe(1);
+    expect(expectIndexMatchesServer(h.facesDir, h.emu)).toHaveLength(6);
+    expect(staged(h.facesDir)).toEqual({}); // a committed pass leaves no kept download behind
+  });
+
+  it('after a restart, kept downloads are checked against their sha256: a changed file is fetched again', async () => {
+    const { h, sync } = await failedFirstSync();
+    await sync.stop();
+    const kept = Object.keys(staged(h.facesDir)).sort();
+    // Same size, other bytes: what a disk error or a stray write would leave.
+    const victim = join(h.facesDir, '.staging', kept[0]!);
+    writeFileSync(victim, randomBytes(statSync(victim).size));
+
+    h.emu.faults.clear();
+    h.emu.clearRequests();
+    const restarted = h.make();
+    const report = await restarted.syncNow();
+    expect(report).toMatchObject({ ok: true, added: 6 });
+    expect(imageRequests(h.emu)).toBe(2); // the missing one and the damaged one
+    expect(expectIndexMatchesServer(h.facesDir, h.emu)).toHaveLength(6);
+    expect(h.log.lines.some((l) => String(l.msg).includes('does not match its record'))).toBe(true);
+  });
+
+  it('drops kept downloads of faces deleted on the server meanwhile, and those older than the age bound', async () => {
+    const { h, sync, faces } = await failedFirstSync();
+    await sync.stop();
+    await h.client.deleteFace(faces[0]!.face_id);
+    h.emu.faults.clear();
+
+    // Older than the bound: everything is fetched again.
+    h.clock.now += 2 * 3_600_000;
+    h.emu.clearRequests();
+    const report = await h.make({ stagingMaxAgeMs: 3_600_000 }).syncNow();
+    expect(report).toMatchObject({ ok: true, added: 5 });
+    expect(imageRequests(h.emu)).toBe(5);
+    const names = expectIndexMatchesServer(h.facesDir, h.emu).map((e) => e.name).sort();
+    expect(names).toEqual(['face-1', 'face-2', 'face-3', 'face-4', 'face-5']);
+    expect(staged(h.facesDir)).toEqual({});
+  });
+
+  it('a face deleted on the server between the failed pass and the next is never served from a kept download', async () => {
+    const { h, sync, faces } = await failedFirstSync();
+    await h.client.deleteFace(faces[1]!.face_id);
+    h.emu.faults.clear();
+    h.emu.clearRequests();
+    const report = await sync.syncNow();
+    expect(report).toMatchObject({ ok: true, added: 5 });
+    expect(imageRequests(h.emu)).toBe(1);
+    expect(expectIndexMatchesServer(h.facesDir, h.emu).map((e) => e.face_id)).not.toContain(faces[1]!.face_id);
+    expect(Object.keys(snapshot(h.facesDir).files).some((f) => f.startsWith(faces[1]!.face_id))).toBe(false);
+  });
+});
+
+describe('image re-checks are spread out', () => {
+  it('a first re-check falls in the second half of image_recheck_interval', () => {
+    expect(firstRecheckAt(1000, 3_600_000, () => 0)).toBe(1000 + 1_800_000);
+    expect(firstRecheckAt(1000, 3_600_000, () => 0.999999)).toBeLessThanOrEqual(1000 + 3_600_000);
+    expect(rechecksPerPass(10, 60_000, 3_600_000)).toBe(MIN_RECHECKS_PER_PASS);
+    expect(rechecksPerPass(10_000, 300_000, 86_400_000)).toBe(139); // 4 × 10,000 × 5 min / 24 h
+    const { picked, deferred } = pickRechecks([{ dueAt: 30 }, { dueAt: 10 }, { dueAt: 20 }], 2);
+    expect(picked.map((p) => p.dueAt)).toEqual([10, 20]);
+    expect(deferred).toBe(1);
+  });
+
+  it('no image is asked again before half the interval; a backlog goes out a bounded number per pass, most overdue first', async () => {
+    const h = await harness();
+    h.emu.seedFaces(GROUP, Array.from({ length: 12 }, (_, i) => ({ name: `f${i}`, image: jpeg(1000) })));
+    let r = 0;
+    const spread = () => (r++ % 12) / 12; // due times spread evenly over the second half
+    const sync = h.make({ random: spread, maxRechecksPerPass: 5 });
+    await sync.syncNow();
+
+    h.clock.now += 1_799_000; // just under half the interval
+    h.emu.clearRequests();
+    expect((await sync.syncNow()).image_requests).toBe(0);
+
+    h.clock.now += 1_801_000 + 60_000; // past the whole interval: all 12 are due
+    const seen = new Set<string>();
+    for (const expected of [5, 5, 2, 0]) {
+      h.emu.clearRequests();
+      const report = await sync.syncNow();
+      expect(report.image_requests).toBe(expected);
+      for (const req of h.emu.requests.filter((q) => q.path.endsWith('/image'))) {
+        expect(req.status).toBe(304);
+        seen.add(req.path);
+      }
+    }
+    expect(seen.size).toBe(12); // each face re-checked once, none twice
+  });
+});
