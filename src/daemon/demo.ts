@@ -137,6 +137,7 @@ Then try, in another terminal:
   npx terminal-agent faces list --cached ${cfg}
   npx terminal-agent faces sync ${cfg}
   npx terminal-agent say "Hello from the terminal" ${cfg}      # needs a sound card, else a clear error
+  npx terminal-agent say "Hello" --out ./${rel}/hello.wav ${cfg}  # the WAV into a file, no sound card needed
   npx terminal-agent voices ${cfg}
   npx terminal-agent doctor ${cfg}
   curl --unix-socket ${socket} http://agent/metrics
