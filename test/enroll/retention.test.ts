@@ -14,6 +14,9 @@ interface Counts { total: number; failed: number; done: number }
 const counts = (rig: Awaited<ReturnType<typeof startRig>>): Counts => rig.db.prepare<[], Counts>(
   "SELECT COUNT(*) AS total, SUM(state = 'failed') AS failed, SUM(state = 'done') AS done FROM outbox",
 ).get()!;
+// Result files are written before a row is marked finalized: wait for the mark, not the files.
+const allFinalized = (rig: Awaited<ReturnType<typeof startRig>>, n: number) =>
+  rig.db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM outbox WHERE finalized = 1').get()!.n === n;
 
 describe('outbox retention', () => {
   it('prunes old failed rows and repeated drops, keeps the first upload of each content, and that still stops a re-upload', async () => {
@@ -25,6 +28,7 @@ describe('outbox retention', () => {
     await waitFor('ada.2 done', () => existsSync(join(rig.dir, 'done/faces/ada.2.json')));
     await put(rig.dir, 'faces/bad.jpg', 'not an image');
     await waitFor('bad failed', () => existsSync(join(rig.dir, 'failed/faces/bad.error.json')));
+    await waitFor('three rows finalized', () => allFinalized(rig, 3));
     expect(counts(rig)).toEqual({ total: 3, failed: 1, done: 2 });
 
     // A staged copy no row names (an rm that failed), one a day old and one just made.
@@ -54,7 +58,7 @@ describe('outbox retention', () => {
   it('beyond the row cap the oldest prunable rows go first, whatever their age', async () => {
     const rig = await startRig();
     for (const n of ['a', 'b', 'c', 'd']) await put(rig.dir, `faces/${n}.jpg`, 'not an image');
-    await waitFor('four failed', () => counts(rig).failed === 4 && ['a', 'b', 'c', 'd'].every((n) => existsSync(join(rig.dir, `failed/faces/${n}.error.json`))));
+    await waitFor('four failed and finalized', () => counts(rig).failed === 4 && allFinalized(rig, 4));
     const ids = rig.db.prepare<[], { id: number }>('SELECT id FROM outbox ORDER BY id').all().map((r) => r.id);
     const retention = createOutboxRetention({ db: rig.db, staging: join(rig.config.state_dir, 'enroll-staging'), limits: { maxPrunableRows: 2 } });
     expect(await retention.run(Date.now())).toMatchObject({ rowsDeleted: 2 });
