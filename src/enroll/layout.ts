@@ -1,5 +1,5 @@
-import { mkdir } from 'node:fs/promises';
-import { join, posix, sep } from 'node:path';
+import { chmod, mkdir, stat } from 'node:fs/promises';
+import { dirname, join, posix, sep } from 'node:path';
 import { KINDS, type Kind } from './types.js';
 
 // The folder contract of product.md ("Enrollment folders"): what an operator may drop where, and
@@ -47,12 +47,33 @@ export function createLayout(dir: string, stateDir: string): Layout {
 
 /** Creates every folder of the contract that is missing (operators find them ready to use). */
 export async function ensureFolders(layout: Layout): Promise<void> {
+  await mkdir(layout.root, { recursive: true });
   for (const kind of KINDS) {
-    await mkdir(layout.inbox(kind), { recursive: true });
-    await mkdir(layout.done(kind), { recursive: true });
-    await mkdir(layout.failed(kind), { recursive: true });
+    await mkdirLikeRoot(layout.root, layout.inbox(kind));
+    await mkdirLikeRoot(layout.root, layout.done(kind));
+    await mkdirLikeRoot(layout.root, layout.failed(kind));
   }
   await mkdir(layout.staging, { recursive: true });
+}
+
+/**
+ * mkdir -p under enroll.dir, giving each folder it creates enroll.dir's own permission bits.
+ * install.sh makes enroll.dir 2770 so that operators in the group can drop files and clear done/
+ * and failed/; the daemon's UMask=0027 would otherwise create done/faces/ as 2750, where an
+ * operator can read the results but never remove them.
+ */
+export async function mkdirLikeRoot(root: string, path: string): Promise<void> {
+  const first = await mkdir(path, { recursive: true });
+  if (first === undefined) return;
+  try {
+    const mode = (await stat(root)).mode & 0o7777;
+    const created: string[] = [];
+    for (let p = path; p.length >= first.length; p = dirname(p)) created.push(p);
+    for (const p of created.reverse()) await chmod(p, mode);
+  } catch {
+    // Best effort: a file system without modes (a vfat USB stick, some CIFS mounts) refuses
+    // chmod, and a result must not be held back for a permission bit.
+  }
 }
 
 /** Dotfiles and the names copy tools give to unfinished files are left alone until renamed. */

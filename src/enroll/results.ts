@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { lstat, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../util/fs-atomic.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
-import { splitInner } from './layout.js';
+import { mkdirLikeRoot, splitInner } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import type { OutboxRow } from './types.js';
@@ -131,7 +131,7 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
     }
     const source = layout.abs(row.source_path);
     const dest = join(base, ...target.split('/'));
-    await mkdir(dirname(dest), { recursive: true });
+    await mkdirLikeRoot(layout.root, dirname(dest));
     if (await sameFile(source, row)) await rename(source, dest);
     const companion = parseMeta(row).companion;
     if (companion) {

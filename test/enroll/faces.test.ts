@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jpeg, png, put, readJson, startRig, waitFor } from './fixtures.js';
@@ -77,5 +78,22 @@ describe('faces/ inbox', () => {
     expect(second.duplicate_of_upload).toBeTypeOf('number');
     expect(existsSync(join(rig.dir, 'done/faces/frank.2.jpg'))).toBe(true);
     expect(rig.emulator.requests.filter((r) => r.method === 'POST' || r.method === 'PUT')).toHaveLength(1);
+  });
+
+  it('folders it creates under enroll.dir take enroll.dir\'s permissions (2770 from install.sh), whatever the umask', async () => {
+    const rig = await startRig({ start: false });
+    await mkdir(rig.dir, { recursive: true });
+    await chmod(rig.dir, 0o2770);
+    // The unit's UMask=0027 would make new folders 2750: results an operator can read but not remove.
+    const umask = process.umask(0o027);
+    try {
+      await rig.enrollment.start();
+      await put(rig.dir, 'faces/gina/photo-1.jpg', jpeg());
+      await waitFor('gina done', () => existsSync(join(rig.dir, 'done/faces/gina/photo-1.json')));
+    } finally {
+      process.umask(umask);
+    }
+    const mode = (rel: string) => (statSync(join(rig.dir, rel)).mode & 0o7777).toString(8);
+    for (const rel of ['faces', 'done', 'done/faces', 'done/faces/gina', 'failed/voiceprints', 'knowledge']) expect(mode(rel), rel).toBe('2770');
   });
 });
