@@ -179,6 +179,36 @@ export class BadResponseError extends ServiceError {
   override readonly code = 'TA_ERR_BAD_RESPONSE';
 }
 
+/** A file the operator asked the CLI to write (`faces image -o`, `say --out`) that cannot be written. */
+export class OutputFileError extends AgentError {
+  override readonly code = 'TA_ERR_OUTPUT';
+}
+
+const FS_REASONS: Record<string, string> = {
+  ENOENT: 'no such folder, or the folder takes no new files',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EISDIR: 'it is a folder',
+  ENOTDIR: 'a part of the path is not a folder',
+};
+
+/** An error of the file system (it names a path), as opposed to one of a socket. */
+export function isFsError(err: unknown): err is NodeJS.ErrnoException & { path: string } {
+  const e = err as NodeJS.ErrnoException | undefined;
+  return typeof e?.code === 'string' && typeof e.path === 'string' && typeof e.syscall === 'string';
+}
+
+export function outputFileError(path: string, err: unknown): OutputFileError {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const reason = code ? `${FS_REASONS[code] ?? describeError(err)} (${code})` : describeError(err);
+  return new OutputFileError(`cannot write ${path}: ${reason}; choose a file in a folder this user can write to`, {
+    cause: err, details: { path, ...(code ? { errno: code } : {}) },
+  });
+}
+
 export function isAgentError(err: unknown): err is AgentError {
   return err instanceof AgentError;
 }

@@ -7,7 +7,7 @@ import { commitTemp, tempPathFor } from '../util/fs-atomic.js';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { CallOptions, ServiceClient, TtsRequest } from '../client/types.js';
-import { NetworkError, isAgentError, describeError } from '../errors.js';
+import { NetworkError, isAgentError, describeError, isFsError, outputFileError } from '../errors.js';
 import { WavDecoder } from './wav-decoder.js';
 import { durationMs, sizePatches, type WavHeaderInfo } from './wav.js';
 
@@ -127,6 +127,8 @@ export async function saveSynthesizedWav(client: Pick<ServiceClient, 'synthesize
   } catch (err) {
     await writer.abort();
     if (isAgentError(err)) throw err;
+    // A disk that fills up or a folder that goes away is not the network's fault.
+    if (isFsError(err)) throw outputFileError(path, err);
     throw new NetworkError(`the POST /tts audio stream broke off after ${decoder.bytesIn} bytes: ${describeError(err)}`, { operation: 'POST /tts', cause: err });
   }
 }

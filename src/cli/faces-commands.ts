@@ -6,8 +6,8 @@ import { writeJson, writeLine, writeTable, type Column } from './output.js';
 import { checkImageFile, withClient } from './api-client.js';
 import type { FaceRecord, ServiceClient, CallOptions } from '../client/types.js';
 import { checkFaceId } from '../client/service-client.js';
-import { BadResponseError, InvalidInputError, UsageError } from '../errors.js';
-import { streamToTemp, commitTemp } from '../util/fs-atomic.js';
+import { BadResponseError, InvalidInputError, UsageError, isFsError, outputFileError } from '../errors.js';
+import { streamToTemp, commitTemp, ensureWritable } from '../util/fs-atomic.js';
 import { listCachedCommand, syncCommand } from '../faces/faces-cli.js';
 
 // `faces ...`: one command object per API call, so that later additions (--cached, sync) stay
@@ -137,21 +137,24 @@ const image: CommandSpec = {
     const outArg = stringOpt(args, 'out');
     const toStdout = outArg === undefined || outArg === '-';
     if (toStdout && (ctx.io.stdout as { isTTY?: boolean }).isTTY) throw new UsageError('refusing to write image bytes to a terminal; use -o FILE or a pipe');
+    const path = toStdout ? undefined : resolve(ctx.cwd, outArg);
+    if (path) await ensureWritable(path);
     await withClient(args, ctx, async ({ client, call }) => {
       const res = await client.getFaceImage(id, call);
       if (res.notModified) throw new BadResponseError('GET /faces/{face_id}/image: 304 without a conditional request');
-      if (toStdout) {
+      if (!path) {
         await pipeline(res.body, ctx.io.stdout, { end: false });
         return;
       }
-      const path = resolve(ctx.cwd, outArg);
-      const { tmp, bytes } = await streamToTemp(path, res.body);
+      let written: { tmp: string; bytes: number } | undefined;
       try {
-        await commitTemp(tmp, path);
+        written = await streamToTemp(path, res.body);
+        await commitTemp(written.tmp, path);
       } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
+        if (written) await rm(written.tmp, { force: true });
+        throw isFsError(err) ? outputFileError(path, err) : err;
       }
+      const { bytes } = written;
       if (args.global.json) writeJson(ctx, { face_id: id, path, bytes, content_type: res.contentType });
       else writeLine(ctx, `wrote ${bytes} bytes (${res.contentType}) to ${path}`);
     });

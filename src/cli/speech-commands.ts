@@ -7,6 +7,7 @@ import { tryConnectControl } from '../control/control-client.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { silentLogger } from '../log/logger.js';
 import { UsageError, describeError } from '../errors.js';
+import { ensureWritable } from '../util/fs-atomic.js';
 import { createSpeech } from '../audio/speech.js';
 import { resolveTtsParams, ttsBody, type SayRequest, type SayResult } from '../audio/speech-types.js';
 import { saveSynthesizedWav } from '../audio/wav-file-writer.js';
@@ -101,6 +102,7 @@ joins its queue (phrases never overlap); --interrupt stops the current one and c
       const params = resolveTtsParams(req, session.config.tts);
       if (out !== undefined) {
         const path = resolvePath(ctx.cwd, out);
+        await ensureWritable(path);
         const saved = await saveSynthesizedWav(session.client, ttsBody(params), path, session.call);
         if (args.global.json) return writeJson(ctx, { file: path, ...saved });
         writeLine(ctx, `wrote ${path}: ${formatDuration(saved.audio_ms)}, ${saved.sample_rate} Hz, ${saved.channels} channel(s), ${saved.bits_per_sample}-bit, ${formatSize(saved.bytes)}`);

@@ -4,6 +4,7 @@ import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
+import { outputFileError } from '../errors.js';
 
 // Readers on the terminal (a face-recognition program, an operator's script) must never see a
 // half-written file: everything they read is written to a temp name in the same folder, fsynced,
@@ -81,4 +82,20 @@ export async function streamToTemp(path: string, source: Readable | AsyncIterabl
 export async function commitTemp(tmp: string, path: string, syncDir = true): Promise<void> {
   await rename(tmp, path);
   if (syncDir) await fsyncDir(dirname(path));
+}
+
+/**
+ * Checks, before any request is sent, that a file the operator asked for can be created at `path`
+ * (its folder is made when missing, as the write itself would). Throws OutputFileError.
+ */
+export async function ensureWritable(path: string): Promise<void> {
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    const probe = tempPathFor(path);
+    const fh = await open(probe, 'wx');
+    await fh.close();
+    await rm(probe, { force: true });
+  } catch (err) {
+    throw outputFileError(path, err);
+  }
 }

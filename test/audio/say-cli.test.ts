@@ -82,6 +82,15 @@ describe('terminal-agent say', () => {
     expect(readdirSync(s.dir).filter((n) => n.endsWith('.tmp'))).toEqual([]);
   });
 
+  it('--out to a place that cannot take a file fails naming it (exit 1), before any request', async () => {
+    const s = await setup();
+    // /proc takes no new files, whoever runs the test (root included).
+    const r = await runCliProcess(['say', 'nowhere', '--out', '/proc/nowhere.wav', '--config', s.configPath], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('terminal-agent: cannot write /proc/nowhere.wav: no such folder, or the folder takes no new files (ENOENT); choose a file in a folder this user can write to [TA_ERR_OUTPUT]\n');
+    expect(ttsCount(s.emulator)).toBe(0);
+  });
+
   it('refuses a ratio outside 0..100 (exit 65) and a ratio that is not a number (exit 64) before any request', async () => {
     const s = await setup();
     const bad = await runCliProcess(['say', 'loud', '--volume', '150', '--config', s.configPath], { env: s.env });

@@ -86,6 +86,14 @@ describe('faces commands', () => {
     expectExit(img, 0);
     expect(readFileSync(join(tmp.dir, 'bob.jpg'))).toEqual(JPEG_BYTES);
 
+    // A place that takes no file (/proc, whoever runs the test): named, exit 1, nothing fetched.
+    const imageGets = () => emu.requests.filter((r) => r.path.endsWith(`${bob.face_id}/image`)).length;
+    const before = imageGets();
+    const nowhere = await cli(['faces', 'image', bob.face_id, '-o', '/proc/bob.jpg', '--config', config]);
+    expectExit(nowhere, 1);
+    expect(nowhere.stderr).toContain('cannot write /proc/bob.jpg: no such folder, or the folder takes no new files (ENOENT); choose a file in a folder this user can write to [TA_ERR_OUTPUT]');
+    expect(imageGets()).toBe(before);
+
     const del = await cli(['faces', 'delete', bob.face_id, '--config', config]);
     expect(del).toMatchObject({ code: 0, stdout: `deleted face ${bob.face_id}\n` });
     const gone = await cli(['faces', 'show', bob.face_id, '--config', config]);
