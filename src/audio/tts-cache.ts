@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { openSync, readSync, closeSync, statSync, rmSync } from 'node:fs';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/database.js';
@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import { describeError } from '../errors.js';
 import { parseWavHeader, type WavHeaderInfo } from './wav.js';
 import { WavFileWriter } from './wav-file-writer.js';
+import { makeDir } from '../util/make-dir.js';
 
 // Synthesized audio kept for offline replay: one WAV per (text, voice, ratios) under
 // state_dir/tts/, indexed in the tts_cache table, evicted least-recently-used beyond tts.cache_size.
@@ -90,7 +91,7 @@ export function createTtsCache(deps: TtsCacheDeps): TtsCache {
 
   async function init(): Promise<void> {
     if (maxBytes <= 0) return;
-    await mkdir(dir, { recursive: true });
+    await makeDir(dir);
     // Leftovers of a crash mid-stream, and files the index does not know (never committed).
     const known = new Set(allFiles.all().map((r) => r.file));
     for (const name of await readdir(dir)) {

@@ -1,5 +1,5 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdirSync } from 'node:fs';
+
 import { open, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { dirname } from 'node:path';
@@ -10,6 +10,7 @@ import type { CallOptions, ServiceClient, TtsRequest } from '../client/types.js'
 import { NetworkError, isAgentError, describeError, isFsError, outputFileError } from '../errors.js';
 import { WavDecoder } from './wav-decoder.js';
 import { durationMs, sizePatches, type WavHeaderInfo } from './wav.js';
+import { makeDirSync } from '../util/make-dir.js';
 
 /**
  * Writes a WAV that is still arriving to a temp file beside `finalPath`; `commit` makes it visible
@@ -44,7 +45,7 @@ export class WavFileWriter {
       return;
     }
     if (!this.out) {
-      mkdirSync(dirname(this.finalPath), { recursive: true });
+      makeDirSync(dirname(this.finalPath));
       this.out = createWriteStream(this.tmp, { mode: 0o644 });
       this.out.on('error', (err) => {
         this.failure ??= err;

@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
-import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
+import { chmod, lstat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import {
   AbortedError, AgentError, AlreadyRunningError, AuthError, BadRequestError, BusyError, ConfigError, InvalidInputError,
   NotFoundError, ServiceError, TimeoutError, UsageError, isAgentError,
 } from '../errors.js';
+import { makeDir } from '../util/make-dir.js';
 
 // HTTP over a unix socket: every program on the terminal can speak it (curl --unix-socket), access
 // is the file mode (0660, the agent's group), and no TCP port is opened on the device.
@@ -99,7 +100,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
         throw new UsageError(`control.socket path ${socketPath} is longer than ${MAX_SOCKET_PATH} bytes, the limit for unix sockets; choose a shorter path`);
       }
-      await mkdir(dirname(socketPath), { recursive: true });
+      await makeDir(dirname(socketPath));
       await removeStaleSocket(socketPath, logger);
       const srv = createServer((req, res) => void dispatch(req, res));
       // /say and /voiceprint/enroll last as long as the utterance or recording.

@@ -4,7 +4,8 @@ import type { Db } from '../db/database.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient } from '../client/types.js';
 import type { SayBody, VoiceprintEnrollBody } from '../control/types.js';
-import { AgentError, AbortedError } from '../errors.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AgentError, AbortedError, describeError } from '../errors.js';
 import { stuckWhileBusy, type ProgressCheck } from './watchdog.js';
 import { buildComponents, type Components } from './components.js';
 import type { SayRequest } from '../audio/speech.js';
@@ -22,6 +23,8 @@ export interface AgentDeps {
   metrics: Registry;
   /** Environment of the audio child processes (ALSA_CONFIG_PATH, PATH); inherited when absent. */
   env?: NodeJS.ProcessEnv;
+  /** How often a component that could not start is tried again, ms (default 30 s). */
+  startRetryMs?: number;
 }
 
 export interface Agent {
@@ -44,6 +47,8 @@ export interface Agent {
 // A sync or an upload may take long on a slow link; one that has not finished in this long is
 // wedged, and only a restart clears it. Far above any request timeout times its retries.
 const WEDGED_MS = 30 * 60_000;
+/** How often a component that could not start (enrollment folders not there yet) is tried again. */
+const START_RETRY_MS = 30_000;
 
 export function createAgent(deps: AgentDeps): Agent {
   const { logger } = deps;
@@ -57,9 +62,34 @@ export function createAgent(deps: AgentDeps): Agent {
   ] as const;
   // Audio hardware is optional on a terminal: a missing sound card must not stop face sync and uploads.
   const optional = new Set(['speech', 'voice']);
+  // enroll.dir may live on a USB stick or a share that is not mounted yet: the agent runs without
+  // the folders and tries again until they can be used. Nothing is lost meanwhile: files wait
+  // where they were dropped, and the start-up scan takes them once the folders are there.
+  const retried = new Set(['enroll']);
   const degraded: Record<string, string> = {};
+  const retrying = new AbortController();
+  const retries: Promise<void>[] = [];
   let started = false;
   let stopping: Promise<void> | undefined;
+
+  async function retryStart(name: string, start: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await sleep(deps.startRetryMs ?? START_RETRY_MS, undefined, { signal: retrying.signal });
+      } catch {
+        return; // stopping
+      }
+      try {
+        await start();
+        delete degraded[name];
+        log.info({ component_started: name, attempts: attempt + 1 }, `${name} started after all`);
+        return;
+      } catch (err) {
+        degraded[name] = describeError(err);
+        log.debug({ component_failed: name, attempt, err: degraded[name] }, `${name} still cannot start`);
+      }
+    }
+  }
 
   const missing = (name: string): never => {
     throw new AgentError(`the ${name} component is not part of this build of terminal-agent`, { details: { component: name } });
@@ -76,14 +106,21 @@ export function createAgent(deps: AgentDeps): Agent {
         try {
           await comp.start();
         } catch (err) {
-          if (!optional.has(name)) throw err;
-          degraded[name] = (err as Error).message;
-          log.error({ err, component_failed: name }, `${name} could not start; the agent runs without it (see terminal-agent doctor)`);
+          if (!optional.has(name) && !retried.has(name)) throw err;
+          degraded[name] = describeError(err);
+          if (retried.has(name)) {
+            log.error({ err: degraded[name], component_failed: name, retry_ms: deps.startRetryMs ?? START_RETRY_MS }, `${name} could not start; the agent runs without it and tries again`);
+            retries.push(retryStart(name, () => comp.start!()));
+          } else {
+            log.error({ err, component_failed: name }, `${name} could not start; the agent runs without it (see terminal-agent doctor)`);
+          }
         }
       }
     },
     stop() {
       stopping ??= (async () => {
+        retrying.abort();
+        await Promise.all(retries);
         for (const [name, comp] of [...order].reverse()) {
           if (!comp?.stop) continue;
           try {

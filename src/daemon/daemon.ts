@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.js';
@@ -15,6 +15,7 @@ import { createStateQueries, type StateQueries } from './state-queries.js';
 import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
+import { makeDir } from '../util/make-dir.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
@@ -68,7 +69,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
   });
   const undo: Array<() => Promise<void> | void> = [() => lock.release(), offFatal];
   try {
-    await mkdir(cfg.state_dir, { recursive: true });
+    await makeDir(cfg.state_dir);
     const db = openDatabase({ path: join(cfg.state_dir, 'agent.db') });
     undo.unshift(() => {
       db.close();

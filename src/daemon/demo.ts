@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
@@ -11,6 +11,7 @@ import { encodeWav } from '../audio/wav.js';
 import { makeDaemonEnv } from './daemon-env.js';
 import { startDaemon } from './daemon.js';
 import { faceImagePng, SAMPLE_FACES } from './sample-images.js';
+import { makeDir } from '../util/make-dir.js';
 
 // `terminal-agent demo`: the emulator and the daemon in one process, everything under ./demo/, so
 // that someone can try the product in a minute with no account and no hardware. Credentials are
@@ -20,8 +21,8 @@ const MAX_SOCKET_PATH = 107;
 
 export async function runDemo(ctx: CliContext): Promise<number> {
   const dir = join(ctx.cwd, 'demo');
-  await mkdir(join(dir, 'secrets'), { recursive: true, mode: 0o700 });
-  await mkdir(join(dir, 'samples'), { recursive: true });
+  await makeDir(join(dir, 'secrets'), 0o700);
+  await makeDir(join(dir, 'samples'));
   const creds = await demoCredentials(join(dir, 'credentials.json'));
   const emulator = await startEmulator({ port: 0, dataDir: join(dir, 'emulator'), terminals: creds.terminals, apiKey: creds.apiKey });
   let stopDaemon: (() => Promise<boolean>) | undefined;

@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentError, AlreadyRunningError } from '../errors.js';
+import { makeDirSync } from '../util/make-dir.js';
 
 // One daemon per state_dir. The lock is an exclusive SQLite lock on state_dir/agent.lock: SQLite
 // takes a POSIX byte-range lock that the kernel drops when the process dies, so a crash leaves no
@@ -19,7 +20,7 @@ export function acquireInstanceLock(stateDir: string, pid: number): InstanceLock
   const pidPath = join(stateDir, 'agent.pid');
   let db: Database.Database;
   try {
-    mkdirSync(stateDir, { recursive: true });
+    makeDirSync(stateDir);
     db = new Database(path);
   } catch (err) {
     throw new AgentError(`cannot create the instance lock ${path}: ${(err as Error).message}; check that state_dir exists and is writable by the agent's user`, { cause: err, details: { path } });

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+
 import { dirname } from 'node:path';
 import { MIGRATIONS, type Migration } from './migrations.js';
 import { AgentError, AlreadyRunningError } from '../errors.js';
+import { makeDirSync } from '../util/make-dir.js';
 
 export type Db = Database.Database;
 
@@ -22,7 +23,7 @@ export interface OpenDbOptions {
 export function openDatabase(options: OpenDbOptions): Db {
   let db: Db;
   try {
-    if (options.path !== ':memory:' && !options.readonly) mkdirSync(dirname(options.path), { recursive: true });
+    if (options.path !== ':memory:' && !options.readonly) makeDirSync(dirname(options.path));
     db = new Database(options.path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   } catch (err) {
     throw new AgentError(`cannot open the database ${options.path}: ${(err as Error).message}; check that state_dir exists and is writable by the agent's user`, { cause: err, details: { path: options.path } });

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, inTransaction, type Db } from '../db/database.js';
@@ -7,6 +7,7 @@ import type { Migration } from '../db/migrations.js';
 import { InvalidInputError } from '../errors.js';
 import { sniffImage } from './sniff.js';
 import type { EmulatorFace, EmulatorState, SeedFace } from './types.js';
+import { makeDirSync } from '../util/make-dir.js';
 
 // The emulator's state: SQLite (emulator.db under --data, else in memory) holding the records and
 // the face images (one row per distinct image: seeding 10,000 faces is one transaction, not 10,000
@@ -60,8 +61,8 @@ export function createStore(opts: { dataDir?: string; trainMs: number; now?: () 
   const root = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'ta-emulator-'));
   const blobDir = join(root, 'blobs');
   const tmpDir = join(root, 'tmp');
-  mkdirSync(blobDir, { recursive: true });
-  mkdirSync(tmpDir, { recursive: true });
+  makeDirSync(blobDir);
+  makeDirSync(tmpDir);
   const db: Db = openDatabase({ path: opts.dataDir ? join(root, 'emulator.db') : ':memory:', migrations: EMULATOR_MIGRATIONS });
 
   const q = {

@@ -1,6 +1,8 @@
-import { chmod, mkdir, stat } from 'node:fs/promises';
+import { chmod, stat } from 'node:fs/promises';
 import { dirname, join, posix, sep } from 'node:path';
 import { KINDS, type Kind } from './types.js';
+import { makeDir } from '../util/make-dir.js';
+import { AgentError, describeError } from '../errors.js';
 
 // The folder contract of product.md ("Enrollment folders"): what an operator may drop where, and
 // where the results go. Paths inside the agent are kept relative to enroll.dir, POSIX style.
@@ -47,13 +49,20 @@ export function createLayout(dir: string, stateDir: string): Layout {
 
 /** Creates every folder of the contract that is missing (operators find them ready to use). */
 export async function ensureFolders(layout: Layout): Promise<void> {
-  await mkdir(layout.root, { recursive: true });
-  for (const kind of KINDS) {
-    await mkdirLikeRoot(layout.root, layout.inbox(kind));
-    await mkdirLikeRoot(layout.root, layout.done(kind));
-    await mkdirLikeRoot(layout.root, layout.failed(kind));
+  try {
+    await makeDir(layout.root);
+    for (const kind of KINDS) {
+      await mkdirLikeRoot(layout.root, layout.inbox(kind));
+      await mkdirLikeRoot(layout.root, layout.done(kind));
+      await mkdirLikeRoot(layout.root, layout.failed(kind));
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new AgentError(`enroll.dir ${layout.root} cannot be used: ${describeError(err)}; if it lives on a USB stick or a network share, mount it (a dangling symlink gives ENOENT), else create it writable by the agent's user`, {
+      cause: err, details: { dir: layout.root, ...(code ? { errno: code } : {}) },
+    });
   }
-  await mkdir(layout.staging, { recursive: true });
+  await makeDir(layout.staging);
 }
 
 /**
@@ -63,7 +72,7 @@ export async function ensureFolders(layout: Layout): Promise<void> {
  * operator can read the results but never remove them.
  */
 export async function mkdirLikeRoot(root: string, path: string): Promise<void> {
-  const first = await mkdir(path, { recursive: true });
+  const first = await makeDir(path);
   if (first === undefined) return;
   try {
     const mode = (await stat(root)).mode & 0o7777;

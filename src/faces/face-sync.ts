@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { AbortedError, AgentError, AuthError, describeError } from '../errors.js';
@@ -9,6 +9,7 @@ import { createFaceStore, toCachedFace, type SyncRunRow } from './face-store.js'
 import { createStaging, STAGING_DIR } from './staging.js';
 import { runSyncPass } from './sync-run.js';
 import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
+import { makeDir } from '../util/make-dir.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
@@ -194,7 +195,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
 
   /** Start-up repair: rows whose file vanished are re-fetched, index.json matches the rows, strays go. */
   async function reconcile(): Promise<void> {
-    await mkdir(files.dir, { recursive: true });
+    await makeDir(files.dir);
     const missing = await files.missingImages(store.allRows());
     if (missing.length > 0) {
       log.warn({ faces: missing.length }, 'cached face images are missing on disk; they will be downloaded again');

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient } from '../client/types.js';
@@ -13,6 +13,7 @@ import { fetchImage, type FetchJob } from './image-fetch.js';
 import { firstRecheckAt, pickRechecks, recheckDueAt, rechecksPerPass } from './recheck.js';
 import type { Staging } from './staging.js';
 import type { FaceFailure } from './types.js';
+import { makeDir } from '../util/make-dir.js';
 
 // One sync pass, in three phases so that a failure anywhere before the commit leaves the previous
 // cache exactly as it was:
@@ -100,7 +101,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   for (const job of picked) jobs.push(job);
 
   // Phase 2: download.
-  if (jobs.length > 0) await mkdir(ctx.staging.dir, { recursive: true });
+  if (jobs.length > 0) await makeDir(ctx.staging.dir);
   let imageRequests = 0;
   let reused = 0;
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({

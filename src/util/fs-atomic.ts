@@ -1,10 +1,11 @@
-import { open, rename, rm, mkdir } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import { createWriteStream } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { outputFileError } from '../errors.js';
+import { makeDir } from './make-dir.js';
 
 // Readers on the terminal (a face-recognition program, an operator's script) must never see a
 // half-written file: everything they read is written to a temp name in the same folder, fsynced,
@@ -32,7 +33,7 @@ export interface AtomicWriteOptions {
 
 /** Writes `data` to `path` atomically (temp file + fsync + rename + dir fsync). */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
-  if (!options.dirExists) await mkdir(dirname(path), { recursive: true });
+  if (!options.dirExists) await makeDir(dirname(path));
   const tmp = tempPathFor(path);
   try {
     const fh = await open(tmp, 'w', 0o644);
@@ -55,7 +56,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
  * fsynced. The caller validates the content, then calls `commitTemp` (or removes the temp file).
  */
 export async function streamToTemp(path: string, source: Readable | AsyncIterable<Uint8Array>): Promise<{ tmp: string; bytes: number }> {
-  await mkdir(dirname(path), { recursive: true });
+  await makeDir(dirname(path));
   const tmp = tempPathFor(path);
   let bytes = 0;
   try {
@@ -90,7 +91,7 @@ export async function commitTemp(tmp: string, path: string, syncDir = true): Pro
  */
 export async function ensureWritable(path: string): Promise<void> {
   try {
-    await mkdir(dirname(path), { recursive: true });
+    await makeDir(dirname(path));
     const probe = tempPathFor(path);
     const fh = await open(probe, 'wx');
     await fh.close();

@@ -1,4 +1,4 @@
-import { copyFile, mkdir } from 'node:fs/promises';
+import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
@@ -7,6 +7,7 @@ import { InvalidInputError, NotFoundError, isAgentError, describeError } from '.
 import { writeFileAtomic } from '../util/fs-atomic.js';
 import type { VoiceprintRegistry, VoiceprintSource } from './registry.js';
 import type { WavFileInfo } from './wav-check.js';
+import { makeDir } from '../util/make-dir.js';
 
 // One way to register a voiceprint, whoever asks (a recording, `voiceprint register FILE`): the
 // WAV sent is kept under state_dir/voiceprints/ with a JSON of what the service answered, the
@@ -115,7 +116,7 @@ export async function recordSentFile(
 }
 
 async function copyToAudit(stateDir: string, name: string, path: string, ext: 'wav' | 'pcm'): Promise<string> {
-  await mkdir(auditDir(stateDir), { recursive: true });
+  await makeDir(auditDir(stateDir));
   const target = `${newAuditBase(stateDir, name)}.${ext}`;
   await copyFile(path, target);
   return target;

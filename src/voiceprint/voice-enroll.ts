@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
@@ -14,6 +14,7 @@ import { createVoiceprintRegistry, type VoiceprintRegistry } from './registry.js
 import { auditDir, checkVoiceprintName, newAuditBase, registerVoiceprintWav, type RegisterOutcome } from './register.js';
 import { createMicLock } from './mic-lock.js';
 import { pruneVoiceprintAudits } from './audit-retention.js';
+import { makeDir } from '../util/make-dir.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
 // before the microphone opens, one recording at a time, playback paused while it records, the
@@ -121,7 +122,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     assertQuality(report, { requestedSeconds: seconds, what: `the recording of '${name}'` });
 
     current = { name, phase: 'uploading', since: new Date().toISOString() };
-    await mkdir(auditDir(config.state_dir), { recursive: true });
+    await makeDir(auditDir(config.state_dir));
     const wavPath = `${newAuditBase(config.state_dir, name)}.wav`;
     await writeFileAtomic(wavPath, encodeWav({ sampleRate, channels: 1, bitsPerSample: 16 }, pcm));
     // The same check an operator's file gets: what we send must be a WAV we would accept.
