@@ -22,6 +22,8 @@ export function formatStatus(s: AgentStatus): string {
       lines.push(`  ${kind.padEnd(12)} ${Object.entries(states).map(([st, n]) => `${st} ${n}`).join(', ')}`);
     }
   }
+  const enroll = s.components.enroll as { degraded?: unknown } | undefined;
+  if (typeof enroll?.degraded === 'string') lines.push(`ENROLLMENT:  not running, retried every 30 s: ${enroll.degraded}`);
   lines.push(`audio:       output ${s.audio.output_device} (${brief(s.audio.speech)}), input ${s.audio.input_device} (${brief(s.audio.voice)})`);
   const missing = Object.entries(s.components).filter(([, v]) => v === 'missing').map(([k]) => k);
   if (missing.length) lines.push(`components:  not in this build: ${missing.join(', ')}`);
