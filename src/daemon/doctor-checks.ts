@@ -2,7 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, rootCertificates } from 'node:tls';
 import { execFile } from 'node:child_process';
-import { access, constants, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { access, constants, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { AgentConfig } from '../config/schema.js';
@@ -112,14 +112,18 @@ export async function checkWritable(label: string, dir: string): Promise<CheckRe
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return fail(check, `${dir}: ${describeError(err)}`, fix);
   }
-  let parent = dirname(dir);
-  while (parent !== dirname(parent)) {
+  for (let p = dir; p !== dirname(p); p = dirname(p)) {
+    // A link that points nowhere (a USB stick or share not mounted): nothing can be made below it.
+    const link = await readlink(p).catch(() => undefined);
+    if (link !== undefined && !(await stat(p).catch(() => undefined))) {
+      return fail(check, `${dir} is not there: ${p} is a symlink to ${link}, which does not exist`, `mount what ${link} is on, or point the config elsewhere; the daemon retries every 30 s`);
+    }
+    const parent = dirname(p);
     try {
       await access(parent, constants.W_OK);
       return ok(check, `${dir} absent; the daemon creates it (parent ${parent} writable)`);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') break;
-      parent = dirname(parent);
     }
   }
   return fail(check, `${dir} absent and cannot be created`, `mkdir -p ${dir} && chown terminal-agent: ${dir}`);

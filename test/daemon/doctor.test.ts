@@ -7,6 +7,7 @@ import { runCliProcess } from '../helpers/cli.js';
 import { makeTestAlsa } from '../helpers/alsa.js';
 import { alsaCaptureDevice } from '../helpers/alsa-capture.js';
 import { daemonFiles } from './daemon-harness.js';
+import { checkWritable } from '../../src/daemon/doctor-checks.js';
 
 // doctor against a real emulator and real ALSA devices with no sound card: the `null` plugin as
 // output and the `file` plugin (reading raw PCM) as a microphone.
@@ -83,5 +84,16 @@ describe('terminal-agent doctor', () => {
     const bad = await runCliProcess(['doctor', '--config', files.configPath]);
     expect(bad.code).toBe(78);
     expect(bad.stdout).toMatch(/^FAIL {2}config /m);
+  });
+
+  it('a folder behind a dangling symlink (a stick not mounted) fails and names the link; an absent one under a writable parent is ok', async () => {
+    const dir = tmpDir('ta-doc-');
+    symlinkSync(join(dir, 'not-mounted'), join(dir, 'usb'));
+    expect(await checkWritable('enroll.dir', join(dir, 'usb', 'enroll', 'faces'))).toMatchObject({
+      result: 'fail',
+      detail: `${join(dir, 'usb', 'enroll', 'faces')} is not there: ${join(dir, 'usb')} is a symlink to ${join(dir, 'not-mounted')}, which does not exist`,
+      fix: expect.stringContaining('mount what'),
+    });
+    expect(await checkWritable('enroll.dir', join(dir, 'later', 'enroll'))).toMatchObject({ result: 'ok', detail: expect.stringContaining(`parent ${dir} writable`) });
   });
 });
