@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { makeTestConfig } from '../helpers/config.js';
 import { startTestEmulator, terminalOf } from '../helpers/emulator.js';
@@ -65,6 +65,7 @@ describe('crash safety', () => {
     expect(listFiles(join(config.enroll.dir, 'faces')).length).toBeGreaterThan(0);
 
     const last = startWorker(config, FILES);
+    onTestFinished(() => { last.child.kill('SIGKILL'); }); // never an orphan, whatever fails
     expect(await last.exited).toBe(0);
     const done = listFiles(join(config.enroll.dir, 'done/faces')).filter((f) => f.endsWith('.json'));
     const failed = listFiles(join(config.enroll.dir, 'failed/faces')).filter((f) => f.endsWith('.error.json'));
