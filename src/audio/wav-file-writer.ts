@@ -1,5 +1,4 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-
 import { open, rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { dirname } from 'node:path';

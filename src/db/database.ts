@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3';
-
 import { dirname } from 'node:path';
 import { MIGRATIONS, type Migration } from './migrations.js';
 import { AgentError, AlreadyRunningError } from '../errors.js';

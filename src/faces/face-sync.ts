@@ -1,4 +1,3 @@
-
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { AbortedError, AgentError, AuthError, describeError } from '../errors.js';

@@ -1,4 +1,3 @@
-
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient } from '../client/types.js';
