@@ -7,6 +7,7 @@ import type { SayBody, VoiceprintEnrollBody } from '../control/types.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentError, AbortedError, describeError } from '../errors.js';
 import { stuckWhileBusy, type ProgressCheck } from './watchdog.js';
+import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
 import { buildComponents, type Components } from './components.js';
 import type { SayRequest } from '../audio/speech.js';
 
@@ -23,7 +24,7 @@ export interface AgentDeps {
   metrics: Registry;
   /** Environment of the audio child processes (ALSA_CONFIG_PATH, PATH); inherited when absent. */
   env?: NodeJS.ProcessEnv;
-  /** How often a component that could not start is tried again, ms (default 30 s). */
+  /** How often a component that could not start is tried again, ms (default ENROLL_DIR_RETRY_MS). */
   startRetryMs?: number;
 }
 
@@ -47,8 +48,6 @@ export interface Agent {
 // A sync or an upload may take long on a slow link; one that has not finished in this long is
 // wedged, and only a restart clears it. Far above any request timeout times its retries.
 const WEDGED_MS = 30 * 60_000;
-/** How often a component that could not start (enrollment folders not there yet) is tried again. */
-const START_RETRY_MS = 30_000;
 
 export function createAgent(deps: AgentDeps): Agent {
   const { logger } = deps;
@@ -75,7 +74,7 @@ export function createAgent(deps: AgentDeps): Agent {
   async function retryStart(name: string, start: () => Promise<void>): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await sleep(deps.startRetryMs ?? START_RETRY_MS, undefined, { signal: retrying.signal });
+        await sleep(deps.startRetryMs ?? ENROLL_DIR_RETRY_MS, undefined, { signal: retrying.signal });
       } catch {
         return; // stopping
       }
@@ -109,7 +108,7 @@ export function createAgent(deps: AgentDeps): Agent {
           if (!optional.has(name) && !retried.has(name)) throw err;
           degraded[name] = describeError(err);
           if (retried.has(name)) {
-            log.error({ err: degraded[name], component_failed: name, retry_ms: deps.startRetryMs ?? START_RETRY_MS }, `${name} could not start; the agent runs without it and tries again`);
+            log.error({ err: degraded[name], component_failed: name, retry_ms: deps.startRetryMs ?? ENROLL_DIR_RETRY_MS }, `${name} could not start; the agent runs without it and tries again`);
             retries.push(retryStart(name, () => comp.start!()));
           } else {
             log.error({ err, component_failed: name }, `${name} could not start; the agent runs without it (see terminal-agent doctor)`);

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient } from '../client/types.js';
 import { AuthError, NotFoundError, describeError } from '../errors.js';
+import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
 
 // The individual `doctor` checks. Each answers one question an operator gets wrong, and says the fix.
 
@@ -116,7 +117,7 @@ export async function checkWritable(label: string, dir: string): Promise<CheckRe
     // A link that points nowhere (a USB stick or share not mounted): nothing can be made below it.
     const link = await readlink(p).catch(() => undefined);
     if (link !== undefined && !(await stat(p).catch(() => undefined))) {
-      return fail(check, `${dir} is not there: ${p} is a symlink to ${link}, which does not exist`, `mount what ${link} is on, or point the config elsewhere; the daemon retries every 30 s`);
+      return fail(check, `${dir} is not there: ${p} is a symlink to ${link}, which does not exist`, `mount what ${link} is on, or point the config elsewhere; the daemon retries every ${ENROLL_DIR_RETRY_MS / 1000} s`);
     }
     const parent = dirname(p);
     try {

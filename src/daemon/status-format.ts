@@ -1,5 +1,6 @@
 import type { AgentStatus } from '../control/types.js';
 import { formatDuration } from '../util/units.js';
+import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
 
 // `terminal-agent status` for a human: a few labelled lines, the most urgent facts first.
 
@@ -23,7 +24,7 @@ export function formatStatus(s: AgentStatus): string {
     }
   }
   const enroll = s.components.enroll as { degraded?: unknown } | undefined;
-  if (typeof enroll?.degraded === 'string') lines.push(`ENROLLMENT:  not running, retried every 30 s: ${enroll.degraded}`);
+  if (typeof enroll?.degraded === 'string') lines.push(`ENROLLMENT:  not running, retried every ${ENROLL_DIR_RETRY_MS / 1000} s: ${enroll.degraded}`);
   lines.push(`audio:       output ${s.audio.output_device} (${brief(s.audio.speech)}), input ${s.audio.input_device} (${brief(s.audio.voice)})`);
   const missing = Object.entries(s.components).filter(([, v]) => v === 'missing').map(([k]) => k);
   if (missing.length) lines.push(`components:  not in this build: ${missing.join(', ')}`);
