@@ -16,6 +16,7 @@ import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
+import { createEventBus, type EventBus } from '../events/event-bus.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
@@ -54,6 +55,8 @@ export interface DaemonState {
   client: ServiceClient;
   agent: Agent;
   metrics: DaemonMetrics;
+  /** One per process: survives reloads, so Last-Event-ID stays meaningful. */
+  events: EventBus;
   notifier: Notifier;
   watchdog: Watchdog;
   reload: { count: number; lastAt: number | null; lastError: string | null };
@@ -75,13 +78,14 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
       db.close();
     });
     const queries = createStateQueries(db);
-    const metrics = createDaemonMetrics({ version: d.version, queries: () => queries });
+    const events = createEventBus();
+    const metrics = createDaemonMetrics({ version: d.version, queries: () => queries, eventClients: () => events.subscribers() });
     const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
     undo.unshift(() => notifier.close());
     const client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), metrics.onRequest);
-    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), env: d.env });
+    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env });
     const state: DaemonState = {
-      config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, notifier,
+      config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, events, notifier,
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
     };

@@ -62,7 +62,7 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
         if (serviceChanged) {
           state.client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), state.metrics.onRequest);
         }
-        state.agent = createAgent({ config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), env: d.env });
+        state.agent = createAgent({ config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), events: state.events, env: d.env });
         state.config = cfg;
         await state.agent.start();
         if (serviceChanged) await oldClient.close().catch(() => {});
