@@ -85,7 +85,10 @@ const controlShape = {
     .default('/run/terminal-agent/control.sock'),
 };
 
-const logShape = { level: choice(LOG_LEVELS).default('info') };
+const logShape = {
+  level: choice(LOG_LEVELS).default('info'),
+  format: choice(['auto', 'json', 'journal'] as const).default('auto'),
+};
 
 type UrlKey = 'base_url' | 'face_base_url';
 

@@ -106,7 +106,7 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
 // What a SIGHUP can change in place. Paths the process is bound to (the state it holds locked, the
 // socket it listens on) need a restart: for those the running values are kept and the operator told.
 
-export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket'] as const;
+export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'log.format'] as const;
 
 export interface ConfigChange {
   /** Dotted keys whose value changed (secret values never included, only their key). */
@@ -121,7 +121,7 @@ export function diffConfig(running: AgentConfig, next: AgentConfig): ConfigChang
   const changed: string[] = [];
   walk(running, next, '', changed);
   const needsRestart = changed.filter((k) => RESTART_ONLY_KEYS.some((r) => k === r || k.startsWith(`${r}.`)));
-  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket } };
+  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket }, log: { ...next.log, format: running.log.format } };
   return { changed: changed.filter((k) => k !== 'file'), needsRestart, effective };
 }
 
