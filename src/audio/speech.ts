@@ -189,6 +189,7 @@ export function createSpeech(deps: SpeechDeps): Speech {
       failedTotal += 1;
       metrics.utterances.inc({ result: 'failed' });
       const code = isAgentError(err) ? err.code : 'TA_ERR_FAILURE';
+      if (code === 'TA_ERR_AUDIO_DEVICE') metrics.deviceErrors.inc({ role: 'output' });
       lastError = { code, message: describeError(err), at: new Date().toISOString() };
       logger.warn({ id: item.id, code, err: describeError(err) }, 'utterance failed');
       deps.events?.publish('speech.finished', { id: item.id, outcome: 'failed', code, reason: lastError.message });

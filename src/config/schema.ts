@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, secretText, size, text } from './schema-fields.js';
+import { isLoopbackListen, listenAddress } from './listen-address.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -85,6 +86,19 @@ const controlShape = {
     .default('/run/terminal-agent/control.sock'),
 };
 
+const metricsShape = {
+  /** Absent: no TCP listener (the control socket still serves /metrics). */
+  listen: listenAddress('127.0.0.1:9464').optional(),
+  allow_remote: bool().default(false),
+};
+
+// /metrics tells whoever reaches it what this terminal holds and does: off the loopback interface
+// only when the operator says so in the same file.
+const metricsSchema = section(metricsShape, 'metrics').refine((m) => m.listen === undefined || m.allow_remote || isLoopbackListen(m.listen), {
+  path: ['listen'],
+  error: (iss) => `${(iss.input as { listen?: string }).listen} is not a loopback address: /metrics would be open to the network; listen on 127.0.0.1:PORT, or set metrics.allow_remote: true to serve it there (and restrict who can reach the port)`,
+});
+
 const logShape = {
   level: choice(LOG_LEVELS).default('info'),
   format: choice(['auto', 'json', 'journal'] as const).default('auto'),
@@ -138,6 +152,7 @@ const rootShape = {
   speaker_training: section(speakerTrainingShape, 'speaker_training'),
   control: section(controlShape, 'control'),
   log: section(logShape, 'log'),
+  metrics: metricsSchema,
 };
 
 export const configSchema = z
@@ -161,4 +176,5 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   speaker_training: Object.keys(speakerTrainingShape),
   control: Object.keys(controlShape),
   log: Object.keys(logShape),
+  metrics: Object.keys(metricsShape),
 };

@@ -10,13 +10,14 @@ import { createControlServer, type ControlServer } from '../control/control-serv
 import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
-import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
+import { createDaemonMetrics, scrape, type DaemonMetrics } from './daemon-metrics.js';
 import { createStateQueries, type StateQueries } from './state-queries.js';
 import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
+import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
@@ -108,6 +109,8 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
     });
     await control.start();
     undo.unshift(() => control.stop());
+    const metricsServer = await startMetricsServer(cfg, state, d.logger.child({ component: 'metrics' }));
+    undo.unshift(() => metricsServer?.stop());
 
     state.phase = 'running';
     state.watchdog.start();
@@ -130,7 +133,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
           logger.info('stopping: no new work is taken; in-flight uploads and the current utterance finish or stay in the outbox');
           await notifier.notify({ STOPPING: 1, STATUS: 'draining' });
           await reloader.idle();
-          const drained = await withinBound(Promise.allSettled([control.stop(), state.agent.stop()]).then((results) => {
+          const drained = await withinBound(Promise.allSettled([control.stop(), state.agent.stop(), metricsServer?.stop()]).then((results) => {
             for (const r of results) if (r.status === 'rejected') logger.error({ err: r.reason }, 'a component failed while stopping');
           }), STOP_BOUND_MS);
           if (!drained) logger.error({ bound_ms: STOP_BOUND_MS }, 'components did not stop in time; closing the database anyway (unfinished uploads are retried from the outbox at the next start)');
@@ -169,6 +172,19 @@ export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortS
   d.logger.child({ component: 'daemon' }).info({ signal: String((shutdown.reason as Error)?.message ?? shutdown.reason) }, 'stop requested');
   const clean = await daemon.stop();
   return clean ? 0 : 1;
+}
+
+/** The opt-in TCP listener for Prometheus: a port it cannot take is logged, not fatal. */
+async function startMetricsServer(cfg: AgentConfig, state: DaemonState, logger: Logger): Promise<MetricsServer | undefined> {
+  if (!cfg.metrics.listen) return undefined;
+  const server = createMetricsServer({ listen: cfg.metrics.listen, scrape: () => scrape([state.metrics.registry, state.agent.metrics]), logger });
+  try {
+    await server.start();
+    return server;
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, 'Prometheus cannot scrape this agent over TCP (the control socket still serves /metrics)');
+    return undefined;
+  }
 }
 
 async function withinBound(p: Promise<unknown>, ms: number): Promise<boolean> {

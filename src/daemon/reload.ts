@@ -106,7 +106,11 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
 // What a SIGHUP can change in place. Paths the process is bound to (the state it holds locked, the
 // socket it listens on) need a restart: for those the running values are kept and the operator told.
 
-export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'log.format'] as const;
+export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'log.format', 'metrics'] as const;
+
+function isRestartOnly(key: string): boolean {
+  return RESTART_ONLY_KEYS.some((r) => key === r || key.startsWith(`${r}.`));
+}
 
 export interface ConfigChange {
   /** Dotted keys whose value changed (secret values never included, only their key). */
@@ -120,14 +124,14 @@ export interface ConfigChange {
 export function diffConfig(running: AgentConfig, next: AgentConfig): ConfigChange {
   const changed: string[] = [];
   walk(running, next, '', changed);
-  const needsRestart = changed.filter((k) => RESTART_ONLY_KEYS.some((r) => k === r || k.startsWith(`${r}.`)));
-  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket }, log: { ...next.log, format: running.log.format } };
+  const needsRestart = changed.filter(isRestartOnly);
+  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket }, log: { ...next.log, format: running.log.format }, metrics: running.metrics };
   return { changed: changed.filter((k) => k !== 'file'), needsRestart, effective };
 }
 
 /** True when the change is only the log level (applied without touching any component). */
 export function onlyLogChanged(change: ConfigChange): boolean {
-  return change.changed.every((k) => k.startsWith('log.') || RESTART_ONLY_KEYS.includes(k as (typeof RESTART_ONLY_KEYS)[number]));
+  return change.changed.every((k) => k.startsWith('log.') || isRestartOnly(k));
 }
 
 function walk(a: unknown, b: unknown, prefix: string, out: string[]): void {

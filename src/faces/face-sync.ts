@@ -27,7 +27,11 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   const store = createFaceStore(deps.db);
   const files = createCacheFiles(join(deps.config.state_dir, 'faces'));
   const staging = createStaging({ db: deps.db, dir: join(files.dir, STAGING_DIR), logger: log, now, ...(deps.stagingMaxAgeMs !== undefined ? { maxAgeMs: deps.stagingMaxAgeMs } : {}) });
-  const metrics = createFaceMetrics(deps.metrics);
+  const metrics = createFaceMetrics(deps.metrics, {
+    consecutiveFailures: () => consecutiveFailures,
+    intervalSeconds: () => facesConfig.sync_interval / 1000,
+    credentialsRefused: () => authError !== undefined,
+  });
   const lifecycle = new AbortController();
   const forced = new Set<string>();
   const graceMs = deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;

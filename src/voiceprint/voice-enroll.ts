@@ -17,6 +17,7 @@ import { pruneVoiceprintAudits } from './audit-retention.js';
 import { makeDir } from '../util/make-dir.js';
 import type { EventPublisher } from '../events/event-bus.js';
 import { createLevelMeter } from './level-meter.js';
+import { audioDeviceErrors } from '../audio/speech-metrics.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
 // before the microphone opens, one recording at a time, playback paused while it records, the
@@ -87,6 +88,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     registers,
   });
   const lastPeak = new Gauge({ name: 'terminal_agent_voiceprint_last_peak_dbfs', help: 'Peak level of the last voiceprint recording, dBFS', registers });
+  const deviceErrors = audioDeviceErrors(deps.metrics);
   const recording = new Gauge({ name: 'terminal_agent_voiceprint_recording', help: '1 while the microphone records a voiceprint', registers });
 
   async function run(req: EnrollRequest): Promise<EnrollResult> {
@@ -156,6 +158,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
         totals.failed++;
         const code = isAgentError(err) ? err.code : 'TA_ERR_FAILURE';
         enrollments.inc({ outcome: outcomeOf(code) });
+        if (code === 'TA_ERR_RECORDER') deviceErrors.inc({ role: 'input' });
         last = { name: req.name, ok: false, at: new Date().toISOString(), error: describeError(err), code };
         logger.warn({ name: req.name, code, err: describeError(err) }, 'voiceprint enrollment failed');
         deps.events?.publish('voiceprint.failed', { name: req.name, code, reason: describeError(err) });

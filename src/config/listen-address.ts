@@ -1,0 +1,31 @@
+import { isLoopbackHost, text } from './schema-fields.js';
+
+// `host:port` for a TCP listener the agent opens on request (metrics.listen). A terminal sits on
+// networks its operator does not control: loopback unless the config says otherwise, explicitly.
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+const PATTERN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
+
+export function parseListenAddress(value: string): ListenAddress | undefined {
+  const m = PATTERN.exec(value.trim());
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port > 65535) return undefined;
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+}
+
+/** The text form, validated; `port` 0 takes a free port (for tests). */
+export function listenAddress(example: string) {
+  return text(`host:port, e.g. ${example}`).refine((v) => parseListenAddress(v) !== undefined, {
+    error: (iss) => `${JSON.stringify(iss.input)} is not host:port: use e.g. ${example} ([::1]:PORT for IPv6), port 0 to 65535`,
+  });
+}
+
+export function isLoopbackListen(value: string): boolean {
+  const a = parseListenAddress(value);
+  return a !== undefined && isLoopbackHost(a.host);
+}
