@@ -40,6 +40,8 @@ export function ttsApi(core: HttpCore): TtsApi {
       const spec = {
         operation: 'POST /tts', base: 'service', auth: 'other', method: 'POST', path: '/tts',
         headers: { 'content-type': 'application/json', accept: 'audio/wav' }, body: () => JSON.stringify(body), opts,
+        // Played as it arrives, for as long as the phrase lasts: bounded by pace, not by one deadline.
+        streamLimit: 'pace',
       } as const;
       const res = await core.open(spec);
       const type = res.contentType.toLowerCase();

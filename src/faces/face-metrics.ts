@@ -9,6 +9,7 @@ export interface FaceMetrics {
   syncDone(result: SyncResult, seconds: number): void;
   imageRequest(): void;
   cached(n: number): void;
+  skipped(reason: string, n: number): void;
 }
 
 export function createFaceMetrics(registry: Registry | undefined): FaceMetrics {
@@ -36,7 +37,16 @@ export function createFaceMetrics(registry: Registry | undefined): FaceMetrics {
     help: 'GET /faces/{face_id}/image requests sent by face sync',
     registers,
   }));
+  const skippedRecords = reuse('terminal_agent_face_records_skipped_total', () => new Counter({
+    name: 'terminal_agent_face_records_skipped_total',
+    help: 'Records of GET /faces left out as malformed (the other faces still sync), by reason',
+    labelNames: ['reason'] as const,
+    registers,
+  }));
   return {
+    skipped(reason, n) {
+      skippedRecords.inc({ reason }, n);
+    },
     syncDone(result, seconds) {
       total.inc({ result });
       duration.observe(seconds);

@@ -9,6 +9,8 @@ import { createStaging, STAGING_DIR } from './staging.js';
 import { runSyncPass } from './sync-run.js';
 import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
 import { makeDir } from '../util/make-dir.js';
+import { describeSkip } from '../client/faces-api.js';
+import type { SkippedRecord, SkipReason } from '../client/types.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
@@ -76,8 +78,9 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       result = pass.failures.length > 0 ? 'partial' : 'ok';
       report = makeReport(reason, startedAt, t0, {
         ok: true, added: pass.added, updated: pass.updated, removed: pass.removed, failed: pass.failures.length,
-        image_requests: pass.imageRequests, changed: pass.indexWritten, error: null, failures: pass.failures,
+        image_requests: pass.imageRequests, changed: pass.indexWritten, error: null, failures: pass.failures, ...skippedFields(pass.skipped),
       });
+      reportSkipped(pass.skipped);
       lastSuccessAt = Date.parse(report.finished_at);
     } catch (err) {
       // Anything may have failed after the rows were committed (the index write): rewrite it next time.
@@ -94,7 +97,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         if (!aborted) log.warn({ err_code: info.code, status: info.status, failures: consecutiveFailures }, `face sync failed, the cache is unchanged: ${info.message}`);
       }
       report = makeReport(reason, startedAt, t0, {
-        ok: false, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, error: info, failures: [],
+        ok: false, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, error: info, failures: [], ...NO_SKIPS,
       });
       lastError = { ...info, at: report.finished_at };
     }
@@ -116,6 +119,14 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     return report;
   }
 
+  function reportSkipped(skipped: readonly SkippedRecord[]): void {
+    if (skipped.length === 0) return;
+    const fields = skippedFields(skipped);
+    for (const [reason, n] of Object.entries(fields.skipped_reasons)) metrics.skipped(reason, n);
+    log.warn({ skipped: skipped.length, reasons: fields.skipped_reasons, first: fields.skipped_records.slice(0, 3) },
+      `${skipped.length} record(s) of GET /faces are malformed and were skipped; the other faces were synced`);
+  }
+
   /** Deletes retired files whose grace is over, unless a row names the file again (jpg -> png -> jpg). */
   async function removeRetired(): Promise<void> {
     const due = retired.filter((r) => now() - r.at >= graceMs);
@@ -131,7 +142,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
 
   function refused(reason: SyncReason, error: SyncErrorInfo): SyncReport {
     const t = now();
-    return { reason, ok: false, started_at: new Date(t).toISOString(), finished_at: new Date(t).toISOString(), duration_ms: 0, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, faces_cached: cachedCount, error, failures: [] };
+    return { reason, ok: false, started_at: new Date(t).toISOString(), finished_at: new Date(t).toISOString(), duration_ms: 0, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, faces_cached: cachedCount, error, failures: [], ...NO_SKIPS };
   }
 
   function syncNow(reason: SyncReason = 'manual'): Promise<SyncReport> {
@@ -281,6 +292,14 @@ function reportFromRun(run: SyncRunRow | undefined): SyncReport | null {
     finished_at: new Date(run.finished_at ?? run.started_at).toISOString(), duration_ms: run.duration_ms ?? 0,
     added: run.added, updated: run.updated, removed: run.removed, failed: run.failed, image_requests: run.image_requests,
     changed: false, faces_cached: 0,
-    error: run.error ? { code: run.error_code ?? 'TA_ERR_FAILURE', message: run.error, exit_code: 1 } : null, failures: [],
+    error: run.error ? { code: run.error_code ?? 'TA_ERR_FAILURE', message: run.error, exit_code: 1 } : null, failures: [], ...NO_SKIPS,
   };
+}
+
+const NO_SKIPS = { skipped: 0, skipped_reasons: {}, skipped_records: [] } as const satisfies Pick<SyncReport, 'skipped' | 'skipped_reasons' | 'skipped_records'>;
+
+function skippedFields(skipped: readonly SkippedRecord[]): Pick<SyncReport, 'skipped' | 'skipped_reasons' | 'skipped_records'> {
+  const reasons: Partial<Record<SkipReason, number>> = {};
+  for (const s of skipped) reasons[s.reason] = (reasons[s.reason] ?? 0) + 1;
+  return { skipped: skipped.length, skipped_reasons: reasons, skipped_records: skipped.slice(0, 20).map(describeSkip) };
 }

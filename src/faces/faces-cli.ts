@@ -57,6 +57,8 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
       + `${report.added} added, ${report.updated} updated, ${report.removed} removed, ${report.failed} failed, `
       + `${report.image_requests} image requests; ${report.faces_cached} faces cached`);
     for (const f of report.failures ?? []) writeLine(ctx, `  failed: ${f.name} (${f.face_id}): ${f.message}`);
+    if (report.skipped > 0) writeLine(ctx, `  ${report.skipped} malformed record(s) of the listing were skipped:`);
+    for (const line of report.skipped_records ?? []) writeLine(ctx, `  skipped: ${line}`);
   }
   if (!report.ok) throw errorOfReport(report);
   return report.failed > 0 ? ExitCode.failure : ExitCode.ok;

@@ -4,7 +4,7 @@ import { setMaxListeners } from 'node:events';
 import type { ServiceClient } from '../client/types.js';
 import { tempPathFor } from '../util/fs-atomic.js';
 import {
-  AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError,
+  AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError, TimeoutError,
 } from '../errors.js';
 import { ImageTap, extensionFor } from './image-check.js';
 
@@ -46,6 +46,13 @@ export async function downloadImage(ctx: DownloadContext, job: ImageJob): Promis
     } catch (err) {
       if (err instanceof BadResponseError || err instanceof NotFoundError || err instanceof BadRequestError) {
         return { kind: 'bad', error: err };
+      }
+      // An image that does not arrive within service.request_timeout (one that drips, or whose
+      // server never answers) fails that face; the others go on and the pass commits.
+      if (err instanceof TimeoutError && !ctx.signal.aborted) return { kind: 'bad', error: err };
+      // Bytes that break HTTP itself (more than the Content-Length announced): the server's fault.
+      if (err instanceof NetworkError && err.details.protocolError === true) {
+        return bad(job.faceId, `the server broke HTTP while sending the image of face ${job.faceId} (more bytes than its Content-Length, or garbage); the face is left out of the cache until the server sends a valid answer`);
       }
       const retry = err instanceof NetworkError && err.details.midBody === true && attempt < BODY_ATTEMPTS && !ctx.signal.aborted;
       if (!retry) throw err;

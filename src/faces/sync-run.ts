@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { FaceRecord, ServiceClient } from '../client/types.js';
+import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
 import type { AgentError } from '../errors.js';
 import type { CacheFiles } from './cache-files.js';
@@ -61,6 +61,8 @@ export interface SyncPassResult {
   indexWritten: boolean;
   /** Image files the new index no longer names: the caller deletes them (after a grace period). */
   obsolete: string[];
+  /** Records of the listing left out because they are malformed. */
+  skipped: SkippedRecord[];
 }
 
 export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult> {
@@ -68,14 +70,13 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   const listed = await ctx.client.listFaces({ signal: ctx.signal });
   t.listed = performance.now();
   const failures: FaceFailure[] = [];
+  // The client skipped the malformed records (faces-api.ts parseFaceListing); the rest sync.
+  const skipped = [...(listed.skipped ?? [])];
   const remote = new Map<string, FaceRecord>();
-  for (const rec of listed) {
-    if (typeof rec?.face_id !== 'string' || !isValidFaceId(rec.face_id)) {
-      failures.push({ face_id: String(rec?.face_id), name: String(rec?.name ?? ''), code: 'TA_ERR_BAD_RESPONSE', message: 'GET /faces listed a face_id that is not 32 hex characters; the record is ignored' });
-      continue;
-    }
-    remote.set(rec.face_id, rec);
-  }
+  listed.forEach((rec, index) => {
+    if (typeof rec?.face_id !== 'string' || !isValidFaceId(rec.face_id)) skipped.push({ index, reason: 'face_id_not_32_hex' });
+    else remote.set(rec.face_id, rec);
+  });
   const rows = ctx.store.rowMap();
   // Downloads kept by a failed pass, for faces still listed; a face this agent changed is fetched anew.
   const staged = await ctx.staging.load((st) => remote.has(st.face_id) && !ctx.forced.has(st.face_id));
@@ -205,7 +206,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   if (failures.length > 0) {
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }
-  return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, obsolete };
+  return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, obsolete, skipped };
 }
 
 /** The pass is failing: record its downloads so that the next pass (or a restarted agent) uses them. */

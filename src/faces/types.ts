@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Db } from '../db/database.js';
-import type { FaceRecord, ServiceClient } from '../client/types.js';
+import type { FaceRecord, ServiceClient, SkipReason } from '../client/types.js';
 import type { BackoffPolicy } from '../util/backoff.js';
 
 /** The slice of AgentConfig face sync reads (structurally a subset of AgentConfig). */
@@ -94,6 +94,11 @@ export interface SyncReport {
   faces_cached: number;
   error: SyncErrorInfo | null;
   failures: FaceFailure[];
+  /** Records of the listing left out as malformed (the good ones synced), by reason. */
+  skipped: number;
+  skipped_reasons: Partial<Record<SkipReason, number>>;
+  /** The first few skipped records, in words (`record 3 has no string name`). */
+  skipped_records: string[];
 }
 
 export type FaceSyncState = 'idle' | 'syncing' | 'backoff' | 'auth_failed' | 'stopped';
