@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { AbortedError, AgentError, AuthError, describeError } from '../errors.js';
+import { AbortedError, AgentError, AuthError, TimeoutError, describeError } from '../errors.js';
+import { formatDuration } from '../util/units.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
@@ -15,6 +16,19 @@ import type { SkippedRecord, SkipReason } from '../client/types.js';
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_DELETE_GRACE_MS = 60_000;
+
+/**
+ * The longest one sync pass may take: ten exchanges' worth of request_timeout, each with its
+ * retries (15 s and 4 retries: 12.5 min, under the 30 min watchdog). A pass cut short keeps its
+ * finished downloads for the next one (staging.ts), so a first sync of a large group that does not
+ * fit still makes progress pass by pass. `faces sync` through the daemon waits this plus
+ * FACE_SYNC_ANSWER_MARGIN_MS, never longer.
+ */
+export function faceSyncDeadlineMs(service: { request_timeout: number; retries: number } = { request_timeout: 15_000, retries: 4 }): number {
+  return 10 * service.request_timeout * (service.retries + 1);
+}
+/** What the CLI adds to faceSyncDeadlineMs for the commit, the index and the socket. */
+export const FACE_SYNC_ANSWER_MARGIN_MS = 10_000;
 
 /**
  * Keeps `<state_dir>/faces/` and the faces table in step with GET /faces of the terminal's group.
@@ -62,12 +76,17 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     let report: SyncReport;
     let result: SyncResult;
     const passExtra = { reused: 0, rechecks: 0, rechecksDeferred: 0 };
+    const deadlineMs = deps.passDeadlineMs ?? faceSyncDeadlineMs(deps.config.service);
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new TimeoutError(
+      `face sync took longer than ${formatDuration(deadlineMs)} (10 x service.request_timeout x (retries + 1)) and was cut short; the images it finished are kept for the next sync`,
+    )), deadlineMs);
     try {
       const pass = await runSyncPass({
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
         syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-        signal: lifecycle.signal, forced: forcedNow, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+        signal: AbortSignal.any([lifecycle.signal, deadline.signal]), forced: forcedNow, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
       });
       for (const id of forcedNow) forced.delete(id);
       Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred });
@@ -82,7 +101,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       });
       reportSkipped(pass.skipped);
       lastSuccessAt = Date.parse(report.finished_at);
-    } catch (err) {
+    } catch (thrown) {
+      const err: unknown = deadline.signal.aborted && !lifecycle.signal.aborted ? deadline.signal.reason : thrown;
       // Anything may have failed after the rows were committed (the index write): rewrite it next time.
       indexDirty = true;
       const info = errorInfo(err);
@@ -100,6 +120,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         ok: false, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, error: info, failures: [], ...NO_SKIPS,
       });
       lastError = { ...info, at: report.finished_at };
+    } finally {
+      clearTimeout(timer);
     }
     try {
       // A sync cut short by shutdown is not a failure worth showing after the restart.

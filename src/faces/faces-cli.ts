@@ -9,7 +9,7 @@ import { openDatabase } from '../db/database.js';
 import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
 import { createLogger } from '../log/logger.js';
 import { formatDuration } from '../util/units.js';
-import { createFaceSync } from './face-sync.js';
+import { FACE_SYNC_ANSWER_MARGIN_MS, createFaceSync, faceSyncDeadlineMs } from './face-sync.js';
 import { readCachedFaces, type CachedFaceView } from './read-cache.js';
 import type { SyncReport } from './types.js';
 
@@ -40,7 +40,8 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
   let report: SyncReport;
   let via: 'daemon' | 'local';
   try {
-    const control = await tryConnectControl(session.config.control.socket);
+    // The daemon cuts a pass at faceSyncDeadlineMs: wait that long and a little, not a fixed 10 min.
+    const control = await tryConnectControl(session.config.control.socket, { timeoutMs: faceSyncDeadlineMs(session.config.service) + FACE_SYNC_ANSWER_MARGIN_MS });
     if (control) {
       via = 'daemon';
       report = (await control.syncFaces()) as SyncReport;

@@ -7,6 +7,8 @@ import type { BackoffPolicy } from '../util/backoff.js';
 /** The slice of AgentConfig face sync reads (structurally a subset of AgentConfig). */
 export interface FaceSyncConfig {
   state_dir: string;
+  /** Sizes the deadline of a whole pass (faceSyncDeadlineMs); the defaults' when absent. */
+  service?: { request_timeout: number; retries: number };
   faces: {
     /** ms between syncs. */
     sync_interval: number;
@@ -31,6 +33,8 @@ export interface FaceSyncDeps {
    * read the previous index a moment ago can still open what it names.
    */
   deleteGraceMs?: number;
+  /** Longest one sync pass may take before it is cut short, ms (default faceSyncDeadlineMs(config.service)). */
+  passDeadlineMs?: number;
   /** Largest image accepted from the server, bytes (default 32 MB). */
   maxImageBytes?: number;
   /** Downloads kept from a failed sync older than this are dropped, ms (default 24 h). */
