@@ -1,5 +1,6 @@
 import type { AgentStatus } from '../control/types.js';
 import { formatDuration } from '../util/units.js';
+import { describeDisk } from '../disk/disk-floor.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
 
 // `terminal-agent status` for a human: a few labelled lines, the most urgent facts first.
@@ -14,6 +15,7 @@ export function formatStatus(s: AgentStatus): string {
     : last.ok
       ? `last sync ${last.finished_at ?? last.started_at} ok (+${last.added} ~${last.updated} -${last.removed}${last.failed ? `, ${last.failed} image(s) failed` : ''})`
       : `last sync ${last.finished_at ?? last.started_at} FAILED: ${last.error ?? '?'}${last.error_code ? ` [${last.error_code}]` : ''}; last ok ${s.faces.last_ok_sync_at ?? 'never'}`;
+  if (s.disk) lines.push(`disk:        ${describeDisk(s.disk)}`);
   lines.push(`faces:       ${s.faces.cached ?? 0} cached; ${faces}${skippedNote(s.components.faces)}`);
   const kinds = Object.entries(s.outbox);
   if (kinds.length === 0) lines.push('outbox:      empty');

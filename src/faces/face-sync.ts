@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { AbortedError, AgentError, AuthError, TimeoutError, describeError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
+import { createDiskFloor } from '../disk/disk-floor.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
@@ -44,6 +45,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   const files = createCacheFiles(join(deps.config.state_dir, 'faces'));
   const staging = createStaging({ db: deps.db, dir: join(files.dir, STAGING_DIR), logger: log, now, ...(deps.stagingMaxAgeMs !== undefined ? { maxAgeMs: deps.stagingMaxAgeMs } : {}) });
   const metrics = createFaceMetrics(deps.metrics);
+  const disk = deps.disk ?? createDiskFloor(deps.config.state_dir, deps.config.state_min_free ?? 'auto');
   const lifecycle = new AbortController();
   const forced = new Set<string>();
   const graceMs = deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
@@ -86,7 +88,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
         syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-        signal: AbortSignal.any([lifecycle.signal, deadline.signal]), forced: forcedNow, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+        signal: AbortSignal.any([lifecycle.signal, deadline.signal]), forced: forcedNow, disk, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
       });
       for (const id of forcedNow) forced.delete(id);
       Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred });

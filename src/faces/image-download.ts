@@ -7,6 +7,7 @@ import {
   AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError, TimeoutError,
 } from '../errors.js';
 import { ImageTap, extensionFor } from './image-check.js';
+import type { DiskFloor } from '../disk/disk-floor.js';
 
 // Downloads one face image straight to a temp file in the staging folder under the cache folder
 // (same filesystem, so the commit is a rename), checking its bytes on the way. Memory per download
@@ -34,6 +35,8 @@ export interface DownloadContext {
   signal: AbortSignal;
   /** Called before each image request (counts them). */
   onRequest: () => void;
+  /** The free-space floor of state_dir: a download never writes into it. */
+  disk?: DiskFloor;
 }
 
 /** Retries of a body that broke off mid-way; failures before the body are the client's to retry. */
@@ -79,7 +82,8 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
   ));
   let stored: { tmp: string; bytes: number };
   try {
-    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap);
+    await ctx.disk?.assertRoom(res.contentLength ?? 0, 'face image downloads');
+    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap, ctx.disk);
   } catch (err) {
     await res.cancel().catch(() => {});
     throw classifyBodyError(err, faceId, ctx.dir, ctx.signal);
@@ -108,7 +112,7 @@ const WRITE_BATCH = 64 * 1024;
  * 64 KB) and without its fsync: the sync makes the whole batch durable at once before any rename
  * (durability.ts), then fsyncs the folder once after the renames.
  */
-async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap): Promise<{ tmp: string; bytes: number }> {
+async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined): Promise<{ tmp: string; bytes: number }> {
   const tmp = tempPathFor(path);
   const fh = await open(tmp, 'wx', 0o644);
   let done = false;
@@ -119,6 +123,7 @@ async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: I
       let buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
       pending = [];
       pendingBytes = 0;
+      await disk?.assertRoom(buf.length, 'face image downloads');
       while (buf.length > 0) {
         const { bytesWritten } = await fh.write(buf);
         buf = buf.subarray(bytesWritten);

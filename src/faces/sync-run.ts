@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
-import type { AgentError } from '../errors.js';
+import { DiskFullError, type AgentError } from '../errors.js';
+import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import type { FaceRow, FaceStore } from './face-store.js';
@@ -45,6 +46,7 @@ export interface SyncPassContext {
   /** Rewrite index.json even if nothing changed (a previous index write failed). */
   forceIndex: boolean;
   onImageRequest: () => void;
+  disk?: DiskFloor | undefined;
 }
 
 export interface SyncPassResult {
@@ -106,12 +108,14 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   let reused = 0;
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
     client: ctx.client, dir: ctx.staging.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger,
+    ...(ctx.disk ? { disk: ctx.disk } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
     onReuse: () => { reused++; },
   }, job));
   if (error !== undefined) {
-    keepDownloads(ctx);
+    if (error instanceof DiskFullError) await freeDownloads(ctx);
+    else keepDownloads(ctx);
     throw error;
   }
   t.downloaded = performance.now();
@@ -207,6 +211,18 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }
   return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, obsolete, skipped };
+}
+
+/**
+ * The pass ran into the free-space floor: it cannot complete, and its kept downloads would only
+ * hold the space agent.db and the outbox need. All of them go; the next pass starts over.
+ */
+async function freeDownloads(ctx: SyncPassContext): Promise<void> {
+  try {
+    await ctx.staging.discardAll();
+  } catch (err) {
+    ctx.logger.warn({ err: (err as Error).message, dir: ctx.staging.dir }, 'could not delete the downloads of a face sync stopped by the disk floor');
+  }
 }
 
 /** The pass is failing: record its downloads so that the next pass (or a restarted agent) uses them. */

@@ -3,10 +3,13 @@ import type { Registry } from 'prom-client';
 import type { Db } from '../db/database.js';
 import type { FaceRecord, ServiceClient, SkipReason } from '../client/types.js';
 import type { BackoffPolicy } from '../util/backoff.js';
+import type { DiskFloor, MinFree } from '../disk/disk-floor.js';
 
 /** The slice of AgentConfig face sync reads (structurally a subset of AgentConfig). */
 export interface FaceSyncConfig {
   state_dir: string;
+  /** The free space kept on state_dir's file system (src/disk/disk-floor.ts); auto when absent. */
+  state_min_free?: MinFree;
   /** Sizes the deadline of a whole pass (faceSyncDeadlineMs); the defaults' when absent. */
   service?: { request_timeout: number; retries: number };
   faces: {
@@ -33,6 +36,8 @@ export interface FaceSyncDeps {
    * read the previous index a moment ago can still open what it names.
    */
   deleteGraceMs?: number;
+  /** The free-space floor; default: one from config.state_dir and config.state_min_free. */
+  disk?: DiskFloor;
   /** Longest one sync pass may take before it is cut short, ms (default faceSyncDeadlineMs(config.service)). */
   passDeadlineMs?: number;
   /** Largest image accepted from the server, bytes (default 32 MB). */
