@@ -110,6 +110,8 @@ export interface VoicePage {
   speakers: VoiceItem[];
   speakers_count: number;
   total_speakers_count: number;
+  /** Items of this page left out as malformed (not an object, no string voice or name). */
+  skipped: number;
 }
 
 export type SpeakerModel = 'tts-turbo' | 'tts-turbo-v2' | 'tts-pro';

@@ -145,3 +145,30 @@ describe('bytes that are not UTF-8', () => {
     expect((err as Error).message).toMatch(/bytes that are not UTF-8 and no JSON array/);
   });
 });
+
+describe('other answers the agent parses, record by record', () => {
+  it('the voice catalogue leaves out malformed voices, lists the others, and says how many it skipped', async () => {
+    const svc = await startHostileService({
+      '/tts': (_q, res) => json(res, {
+        code: 0,
+        data: {
+          speakers: [{ name: 'Ada', voice: 'v-ada' }, null, { name: 7, voice: 'v-x' }, { name: 'NoVoice' }, 'text', { name: 'Bo', voice: 'v-bo', extra: [1] }],
+          speakers_count: 6, total_speakers_count: 6,
+        },
+      }),
+    });
+    const { client } = clientFor(svc);
+    const page = await client.listVoices({ all: true });
+    expect(page.speakers.map((v) => v.voice)).toEqual(['v-ada', 'v-bo']);
+    expect(page.skipped).toBe(4);
+    expect(page.total_speakers_count).toBe(6);
+  });
+
+  it('a speaker status of the wrong type is a clear bad response, not a crash', async () => {
+    const svc = await startHostileService({ '/train_speaker': (_q, res) => json(res, { code: 0, status: 'done?', speaker_id: 5 }) });
+    const { client } = clientFor(svc);
+    const err = await client.speakerStatus('tts-turbo', 'spk-1').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BadResponseError);
+    expect((err as Error).message).toMatch(/no numeric status in the answer/);
+  });
+});
