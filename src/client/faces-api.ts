@@ -83,7 +83,8 @@ export function parseFaceListing(list: readonly unknown[], invalidUtf8: boolean)
       faces.push(r);
     }
   });
-  return Object.assign(faces, { skipped });
+  // Not enumerable: the listing still compares and serializes as the plain array of faces.
+  return Object.defineProperty(faces, 'skipped', { value: skipped, enumerable: false }) as FaceListing;
 }
 
 function returnCode(json: unknown): { return_code: number; return_message: string } {

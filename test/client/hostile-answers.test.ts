@@ -32,14 +32,20 @@ async function drain(body: AsyncIterable<unknown>): Promise<number> {
   return n;
 }
 
-/** Writes `total` bytes of a JSON array of face records, respecting backpressure, until the client leaves. */
+/** Writes a JSON array of `count` face records, respecting backpressure, until the client leaves. */
 async function writeListing(res: ServerResponse, count: number, pad = 0): Promise<void> {
   res.writeHead(200, { 'content-type': 'application/json' });
   res.write('[');
   const filler = 'x'.repeat(pad);
   for (let i = 0; i < count && !res.destroyed; i++) {
     const ok = res.write(`${i ? ',' : ''}{"face_id":"${ID(i + 1)}","group_id":"g","id":${i + 1},"name":"n${i}${filler}"}`);
-    if (!ok) await new Promise<void>((r) => { res.once('drain', r); res.once('close', r); });
+    if (!ok) {
+      await new Promise<void>((r) => {
+        const done = () => { res.off('drain', done); res.off('close', done); r(); };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    }
   }
   if (!res.destroyed) res.end(']');
 }
