@@ -1,9 +1,11 @@
+import { stat } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import { boolOpt, stringOpt, type CliContext, type CommandSpec } from './command.js';
 import { writeJson, writeLine, writeTable, type Column, writeErr } from './output.js';
 import { checkNameArg, intOption, withClient } from './api-client.js';
 import { checkWavFile } from '../voiceprint/wav-check.js';
 import { deleteAndForget, keepRegistered, voiceprintCommands } from '../voiceprint/voiceprint-cli.js';
+import { createDiskFloor } from '../disk/disk-floor.js';
 import { speakerListCommands } from '../enroll/speaker-cli.js';
 import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client/types.js';
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-voiceprint-api.js';
@@ -179,6 +181,8 @@ const voiceprintRegister: CommandSpec = {
     const pcm = extname(path).toLowerCase() === '.pcm';
     const wav = pcm ? undefined : await checkWavFile(path);
     await withClient(args, ctx, async ({ client, call, config }) => {
+      // The audit copy kept after it is registered must fit above state_min_free: check before sending.
+      await createDiskFloor(config.state_dir, config.state_min_free).assertRoom((await stat(path)).size, 'voiceprint audit copies');
       const audio: FileUpload = { path, contentType: pcm ? 'application/octet-stream' : 'audio/wav' };
       const r = await client.registerVoiceprint({
         name, audio, model: config.voiceprint.model,

@@ -13,6 +13,8 @@ import { openDatabase } from '../../src/db/database.js';
 import { createTtsCache } from '../../src/audio/tts-cache.js';
 import { createDiskFloor, minFreeBytes } from '../../src/disk/disk-floor.js';
 import { silentLogger } from '../../src/log/logger.js';
+import { writeWav } from '../client/fixtures.js';
+import { TEST_TERMINAL_SECRET } from '../helpers/config.js';
 
 // state_dir on a small tmpfs (mounted here; the tests run as root, as CI does): the caches stop at
 // the state_min_free floor, a face sync that does not fit stops and gives its space back, status,
@@ -127,4 +129,25 @@ describe('a small state_dir', () => {
     await w.abort();
     expect(cache.stats().entries).toBe(0);
   });
+
+  it('voiceprint register refuses before sending when its audit copy would cross the floor; nothing reaches the service', { timeout: 30_000 }, async () => {
+    const emulator = await startTestEmulator();
+    const fs = smallFs(8);
+    const dir = tmpDir('ta-vp-');
+    const wav = writeWav(dir, 'voice.wav', 3);
+    const config = join(dir, 'config.yaml');
+    writeFileSync(config, [
+      'service:', `  base_url: ${emulator.baseUrl}`, `  face_base_url: ${emulator.faceBaseUrl}`,
+      `  terminal_secret: "${TEST_TERMINAL_SECRET}"`, `  api_key: "${emulator.apiKey}"`, '  other_auth: api_key', '  retries: 0',
+      `state_dir: ${fs}`, 'state_min_free: 3MB', '',
+    ].join('\n'));
+    fillUntil(fs, 3 * MB + 16 * 1024); // the 96 KB recording does not fit above the floor
+    const before = emulator.requests.length;
+    const res = await runCliProcess(['voiceprint', 'register', '--name', 'Ada', wav, '--config', config]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/disk nearly full: .* voiceprint audit copies need 9\d\.\dKB more/);
+    expect(emulator.requests.length).toBe(before);
+    expect(emulator.state.voiceprints()).toEqual([]);
+  });
 });
+
