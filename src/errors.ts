@@ -104,6 +104,11 @@ export class BusyError extends AgentError {
   override readonly code = 'TA_ERR_BUSY';
 }
 
+/** A cache write would leave less free space than state_min_free (src/disk/disk-floor.ts). */
+export class DiskFullError extends AgentError {
+  override readonly code = 'TA_ERR_DISK_FULL';
+}
+
 export class AbortedError extends AgentError {
   override readonly code = 'TA_ERR_ABORTED';
 }

@@ -1,3 +1,4 @@
+import type { MinFree } from '../disk/disk-floor.js';
 import { InvalidInputError } from '../errors.js';
 import type { TtsParams } from './tts-cache.js';
 
@@ -8,6 +9,8 @@ import type { TtsParams } from './tts-cache.js';
 /** The config slices speech reads (structurally a subset of AgentConfig, which can be passed whole). */
 export interface SpeechConfig {
   state_dir: string;
+  /** The free space kept on state_dir's file system (src/disk/disk-floor.ts); auto when absent. */
+  state_min_free?: MinFree;
   tts: { voice: string; volume_ratio: number; speed_ratio: number; pitch_ratio: number; cache_size: number };
   audio: { output_device: string };
   service?: { request_timeout: number };

@@ -8,6 +8,7 @@ import type { ServiceClient } from '../client/types.js';
 import { AbortedError, BusyError, describeError, isAgentError } from '../errors.js';
 import { createPlayer, type Player, type PlayerDeps } from './player.js';
 import { createTtsCache, ttsCacheKey, type TtsParams } from './tts-cache.js';
+import { createDiskFloor } from '../disk/disk-floor.js';
 import { playUtterance } from './utterance.js';
 import { createSpeechMetrics } from './speech-metrics.js';
 import { resolveTtsParams, type SayRequest, type SayResult, type SpeechConfig, type SpeechStatus } from './speech-types.js';
@@ -57,7 +58,8 @@ interface Item {
 export function createSpeech(deps: SpeechDeps): Speech {
   const { config, logger } = deps;
   const device = config.audio.output_device;
-  const cache = createTtsCache({ db: deps.db, dir: join(config.state_dir, 'tts'), maxBytes: config.tts.cache_size, logger });
+  const disk = createDiskFloor(config.state_dir, config.state_min_free ?? 'auto');
+  const cache = createTtsCache({ db: deps.db, dir: join(config.state_dir, 'tts'), maxBytes: config.tts.cache_size, logger, disk });
   const player = deps.player ?? createPlayer({ device, logger, ...deps.playerOptions });
   const metrics = createSpeechMetrics(deps.metrics, { queueLength: () => queue.length, cacheStats: () => cache.stats() });
   const stallTimeoutMs = config.service?.request_timeout ?? 15_000;

@@ -9,6 +9,7 @@ import { describeError } from '../errors.js';
 import { parseWavHeader, type WavHeaderInfo } from './wav.js';
 import { WavFileWriter } from './wav-file-writer.js';
 import { makeDir } from '../util/make-dir.js';
+import type { DiskFloor } from '../disk/disk-floor.js';
 
 // Synthesized audio kept for offline replay: one WAV per (text, voice, ratios) under
 // state_dir/tts/, indexed in the tts_cache table, evicted least-recently-used beyond tts.cache_size.
@@ -38,7 +39,16 @@ export interface TtsCacheDeps {
   maxBytes: number;
   logger: Logger;
   now?: () => number;
+  /** The free-space floor of state_dir: the cache stops growing at it. */
+  disk?: DiskFloor;
 }
+
+/**
+ * A phrase is written while it plays, before its size is known: a new entry is started only with
+ * this much room above the floor (about 2 minutes of 16 kHz mono), and committed only if the floor
+ * still holds after it was written.
+ */
+const WRITE_HEADROOM_BYTES = 4 * 1024 * 1024;
 
 export interface TtsCache {
   init(): Promise<void>;
@@ -127,10 +137,16 @@ export function createTtsCache(deps: TtsCacheDeps): TtsCache {
 
   function writer(key: string): WavFileWriter | undefined {
     if (maxBytes <= 0) return undefined;
+    const room = deps.disk?.readSync();
+    if (room && room.free_bytes < room.min_free_bytes + WRITE_HEADROOM_BYTES) {
+      logger.debug({ free_bytes: room.free_bytes, min_free_bytes: room.min_free_bytes }, 'disk nearly full: this phrase is played but not cached');
+      return undefined;
+    }
     return new WavFileWriter(join(dir, fileName(key)), maxBytes);
   }
 
   async function commit(key: string, w: WavFileWriter, header: WavHeaderInfo, dataBytes: number): Promise<void> {
+    await deps.disk?.assertRoom(0, 'the TTS cache');
     const bytes = await w.commit(header, dataBytes);
     const t = stamp();
     const evicted = inTransaction(db, () => {

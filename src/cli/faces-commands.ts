@@ -2,9 +2,10 @@ import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { stringOpt, type CliContext, type CommandSpec } from './command.js';
-import { writeJson, writeLine, writeTable, type Column } from './output.js';
+import { writeErr, writeJson, writeLine, writeTable, type Column } from './output.js';
 import { checkImageFile, withClient } from './api-client.js';
-import type { FaceRecord, ServiceClient, CallOptions } from '../client/types.js';
+import type { FaceRecord, ServiceClient, CallOptions, SkippedRecord } from '../client/types.js';
+import { describeSkip } from '../client/faces-api.js';
 import { checkFaceId } from '../client/service-client.js';
 import { BadResponseError, InvalidInputError, UsageError, isFsError, outputFileError } from '../errors.js';
 import { streamToTemp, commitTemp, ensureWritable } from '../util/fs-atomic.js';
@@ -47,6 +48,14 @@ export async function createFaceAndFind(client: ServiceClient, name: string, ima
   return newest;
 }
 
+/** Malformed records of a listing, on stderr (stdout keeps the good records, JSON or table). */
+function skippedLines(skipped: readonly SkippedRecord[]): string[] {
+  if (skipped.length === 0) return [];
+  const shown = skipped.slice(0, 10).map((s) => `  skipped: ${describeSkip(s)}`);
+  const more = skipped.length > shown.length ? [`  ... and ${skipped.length - shown.length} more`] : [];
+  return [`warning: ${skipped.length} malformed record(s) in the service's answer were left out:`, ...shown, ...more];
+}
+
 const list: CommandSpec = {
   path: ['faces', 'list'],
   summary: "list the terminal group's face records",
@@ -54,6 +63,7 @@ const list: CommandSpec = {
   options: { cached: { type: 'boolean', description: 'read the local face cache (state_dir), with no network' } },
   run: (args, ctx) => args.values.cached === true ? listCachedCommand(args, ctx) : withClient(args, ctx, async ({ client, call }) => {
     const faces = await client.listFaces(call);
+    for (const line of skippedLines(faces.skipped)) writeErr(ctx, line);
     if (args.global.json) return writeJson(ctx, faces);
     writeTable(ctx, faces, FACE_COLUMNS, '(no faces in this group)');
   }),

@@ -1,9 +1,11 @@
+import { stat } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import { boolOpt, stringOpt, type CliContext, type CommandSpec } from './command.js';
-import { writeJson, writeLine, writeTable, type Column } from './output.js';
+import { writeJson, writeLine, writeTable, type Column, writeErr } from './output.js';
 import { checkNameArg, intOption, withClient } from './api-client.js';
 import { checkWavFile } from '../voiceprint/wav-check.js';
 import { deleteAndForget, keepRegistered, voiceprintCommands } from '../voiceprint/voiceprint-cli.js';
+import { createDiskFloor } from '../disk/disk-floor.js';
 import { speakerListCommands } from '../enroll/speaker-cli.js';
 import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client/types.js';
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-voiceprint-api.js';
@@ -54,18 +56,24 @@ const voices: CommandSpec = {
     await withClient(args, ctx, async ({ client, call }) => {
       let page = await client.listVoices({ ...filters, ...(all ? { all: true } : {}), skip, top: all ? (top ?? ALL_PAGE_SIZE) : top }, call);
       const speakers = [...page.speakers];
+      let skipped = page.skipped;
       let total = page.total_speakers_count;
       if (all) {
         // Paging to the end: skip until skip >= total (spec-notes.md). An empty page also ends it,
-        // so a service whose total overstates the list cannot loop forever.
-        let next = (skip ?? 0) + page.speakers.length;
-        while (next < total && page.speakers.length > 0) {
+        // so a service whose total overstates the list cannot loop forever. Malformed items left
+        // out of a page still count for the offset.
+        let got = page.speakers.length + page.skipped;
+        let next = (skip ?? 0) + got;
+        while (next < total && got > 0) {
           page = await client.listVoices({ ...filters, all: true, skip: next, top: top ?? ALL_PAGE_SIZE }, call);
           speakers.push(...page.speakers);
+          skipped += page.skipped;
           total = page.total_speakers_count;
-          next += page.speakers.length;
+          got = page.speakers.length + page.skipped;
+          next += got;
         }
       }
+      if (skipped > 0) writeErr(ctx, `warning: ${skipped} malformed voice record(s) in the service's answer were left out (not an object, or no string voice and name)`);
       if (args.global.json) return writeJson(ctx, { speakers, speakers_count: speakers.length, total_speakers_count: total });
       // Without --all the service sends name and voice only: leave out columns nobody filled.
       const columns = VOICE_COLUMNS.filter((c, i) => i < 2 || speakers.some((v) => c.value(v) !== undefined));
@@ -173,6 +181,8 @@ const voiceprintRegister: CommandSpec = {
     const pcm = extname(path).toLowerCase() === '.pcm';
     const wav = pcm ? undefined : await checkWavFile(path);
     await withClient(args, ctx, async ({ client, call, config }) => {
+      // The audit copy kept after it is registered must fit above state_min_free: check before sending.
+      await createDiskFloor(config.state_dir, config.state_min_free).assertRoom((await stat(path)).size, 'voiceprint audit copies');
       const audio: FileUpload = { path, contentType: pcm ? 'application/octet-stream' : 'audio/wav' };
       const r = await client.registerVoiceprint({
         name, audio, model: config.voiceprint.model,

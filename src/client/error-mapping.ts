@@ -80,6 +80,27 @@ export function errorForStatus(ctx: ErrorContext, status: number, serverMessage:
   return err;
 }
 
+/**
+ * A 3xx. The agent follows no redirect (undici's request() does not unless told to): a redirect
+ * to another host would otherwise carry the Bearer credential there.
+ */
+export function redirectError(ctx: ErrorContext, status: number, location: string | undefined, requestUrl: URL): BadResponseError {
+  let target = 'no Location';
+  try {
+    if (location) {
+      const to = new URL(location, requestUrl);
+      target = to.host === requestUrl.host ? `${to.host}${scrub(to.pathname, ctx.secrets)}` : `another host, ${to.host}`;
+    }
+  } catch {
+    target = 'an invalid Location';
+  }
+  const fix = ctx.operation.includes('/faces') ? 'service.face_base_url' : 'service.base_url';
+  return new BadResponseError(
+    `${where(ctx)}: the service redirected to ${target} (HTTP ${status}); the agent follows no redirect, so its credential never goes elsewhere: if the service has moved, set ${fix} to the new address`,
+    { status, operation: ctx.operation, details: { status, operation: ctx.operation } },
+  );
+}
+
 /** A 2xx whose body carries a non-zero `code`/`return_code`. */
 export function errorForCode(ctx: ErrorContext, status: number, code: number, serverMessage: string | undefined): ServiceError {
   return new BadResponseError(
@@ -109,6 +130,11 @@ function codesOf(err: unknown, depth = 0): string[] {
   return [...own, ...nested, ...codesOf(e.cause, depth + 1)];
 }
 
+/** undici's HTTPParserError: bytes the HTTP/1.1 parser refuses (a body longer than announced...). */
+function isProtocolError(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'HTTPParserError' || /^HPE_/.test(String((err as { code?: unknown }).code ?? '')));
+}
+
 /** An exception thrown by undici (or by our deadline) as a typed error. */
 export function errorForException(ctx: ErrorContext, err: unknown, timeoutMs: number, timedOut: boolean): ServiceError {
   if (err instanceof ServiceError) return err;
@@ -116,6 +142,11 @@ export function errorForException(ctx: ErrorContext, err: unknown, timeoutMs: nu
   const base = { operation: ctx.operation, cause: err, details: { operation: ctx.operation, errno: codes[0] } };
   if (timedOut || codes.some((c) => TIMEOUT_CODES.has(c))) {
     return new TimeoutError(`${where(ctx)}: no complete answer within ${timeoutMs} ms; the service or the network is slow (service.request_timeout)`, base);
+  }
+  if (isProtocolError(err)) {
+    return new NetworkError(`${where(ctx)}: the service's answer breaks HTTP (${(err as Error).message}); the server is at fault, not the network`, {
+      ...base, details: { ...base.details, protocolError: true },
+    });
   }
   const notSent = codes.length > 0 && codes.every((c) => NOT_SENT_CODES.has(c));
   const reason = codes[0] ?? (err instanceof Error ? err.message : String(err));

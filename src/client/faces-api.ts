@@ -2,7 +2,7 @@ import { InvalidInputError } from '../errors.js';
 import type { HttpCore } from './http-core.js';
 import { multipartBody, checkUpload } from './multipart.js';
 import { badResponse, type ErrorContext } from './error-mapping.js';
-import type { FaceImageResult, FaceRecord, ServiceClient } from './types.js';
+import type { FaceImageResult, FaceListing, FaceRecord, ServiceClient, SkippedRecord, SkipReason } from './types.js';
 
 // Face management on {face_base_url}, Bearer terminal_secret (service-api.md 4.1).
 
@@ -27,18 +27,64 @@ export function checkName(name: string, what: string, maxBytes?: number): string
   return name;
 }
 
-export function toFaceRecord(ctx: ErrorContext, status: number, x: unknown): FaceRecord {
-  const o = (x && typeof x === 'object' ? x : {}) as Record<string, unknown>;
-  const id = typeof o.id === 'string' && /^\d+$/.test(o.id) ? Number(o.id) : o.id;
-  if (typeof o.face_id !== 'string' || typeof o.name !== 'string') {
-    throw badResponse(ctx, status, 'a face record without a string face_id and name');
-  }
-  return {
-    face_id: o.face_id,
-    group_id: typeof o.group_id === 'string' ? o.group_id : String(o.group_id ?? ''),
-    id: typeof id === 'number' ? id : 0,
-    name: o.name,
-  };
+/**
+ * One record of a face answer, or why it cannot be used. face_id must be 32 hex characters and name
+ * a string; id and group_id may be missing (0 and ''), but not of another type. Strings that held
+ * bytes which are not UTF-8 (U+FFFD after decoding) are refused: the name would not be the service's.
+ */
+export function parseFaceRecord(x: unknown, invalidUtf8 = false): FaceRecord | { skip: SkipReason; face_id?: string } {
+  if (!x || typeof x !== 'object' || Array.isArray(x)) return { skip: 'not_an_object' };
+  const o = x as Record<string, unknown>;
+  if (typeof o.face_id !== 'string') return { skip: 'face_id_not_a_string' };
+  const faceId = o.face_id.slice(0, 64);
+  if (!FACE_ID.test(o.face_id)) return { skip: 'face_id_not_32_hex', face_id: faceId };
+  if (typeof o.name !== 'string') return { skip: 'name_not_a_string', face_id: faceId };
+  const id = typeof o.id === 'string' && /^\d+$/.test(o.id) ? Number(o.id) : o.id ?? 0;
+  if (typeof id !== 'number' || !Number.isSafeInteger(id)) return { skip: 'id_not_a_number', face_id: faceId };
+  const group = o.group_id ?? '';
+  if (typeof group !== 'string' && typeof group !== 'number') return { skip: 'group_id_not_a_string', face_id: faceId };
+  if (invalidUtf8 && (o.name.includes('\uFFFD') || String(group).includes('\uFFFD'))) return { skip: 'invalid_utf8', face_id: faceId };
+  return { face_id: o.face_id, group_id: String(group), id, name: o.name };
+}
+
+const SKIP_TEXT: Record<SkipReason, string> = {
+  not_an_object: 'is not a JSON object',
+  face_id_not_a_string: 'has no string face_id',
+  face_id_not_32_hex: 'has a face_id that is not 32 hex characters',
+  name_not_a_string: 'has no string name',
+  id_not_a_number: 'has an id that is not a whole number',
+  group_id_not_a_string: 'has a group_id that is not a string',
+  invalid_utf8: 'has a name that is not valid UTF-8',
+  duplicate_face_id: 'repeats a face_id listed before it',
+};
+
+/** Why a record was skipped, in words: `record 3 has no string name`. */
+export function describeSkip(s: SkippedRecord): string {
+  return `record ${s.index}${s.face_id ? ` (face_id ${JSON.stringify(s.face_id)})` : ''} ${SKIP_TEXT[s.reason]}`;
+}
+
+export function toFaceRecord(ctx: ErrorContext, status: number, x: unknown, invalidUtf8 = false): FaceRecord {
+  const r = parseFaceRecord(x, invalidUtf8);
+  if ('skip' in r) throw badResponse(ctx, status, `a face record that ${SKIP_TEXT[r.skip]}`);
+  return r;
+}
+
+/** Parses a listing record by record: a bad record is skipped and named, the good ones kept. */
+export function parseFaceListing(list: readonly unknown[], invalidUtf8: boolean): FaceListing {
+  const faces: FaceRecord[] = [];
+  const skipped: SkippedRecord[] = [];
+  const seen = new Set<string>();
+  list.forEach((x, index) => {
+    const r = parseFaceRecord(x, invalidUtf8);
+    if ('skip' in r) skipped.push({ index, reason: r.skip, ...(r.face_id !== undefined ? { face_id: r.face_id } : {}) });
+    else if (seen.has(r.face_id.toLowerCase())) skipped.push({ index, reason: 'duplicate_face_id', face_id: r.face_id });
+    else {
+      seen.add(r.face_id.toLowerCase());
+      faces.push(r);
+    }
+  });
+  // Not enumerable: the listing still compares and serializes as the plain array of faces.
+  return Object.defineProperty(faces, 'skipped', { value: skipped, enumerable: false }) as FaceListing;
 }
 
 function returnCode(json: unknown): { return_code: number; return_message: string } {
@@ -60,8 +106,11 @@ export function facesApi(core: HttpCore): FacesApi {
       // The spec says a bare array; tolerate the common `{data: [...]}` envelope too.
       const env = res.json as Record<string, unknown> | undefined;
       const list = Array.isArray(res.json) ? res.json : Array.isArray(env?.data) ? env.data : Array.isArray(env?.faces) ? env.faces : undefined;
-      if (!list) throw badResponse(core.errorContext(spec), res.status, 'GET /faces did not return a JSON array');
-      return list.map((x) => toFaceRecord(core.errorContext(spec), res.status, x));
+      if (!list) {
+        const why = res.invalidUtf8 ? 'GET /faces returned bytes that are not UTF-8 and no JSON array' : 'GET /faces did not return a JSON array';
+        throw badResponse(core.errorContext(spec), res.status, why);
+      }
+      return parseFaceListing(list, res.invalidUtf8);
     },
 
     async createFace(input, opts) {
@@ -78,7 +127,7 @@ export function facesApi(core: HttpCore): FacesApi {
       const id = checkFaceId(faceId);
       const spec = { ...face, operation: 'GET /faces/{face_id}', subject: `face ${id}`, method: 'GET', path: `/faces/${id}`, opts } as const;
       const res = await core.send(spec);
-      return toFaceRecord(core.errorContext(spec), res.status, res.json);
+      return toFaceRecord(core.errorContext(spec), res.status, res.json, res.invalidUtf8);
     },
 
     async updateFace(faceId, input, opts) {

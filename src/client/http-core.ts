@@ -2,11 +2,11 @@ import { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { request, type Dispatcher, type FormData } from 'undici';
 import type { Logger } from 'pino';
-import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
+import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, TimeoutError, describeError } from '../errors.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import type { CallOptions, RequestEvent, StreamedBody } from './types.js';
 import {
-  errorForCode, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
+  badResponse, errorForCode, redirectError, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
 import { checkBaseUrl, type ServiceConfig } from './transport.js';
@@ -34,6 +34,14 @@ export interface RequestSpec {
   body?: () => string | FormData | Promise<string | FormData>;
   /** Statuses besides 2xx that are an answer, not an error (304). */
   alsoOk?: number[];
+  /**
+   * How a streamed body is bounded. 'deadline' (the default): the whole exchange, body included,
+   * within the call's timeout. 'pace': for audio a player consumes at its own speed, the body must
+   * deliver PACE_MIN_BYTES per timeout spent waiting on the network (see `paced`).
+   */
+  streamLimit?: 'deadline' | 'pace';
+  /** Largest buffered (non-streamed) answer, bytes; default MAX_BUFFERED_BYTES. */
+  maxBytes?: number;
   opts?: CallOptions | undefined;
 }
 
@@ -43,6 +51,8 @@ export interface BufferedResponse {
   text: string;
   /** The parsed body when it is JSON, else undefined. */
   json: unknown;
+  /** The body was not valid UTF-8: `text` holds U+FFFD where the bad bytes were. */
+  invalidUtf8: boolean;
 }
 
 export interface HttpCoreDeps {
@@ -64,6 +74,13 @@ export interface HttpCore {
 
 const IDEMPOTENT: ReadonlySet<Method> = new Set(['GET', 'PUT', 'DELETE']);
 const ERROR_BODY_LIMIT = 64 * 1024;
+/**
+ * A buffered answer larger than this is refused (BadResponseError) after reading this much: a
+ * listing of 200,000 faces is about 20 MB, and a Pi must not hold an endless answer in memory.
+ */
+export const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
+/** A paced stream (TTS audio) must bring at least this much per request_timeout of waiting. */
+export const PACE_MIN_BYTES = 16 * 1024;
 
 export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   const { config, dispatcher, logger } = deps;
@@ -170,19 +187,30 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
         headersTimeout: timeoutMs, bodyTimeout: timeoutMs,
       });
       const ok = (res.statusCode >= 200 && res.statusCode < 300) || (spec.alsoOk ?? []).includes(res.statusCode);
+      if (!ok && res.statusCode >= 300 && res.statusCode < 400) {
+        res.body.on('error', () => {}).destroy();
+        const loc = res.headers.location;
+        throw redirectError(ctx, res.statusCode, Array.isArray(loc) ? loc[0] : loc, url);
+      }
       if (!ok) {
         const text = await readLimited(res.body, ERROR_BODY_LIMIT);
         throw errorForStatus(ctx, res.statusCode, serverMessageOf(text, ctx.secrets), parseRetryAfter(res.headers['retry-after']));
       }
       if (stream) {
-        clearTimeout(timer);
+        // 'deadline': the timer keeps running over the body; it is cleared when the body closes.
+        if (spec.streamLimit === 'pace') clearTimeout(timer);
         handedOver = true;
-        return streamed(res, ctx, timeoutMs, caller, () => caller?.removeEventListener('abort', onAbort));
+        return streamed(res, ctx, timeoutMs, caller, cleanup, () => timedOut, spec.streamLimit === 'pace');
       }
-      const text = await res.body.text();
+      const limit = spec.maxBytes ?? MAX_BUFFERED_BYTES;
+      const raw = await readCapped(res.body, limit);
+      if (raw === undefined) {
+        throw badResponse(ctx, res.statusCode, `the answer is larger than ${limit} bytes, the most the agent reads; it stopped reading there`);
+      }
+      const { text, invalidUtf8 } = decodeUtf8(raw);
       const json = parseJson(text, String(res.headers['content-type'] ?? ''));
       checkCode(ctx, res.statusCode, json);
-      return { status: res.statusCode, headers: res.headers, text, json };
+      return { status: res.statusCode, headers: res.headers, text, json, invalidUtf8 };
     } catch (err) {
       if (caller?.aborted && !(err instanceof ServiceError)) {
         throw new AbortedError(`${spec.operation}: cancelled`, { cause: caller.reason });
@@ -252,13 +280,15 @@ async function readLimited(body: Dispatcher.ResponseData['body'], limit: number)
 
 function streamed(
   res: Dispatcher.ResponseData, ctx: ErrorContext, timeoutMs: number, caller: AbortSignal | undefined, detach: () => void,
+  timedOut: () => boolean, paced: boolean,
 ): StreamedBody {
   async function* relay(): AsyncGenerator<Buffer> {
     try {
-      for await (const chunk of res.body) yield chunk as Buffer;
+      if (paced) yield* pacedChunks(res.body, ctx, timeoutMs);
+      else for await (const chunk of res.body) yield chunk as Buffer;
     } catch (err) {
       if (caller?.aborted) throw new AbortedError(`${ctx.operation}: cancelled`, { cause: caller.reason });
-      throw errorForException(ctx, err, timeoutMs, false);
+      throw errorForException(ctx, err, timeoutMs, timedOut());
     }
   }
   // Errors from undici come out of the stream as ServiceErrors; destroying it frees the socket.
@@ -295,4 +325,68 @@ function streamed(
       });
     },
   };
+}
+
+/**
+ * The chunks of a body a player consumes at its own speed (TTS audio to the speaker): no overall
+ * deadline, since a long phrase plays for longer than any request timeout, but the service must
+ * bring PACE_MIN_BYTES per `timeoutMs` spent waiting on the network. Time the consumer spends
+ * playing (the generator suspended at `yield`) does not count. A body that drips a byte a second
+ * fails after one timeout; a whole phrase takes at most (bytes / PACE_MIN_BYTES + 1) timeouts of
+ * waiting.
+ */
+async function* pacedChunks(body: Dispatcher.ResponseData['body'], ctx: ErrorContext, timeoutMs: number): AsyncGenerator<Buffer> {
+  const it = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let waited = 0;
+  let got = 0;
+  for (;;) {
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const budget = Math.max(1, timeoutMs - waited);
+    const step = await Promise.race([
+      it.next(),
+      new Promise<'slow'>((resolve) => { timer = setTimeout(() => resolve('slow'), budget); }),
+    ]).finally(() => clearTimeout(timer));
+    if (step === 'slow') {
+      const err = new TimeoutError(
+        `${ctx.subject ? `${ctx.operation} (${ctx.subject})` : ctx.operation}: the answer is too slow: ${got} bytes in ${timeoutMs} ms of waiting, `
+        + `less than the ${PACE_MIN_BYTES} bytes the agent needs per service.request_timeout`,
+        { operation: ctx.operation, details: { operation: ctx.operation } },
+      );
+      body.destroy(err);
+      throw err;
+    }
+    if (step.done) return;
+    waited += performance.now() - started;
+    got += step.value.length;
+    if (got >= PACE_MIN_BYTES) {
+      waited = 0;
+      got = 0;
+    }
+    yield step.value;
+  }
+}
+
+/** The body's bytes, or undefined when it is longer than `limit` (reading stops there). */
+async function readCapped(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > limit) return undefined; // leaving the loop destroys the body: the socket is not reused
+    chunks.push(buf);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Text of an answer; bytes that are not UTF-8 become U+FFFD and are flagged, never thrown. */
+export function decodeUtf8(raw: Buffer): { text: string; invalidUtf8: boolean } {
+  try {
+    return { text: strictUtf8.decode(raw), invalidUtf8: false };
+  } catch {
+    return { text: raw.toString('utf8'), invalidUtf8: true };
+  }
 }

@@ -40,6 +40,8 @@ export function ttsApi(core: HttpCore): TtsApi {
       const spec = {
         operation: 'POST /tts', base: 'service', auth: 'other', method: 'POST', path: '/tts',
         headers: { 'content-type': 'application/json', accept: 'audio/wav' }, body: () => JSON.stringify(body), opts,
+        // Played as it arrives, for as long as the phrase lasts: bounded by pace, not by one deadline.
+        streamLimit: 'pace',
       } as const;
       const res = await core.open(spec);
       const type = res.contentType.toLowerCase();
@@ -72,11 +74,18 @@ export function ttsApi(core: HttpCore): TtsApi {
       const res = await core.send(spec);
       const data = (res.json as { data?: unknown } | undefined)?.data as Record<string, unknown> | undefined;
       if (!data || !Array.isArray(data.speakers)) throw badResponse(core.errorContext(spec), res.status, 'GET /tts returned no data.speakers array');
-      const speakers = data.speakers.filter((s): s is VoiceItem => !!s && typeof s === 'object' && typeof (s as VoiceItem).voice === 'string');
+      // Record by record: a malformed voice is left out and counted, the others are listed.
+      const speakers: VoiceItem[] = [];
+      for (const v of data.speakers as unknown[]) {
+        const o = v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+        if (o && typeof o.voice === 'string' && o.voice !== '' && typeof o.name === 'string') speakers.push(o as VoiceItem);
+      }
+      const skipped = data.speakers.length - speakers.length;
       const page: VoicePage = {
         speakers,
         speakers_count: typeof data.speakers_count === 'number' ? data.speakers_count : speakers.length,
         total_speakers_count: typeof data.total_speakers_count === 'number' ? data.total_speakers_count : speakers.length,
+        skipped,
       };
       return page;
     },

@@ -10,6 +10,24 @@ export interface FaceRecord {
   name: string;
 }
 
+/** Why a listed record was left out (stable: a metrics label). */
+export type SkipReason =
+  | 'not_an_object' | 'face_id_not_a_string' | 'face_id_not_32_hex' | 'name_not_a_string' | 'id_not_a_number'
+  | 'group_id_not_a_string' | 'invalid_utf8' | 'duplicate_face_id';
+
+export interface SkippedRecord {
+  /** Position in the service's list, from 0. */
+  index: number;
+  reason: SkipReason;
+  face_id?: string;
+}
+
+/**
+ * GET /faces: the usable records, as an array (so callers that only want the faces need not
+ * change), with the records that were skipped beside them.
+ */
+export type FaceListing = FaceRecord[] & { skipped: SkippedRecord[] };
+
 /** A file part streamed from disk, never read into memory. */
 export interface FileUpload {
   path: string;
@@ -92,6 +110,8 @@ export interface VoicePage {
   speakers: VoiceItem[];
   speakers_count: number;
   total_speakers_count: number;
+  /** Items of this page left out as malformed (not an object, no string voice or name). */
+  skipped: number;
 }
 
 export type SpeakerModel = 'tts-turbo' | 'tts-turbo-v2' | 'tts-pro';
@@ -138,7 +158,7 @@ export interface RequestEvent {
 
 export interface ServiceClient {
   // Faces ({face_base_url}, Bearer terminal_secret)
-  listFaces(opts?: CallOptions): Promise<FaceRecord[]>;
+  listFaces(opts?: CallOptions): Promise<FaceListing>;
   createFace(input: { name: string; image: FileUpload }, opts?: CallOptions): Promise<ReturnCodeResult>;
   getFace(faceId: string, opts?: CallOptions): Promise<FaceRecord>;
   updateFace(faceId: string, input: { name: string; image?: FileUpload }, opts?: CallOptions): Promise<ReturnCodeResult>;

@@ -136,3 +136,28 @@ export function baseUrl(example: string, opts: { mustEndWith?: string } = {}) {
     return clean;
   });
 }
+
+/**
+ * state_min_free: `auto` (max(64 MiB, 5 %)), a size (64MB), or a share of the file system (5%).
+ * Resolved to src/disk/disk-floor.ts MinFree.
+ */
+export function minFree() {
+  return z.union([z.string(), z.number()], { error: expected('auto, a size such as 64MB, or a percentage such as 5%') }).transform((v, ctx): { bytes: number } | { percent: number } | 'auto' => {
+    if (v === 'auto') return 'auto';
+    const pct = typeof v === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(v) : null;
+    if (pct) {
+      const percent = Number(pct[1]);
+      if (percent > 50) {
+        ctx.issues.push({ code: 'custom', input: v, message: `${v} is out of range: keep at most 50% free for the agent's floor` });
+        return z.NEVER;
+      }
+      return { percent };
+    }
+    const bytes = parseSize(v);
+    if (bytes === undefined) {
+      ctx.issues.push({ code: 'custom', input: v, message: `"${String(v)}" is not a size: write auto, a size such as 64MB, or a percentage such as 5%` });
+      return z.NEVER;
+    }
+    return { bytes };
+  });
+}

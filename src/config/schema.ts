@@ -6,7 +6,7 @@
 // inline): the schema sees the resolved `terminal_secret`/`api_key` and drops the `*_file` keys.
 import { join } from 'node:path';
 import { z } from 'zod';
-import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, secretText, size, text } from './schema-fields.js';
+import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, minFree, secretText, size, text } from './schema-fields.js';
 import { isLoopbackListen, listenAddress } from './listen-address.js';
 
 const SECOND = 1000;
@@ -144,6 +144,7 @@ function section<T extends z.core.$ZodLooseShape>(shape: T, name: string) {
 const rootShape = {
   service: serviceSchema,
   state_dir: text('a folder path').min(1, 'is empty: e.g. /var/lib/terminal-agent').default('/var/lib/terminal-agent'),
+  state_min_free: minFree().default('auto'),
   faces: section(facesShape, 'faces'),
   enroll: section(enrollShape, 'enroll'),
   tts: section(ttsShape, 'tts'),

@@ -38,6 +38,19 @@ export interface ControlServerOptions {
 }
 
 const MAX_BODY = 64 * 1024;
+// Bounds against a stuck or hostile local client (the socket is open to the agent's group):
+// - a client has 5 s to send its request headers and 30 s for the whole request (bodies are at
+//   most 64 KB); Node checks every second and answers 408. How long the answer takes (a phrase to
+//   say, a recording) is not bounded here: it ends with the work, or when the caller hangs up.
+// - at most 2048 connections at once (the unit's LimitNOFILE is 4096: uploads and agent.db keep
+//   theirs); further connections are closed at once.
+// - /metrics is computed at most once a second, however often it is asked for.
+// A client that asks and never reads stalls only itself: Node stops reading a socket whose
+// answers are not being read.
+export const CONTROL_HEADERS_TIMEOUT_MS = 5_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+export const CONTROL_MAX_CONNECTIONS = 2048;
+const METRICS_CACHE_MS = 1_000;
 // Longest usable sun_path on Linux (108 bytes with the terminating NUL).
 const MAX_SOCKET_PATH = 107;
 
@@ -49,6 +62,17 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   const streams = new AbortController();
   // One listener per open stream: many programs may follow the stream at once.
   setMaxListeners(0, streams.signal);
+  let metricsCache: { at: number; value: Promise<{ contentType: string; text: string }> } | undefined;
+
+  function metrics(): Promise<{ contentType: string; text: string }> {
+    const now = Date.now();
+    if (!metricsCache || now - metricsCache.at >= METRICS_CACHE_MS) {
+      const value = handlers.metrics();
+      metricsCache = { at: now, value };
+      value.catch(() => { metricsCache = undefined; });
+    }
+    return metricsCache.value;
+  }
 
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
@@ -62,7 +86,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       }
       if (url.pathname === '/metrics') {
         allow(req, 'GET');
-        const m = await handlers.metrics();
+        const m = await metrics();
         res.writeHead(200, { 'content-type': m.contentType });
         res.end(m.text);
         return;
@@ -114,12 +138,15 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       }
       await makeDir(dirname(socketPath));
       await removeStaleSocket(socketPath, logger);
-      const srv = createServer((req, res) => void dispatch(req, res));
-      // /say and /voiceprint/enroll last as long as the utterance or recording.
-      srv.requestTimeout = 10 * 60_000;
+      const srv = createServer({
+        headersTimeout: CONTROL_HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000,
+      }, (req, res) => void dispatch(req, res));
+      srv.maxConnections = CONTROL_MAX_CONNECTIONS;
       await new Promise<void>((resolve, reject) => {
         srv.once('error', reject);
-        srv.listen(socketPath, () => {
+        // Node's default backlog (511) makes the 512th simultaneous connect fail with EAGAIN on a
+        // unix socket; the kernel caps this at net.core.somaxconn (4096 on current kernels).
+        srv.listen({ path: socketPath, backlog: CONTROL_MAX_CONNECTIONS }, () => {
           srv.off('error', reject);
           resolve();
         });

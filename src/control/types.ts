@@ -1,4 +1,5 @@
 import type { SayRequest } from '../audio/speech-types.js';
+import type { DiskReading } from '../disk/disk-floor.js';
 
 // The JSON shapes served on the control socket (and printed by `status --json`).
 
@@ -50,6 +51,8 @@ export interface AgentStatus {
   components: Record<string, unknown>;
   reload: { count: number; last_at: string | null; last_error: string | null };
   watchdog: { enabled: boolean; interval_ms: number | null; last_fed_at: string | null; failing: string[] };
+  /** Free space on state_dir's file system against state_min_free; null when it cannot be read. */
+  disk?: DiskReading | null;
 }
 
 /** The JSON of POST /say: the in-process SayRequest without its AbortSignal (the connection is that). */

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RequestEvent } from '../client/types.js';
 import type { StateQueries } from './state-queries.js';
+import { registerDiskGauges, type DiskReading } from '../disk/disk-floor.js';
 
 // The daemon's own Registry lives as long as the process: process figures, HTTP exchanges (fed by
 // the service client's onRequest, which survives client rebuilds on reload), and outbox/sync
@@ -16,7 +17,7 @@ export interface DaemonMetrics {
   eventClientsDropped: Counter;
 }
 
-export function createDaemonMetrics(options: { version: string; queries: () => StateQueries | undefined; eventClients?: () => number }): DaemonMetrics {
+export function createDaemonMetrics(options: { version: string; queries: () => StateQueries | undefined; eventClients?: () => number; disk?: () => DiskReading | undefined }): DaemonMetrics {
   const registry = new Registry();
   // Standard names (process_*, nodejs_*) so stock Node dashboards work. The event-loop delay
   // histogram samples every 10 ms by default, which wakes an idle daemon 100 times a second.
@@ -74,6 +75,7 @@ export function createDaemonMetrics(options: { version: string; queries: () => S
       this.set(options.eventClients?.() ?? 0);
     },
   });
+  if (options.disk) registerDiskGauges(registry, options.disk);
   return {
     registry,
     reloads,

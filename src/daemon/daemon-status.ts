@@ -6,6 +6,8 @@ import type { DaemonEnv, DaemonState } from './daemon.js';
 import { scrape } from './daemon-metrics.js';
 import { iso, pendingPerKind } from './state-queries.js';
 import { serveEventStream } from '../events/sse.js';
+import { createDiskFloor, type DiskFloor } from '../disk/disk-floor.js';
+import type { AgentConfig } from '../config/schema.js';
 
 // What the daemon tells about itself: GET /status, the STATUS= line systemd shows, and the other
 // control endpoints, which forward to the component of the current generation.
@@ -33,7 +35,13 @@ export function buildStatus(state: DaemonState, d: Pick<DaemonEnv, 'pid' | 'vers
     components: comps,
     reload: { count: state.reload.count, last_at: iso(state.reload.lastAt), last_error: state.reload.lastError },
     watchdog: state.watchdog.status(),
+    disk: diskOf(state.config).readSync() ?? null,
   };
+}
+
+/** The free-space floor of this configuration's state_dir. */
+export function diskOf(config: Pick<AgentConfig, 'state_dir' | 'state_min_free'>): DiskFloor {
+  return createDiskFloor(config.state_dir, config.state_min_free);
 }
 
 /** One short line for `systemctl status`: last sync and outbox depth. */
@@ -49,7 +57,8 @@ export function statusLine(state: DaemonState): string {
   const pending = pendingPerKind(q.outbox());
   const depth = Object.values(pending).reduce((a, n) => a + n, 0);
   const parts = Object.entries(pending).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
-  return `${state.phase === 'running' ? '' : `${state.phase}; `}${sync}; outbox ${depth}${parts.length ? ` (${parts.join(', ')})` : ''}`;
+  const full = diskOf(state.config).readSync()?.nearly_full ? 'DISK NEARLY FULL; ' : '';
+  return `${full}${state.phase === 'running' ? '' : `${state.phase}; `}${sync}; outbox ${depth}${parts.length ? ` (${parts.join(', ')})` : ''}`;
 }
 
 function ago(ms: number | null): string {

@@ -11,6 +11,7 @@ import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
 import { createDaemonMetrics, scrape, type DaemonMetrics } from './daemon-metrics.js';
+import { diskOf } from './daemon-status.js';
 import { createStateQueries, type StateQueries } from './state-queries.js';
 import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
@@ -80,7 +81,8 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
     });
     const queries = createStateQueries(db);
     const events = createEventBus();
-    const metrics = createDaemonMetrics({ version: d.version, queries: () => queries, eventClients: () => events.subscribers() });
+    // `state` is declared below; the gauge reads the config of the current generation at scrape time.
+    const metrics = createDaemonMetrics({ version: d.version, queries: () => queries, eventClients: () => events.subscribers(), disk: () => diskOf(state.config).readSync() });
     const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
     undo.unshift(() => notifier.close());
     const client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), metrics.onRequest);

@@ -9,6 +9,7 @@ import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient } from '../client/types.js';
 import { AuthError, NotFoundError, describeError } from '../errors.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
+import { createDiskFloor, describeDisk, type DiskReading } from '../disk/disk-floor.js';
 
 // The individual `doctor` checks. Each answers one question an operator gets wrong, and says the fix.
 
@@ -205,3 +206,17 @@ async function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promi
   }
 }
 
+
+/** Free space on state_dir against state_min_free: below it the caches have stopped. */
+export async function checkDiskFloor(cfg: Pick<AgentConfig, 'state_dir' | 'state_min_free'>): Promise<CheckResult> {
+  let r: DiskReading;
+  try {
+    r = await createDiskFloor(cfg.state_dir, cfg.state_min_free).read();
+  } catch (err) {
+    return warn('free space', `cannot measure the file system of ${cfg.state_dir}: ${describeError(err)}`);
+  }
+  const fix = `free space on the file system of ${cfg.state_dir}, or lower state_min_free`;
+  if (r.nearly_full) return fail('free space', describeDisk(r), fix);
+  if (r.free_bytes < 2 * r.min_free_bytes) return warn('free space', `disk getting full: ${describeDisk(r)}`, fix);
+  return ok('free space', describeDisk(r));
+}

@@ -8,7 +8,7 @@ import { userAgent } from '../version.js';
 import { ConfigError, ExitCode, describeError, formatProblem } from '../errors.js';
 import { daemonAnswers } from '../control/control-client.js';
 import {
-  checkApiKey, checkConnect, checkDns, checkInputDevice, checkOutputDevice, checkProgram,
+  checkApiKey, checkConnect, checkDiskFloor, checkDns, checkInputDevice, checkOutputDevice, checkProgram,
   checkTerminalSecret, checkWritable, type CheckResult,
 } from './doctor-checks.js';
 
@@ -55,6 +55,7 @@ export async function runDoctor(ctx: CliContext, configPath: string, json: boole
   }
 
   emit(await checkWritable('state_dir', cfg.state_dir));
+  emit(await checkDiskFloor(cfg));
   emit(await checkWritable('enroll.dir', cfg.enroll.dir));
   for (const kind of ENROLL_KINDS) emit(await checkWritable(`enroll/${kind}`, join(cfg.enroll.dir, kind)));
   emit(await checkWritable('control socket dir', dirname(cfg.control.socket)));

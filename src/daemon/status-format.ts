@@ -1,5 +1,6 @@
 import type { AgentStatus } from '../control/types.js';
 import { formatDuration } from '../util/units.js';
+import { describeDisk } from '../disk/disk-floor.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
 
 // `terminal-agent status` for a human: a few labelled lines, the most urgent facts first.
@@ -14,7 +15,8 @@ export function formatStatus(s: AgentStatus): string {
     : last.ok
       ? `last sync ${last.finished_at ?? last.started_at} ok (+${last.added} ~${last.updated} -${last.removed}${last.failed ? `, ${last.failed} image(s) failed` : ''})`
       : `last sync ${last.finished_at ?? last.started_at} FAILED: ${last.error ?? '?'}${last.error_code ? ` [${last.error_code}]` : ''}; last ok ${s.faces.last_ok_sync_at ?? 'never'}`;
-  lines.push(`faces:       ${s.faces.cached ?? 0} cached; ${faces}`);
+  if (s.disk) lines.push(`disk:        ${describeDisk(s.disk)}`);
+  lines.push(`faces:       ${s.faces.cached ?? 0} cached; ${faces}${skippedNote(s.components.faces)}`);
   const kinds = Object.entries(s.outbox);
   if (kinds.length === 0) lines.push('outbox:      empty');
   else {
@@ -39,6 +41,14 @@ export function formatStatus(s: AgentStatus): string {
     }
   }
   return lines.join('\n');
+}
+
+/** The face sync's last listing had malformed records: how many, and why. */
+function skippedNote(faces: unknown): string {
+  const last = (faces as { last_sync?: { skipped?: unknown; skipped_reasons?: Record<string, number> } } | undefined)?.last_sync;
+  if (typeof last?.skipped !== 'number' || last.skipped === 0) return '';
+  const why = Object.entries(last.skipped_reasons ?? {}).map(([r, n]) => `${n} ${r.replace(/_/g, ' ')}`).join(', ');
+  return `; ${last.skipped} malformed listing record(s) skipped (${why})`;
 }
 
 /** A component status in a few words: its `state` when it has one. */

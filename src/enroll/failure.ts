@@ -1,4 +1,4 @@
-import { AbortedError, AuthError, ConfigError, NetworkError, ServerError, ServiceError, TimeoutError, describeError, isAgentError } from '../errors.js';
+import { AbortedError, AuthError, ConfigError, DiskFullError, NetworkError, ServerError, ServiceError, TimeoutError, describeError, isAgentError } from '../errors.js';
 
 // How the outbox reads an error from an upload: retry later or fail for good, and whether the
 // service may have acted on the request anyway (then a blind retry could upload twice).
@@ -35,6 +35,8 @@ export function classifyFailure(err: unknown): Failure {
   if (err instanceof TimeoutError) return { ...base, retryable: true, applied: 'unknown' };
   if (err instanceof ServerError) return { ...base, retryable: true, applied: err.status === 429 ? 'no' : 'unlikely' };
   if (err instanceof AbortedError) return { ...base, retryable: true, applied: 'unknown' };
+  // The free-space floor stopped a local copy before anything was sent: wait for space.
+  if (err instanceof DiskFullError) return { ...base, retryable: true, applied: 'no' };
   // 4xx other than 429, a 2xx with a non-zero code, a bad local file: retrying cannot help.
   return { ...base, retryable: false, applied: 'no' };
 }

@@ -9,6 +9,7 @@ export interface FaceMetrics {
   syncDone(result: SyncResult, seconds: number): void;
   imageRequest(): void;
   cached(n: number): void;
+  skipped(reason: string, n: number): void;
 }
 
 /** Read at scrape time (the alert rules in contrib/prometheus/ use them). */
@@ -63,7 +64,16 @@ export function createFaceMetrics(registry: Registry | undefined, live?: FaceSyn
       },
     }));
   }
+  const skippedRecords = reuse('terminal_agent_face_records_skipped_total', () => new Counter({
+    name: 'terminal_agent_face_records_skipped_total',
+    help: 'Records of GET /faces left out as malformed (the other faces still sync), by reason',
+    labelNames: ['reason'] as const,
+    registers,
+  }));
   return {
+    skipped(reason, n) {
+      skippedRecords.inc({ reason }, n);
+    },
     syncDone(result, seconds) {
       total.inc({ result });
       duration.observe(seconds);

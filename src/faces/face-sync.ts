@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { AbortedError, AgentError, AuthError, describeError } from '../errors.js';
+import { AbortedError, AgentError, AuthError, TimeoutError, describeError } from '../errors.js';
+import { formatDuration } from '../util/units.js';
+import { createDiskFloor } from '../disk/disk-floor.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
@@ -9,10 +11,25 @@ import { createStaging, STAGING_DIR } from './staging.js';
 import { runSyncPass, type SyncProgress } from './sync-run.js';
 import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
 import { makeDir } from '../util/make-dir.js';
+import { describeSkip } from '../client/faces-api.js';
+import type { SkippedRecord, SkipReason } from '../client/types.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_DELETE_GRACE_MS = 60_000;
+
+/**
+ * The longest one sync pass may take: ten exchanges' worth of request_timeout, each with its
+ * retries (15 s and 4 retries: 12.5 min, under the 30 min watchdog). A pass cut short keeps its
+ * finished downloads for the next one (staging.ts), so a first sync of a large group that does not
+ * fit still makes progress pass by pass. `faces sync` through the daemon waits this plus
+ * FACE_SYNC_ANSWER_MARGIN_MS, never longer.
+ */
+export function faceSyncDeadlineMs(service: { request_timeout: number; retries: number } = { request_timeout: 15_000, retries: 4 }): number {
+  return 10 * service.request_timeout * (service.retries + 1);
+}
+/** What the CLI adds to faceSyncDeadlineMs for the commit, the index and the socket. */
+export const FACE_SYNC_ANSWER_MARGIN_MS = 10_000;
 
 /**
  * Keeps `<state_dir>/faces/` and the faces table in step with GET /faces of the terminal's group.
@@ -32,6 +49,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     intervalSeconds: () => facesConfig.sync_interval / 1000,
     credentialsRefused: () => authError !== undefined,
   });
+  const disk = deps.disk ?? createDiskFloor(deps.config.state_dir, deps.config.state_min_free ?? 'auto');
   const lifecycle = new AbortController();
   const forced = new Set<string>();
   const graceMs = deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
@@ -65,12 +83,17 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     let report: SyncReport;
     let result: SyncResult;
     const passExtra = { reused: 0, rechecks: 0, rechecksDeferred: 0 };
+    const deadlineMs = deps.passDeadlineMs ?? faceSyncDeadlineMs(deps.config.service);
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new TimeoutError(
+      `face sync took longer than ${formatDuration(deadlineMs)} (10 x service.request_timeout x (retries + 1)) and was cut short; the images it finished are kept for the next sync`,
+    )), deadlineMs);
     try {
       const pass = await runSyncPass({
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
         syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-        signal: lifecycle.signal, forced: forcedNow, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+        signal: AbortSignal.any([lifecycle.signal, deadline.signal]), forced: forcedNow, disk, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
         ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
       });
       if (pass.indexVersion) indexVer = pass.indexVersion;
@@ -83,10 +106,12 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       result = pass.failures.length > 0 ? 'partial' : 'ok';
       report = makeReport(reason, startedAt, t0, {
         ok: true, added: pass.added, updated: pass.updated, removed: pass.removed, failed: pass.failures.length,
-        image_requests: pass.imageRequests, changed: pass.indexWritten, error: null, failures: pass.failures,
+        image_requests: pass.imageRequests, changed: pass.indexWritten, error: null, failures: pass.failures, ...skippedFields(pass.skipped),
       });
+      reportSkipped(pass.skipped);
       lastSuccessAt = Date.parse(report.finished_at);
-    } catch (err) {
+    } catch (thrown) {
+      const err: unknown = deadline.signal.aborted && !lifecycle.signal.aborted ? deadline.signal.reason : thrown;
       // Anything may have failed after the rows were committed (the index write): rewrite it next time.
       indexDirty = true;
       const info = errorInfo(err);
@@ -101,10 +126,12 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         if (!aborted) log.warn({ err_code: info.code, status: info.status, failures: consecutiveFailures }, `face sync failed, the cache is unchanged: ${info.message}`);
       }
       report = makeReport(reason, startedAt, t0, {
-        ok: false, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, error: info, failures: [],
+        ok: false, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, error: info, failures: [], ...NO_SKIPS,
       });
       lastError = { ...info, at: report.finished_at };
       if (!aborted) deps.events?.publish('faces.sync.failed', { reason, code: info.code, message: info.message, consecutive_failures: consecutiveFailures });
+    } finally {
+      clearTimeout(timer);
     }
     try {
       // A sync cut short by shutdown is not a failure worth showing after the restart.
@@ -130,6 +157,14 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     return report;
   }
 
+  function reportSkipped(skipped: readonly SkippedRecord[]): void {
+    if (skipped.length === 0) return;
+    const fields = skippedFields(skipped);
+    for (const [reason, n] of Object.entries(fields.skipped_reasons)) metrics.skipped(reason, n);
+    log.warn({ skipped: skipped.length, reasons: fields.skipped_reasons, first: fields.skipped_records.slice(0, 3) },
+      `${skipped.length} record(s) of GET /faces are malformed and were skipped; the other faces were synced`);
+  }
+
   /** Deletes retired files whose grace is over, unless a row names the file again (jpg -> png -> jpg). */
   async function removeRetired(): Promise<void> {
     const due = retired.filter((r) => now() - r.at >= graceMs);
@@ -145,7 +180,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
 
   function refused(reason: SyncReason, error: SyncErrorInfo): SyncReport {
     const t = now();
-    return { reason, ok: false, started_at: new Date(t).toISOString(), finished_at: new Date(t).toISOString(), duration_ms: 0, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, faces_cached: cachedCount, error, failures: [] };
+    return { reason, ok: false, started_at: new Date(t).toISOString(), finished_at: new Date(t).toISOString(), duration_ms: 0, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, faces_cached: cachedCount, error, failures: [], ...NO_SKIPS };
   }
 
   function syncNow(reason: SyncReason = 'manual'): Promise<SyncReport> {
@@ -298,6 +333,14 @@ function reportFromRun(run: SyncRunRow | undefined): SyncReport | null {
     finished_at: new Date(run.finished_at ?? run.started_at).toISOString(), duration_ms: run.duration_ms ?? 0,
     added: run.added, updated: run.updated, removed: run.removed, failed: run.failed, image_requests: run.image_requests,
     changed: false, faces_cached: 0,
-    error: run.error ? { code: run.error_code ?? 'TA_ERR_FAILURE', message: run.error, exit_code: 1 } : null, failures: [],
+    error: run.error ? { code: run.error_code ?? 'TA_ERR_FAILURE', message: run.error, exit_code: 1 } : null, failures: [], ...NO_SKIPS,
   };
+}
+
+const NO_SKIPS = { skipped: 0, skipped_reasons: {}, skipped_records: [] } as const satisfies Pick<SyncReport, 'skipped' | 'skipped_reasons' | 'skipped_records'>;
+
+function skippedFields(skipped: readonly SkippedRecord[]): Pick<SyncReport, 'skipped' | 'skipped_reasons' | 'skipped_records'> {
+  const reasons: Partial<Record<SkipReason, number>> = {};
+  for (const s of skipped) reasons[s.reason] = (reasons[s.reason] ?? 0) + 1;
+  return { skipped: skipped.length, skipped_reasons: reasons, skipped_records: skipped.slice(0, 20).map(describeSkip) };
 }

@@ -9,7 +9,7 @@ import { openDatabase } from '../db/database.js';
 import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
 import { createLogger } from '../log/logger.js';
 import { formatDuration } from '../util/units.js';
-import { createFaceSync } from './face-sync.js';
+import { FACE_SYNC_ANSWER_MARGIN_MS, createFaceSync, faceSyncDeadlineMs } from './face-sync.js';
 import { readCachedFaces, type CachedFaceView } from './read-cache.js';
 import type { SyncReport } from './types.js';
 
@@ -40,7 +40,8 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
   let report: SyncReport;
   let via: 'daemon' | 'local';
   try {
-    const control = await tryConnectControl(session.config.control.socket);
+    // The daemon cuts a pass at faceSyncDeadlineMs: wait that long and a little, not a fixed 10 min.
+    const control = await tryConnectControl(session.config.control.socket, { timeoutMs: faceSyncDeadlineMs(session.config.service) + FACE_SYNC_ANSWER_MARGIN_MS });
     if (control) {
       via = 'daemon';
       report = (await control.syncFaces()) as SyncReport;
@@ -57,6 +58,8 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
       + `${report.added} added, ${report.updated} updated, ${report.removed} removed, ${report.failed} failed, `
       + `${report.image_requests} image requests; ${report.faces_cached} faces cached`);
     for (const f of report.failures ?? []) writeLine(ctx, `  failed: ${f.name} (${f.face_id}): ${f.message}`);
+    if (report.skipped > 0) writeLine(ctx, `  ${report.skipped} malformed record(s) of the listing were skipped:`);
+    for (const line of report.skipped_records ?? []) writeLine(ctx, `  skipped: ${line}`);
   }
   if (!report.ok) throw errorOfReport(report);
   return report.failed > 0 ? ExitCode.failure : ExitCode.ok;

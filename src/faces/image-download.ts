@@ -4,9 +4,10 @@ import { setMaxListeners } from 'node:events';
 import type { ServiceClient } from '../client/types.js';
 import { tempPathFor } from '../util/fs-atomic.js';
 import {
-  AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError,
+  AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError, TimeoutError,
 } from '../errors.js';
 import { ImageTap, extensionFor } from './image-check.js';
+import type { DiskFloor } from '../disk/disk-floor.js';
 
 // Downloads one face image straight to a temp file in the staging folder under the cache folder
 // (same filesystem, so the commit is a rename), checking its bytes on the way. Memory per download
@@ -34,6 +35,8 @@ export interface DownloadContext {
   signal: AbortSignal;
   /** Called before each image request (counts them). */
   onRequest: () => void;
+  /** The free-space floor of state_dir: a download never writes into it. */
+  disk?: DiskFloor;
 }
 
 /** Retries of a body that broke off mid-way; failures before the body are the client's to retry. */
@@ -46,6 +49,13 @@ export async function downloadImage(ctx: DownloadContext, job: ImageJob): Promis
     } catch (err) {
       if (err instanceof BadResponseError || err instanceof NotFoundError || err instanceof BadRequestError) {
         return { kind: 'bad', error: err };
+      }
+      // An image that does not arrive within service.request_timeout (one that drips, or whose
+      // server never answers) fails that face; the others go on and the pass commits.
+      if (err instanceof TimeoutError && !ctx.signal.aborted) return { kind: 'bad', error: err };
+      // Bytes that break HTTP itself (more than the Content-Length announced): the server's fault.
+      if (err instanceof NetworkError && err.details.protocolError === true) {
+        return bad(job.faceId, `the server broke HTTP while sending the image of face ${job.faceId} (more bytes than its Content-Length, or garbage); the face is left out of the cache until the server sends a valid answer`);
       }
       const retry = err instanceof NetworkError && err.details.midBody === true && attempt < BODY_ATTEMPTS && !ctx.signal.aborted;
       if (!retry) throw err;
@@ -72,7 +82,8 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
   ));
   let stored: { tmp: string; bytes: number };
   try {
-    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap);
+    await ctx.disk?.assertRoom(res.contentLength ?? 0, 'face image downloads');
+    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap, ctx.disk);
   } catch (err) {
     await res.cancel().catch(() => {});
     throw classifyBodyError(err, faceId, ctx.dir, ctx.signal);
@@ -101,7 +112,7 @@ const WRITE_BATCH = 64 * 1024;
  * 64 KB) and without its fsync: the sync makes the whole batch durable at once before any rename
  * (durability.ts), then fsyncs the folder once after the renames.
  */
-async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap): Promise<{ tmp: string; bytes: number }> {
+async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined): Promise<{ tmp: string; bytes: number }> {
   const tmp = tempPathFor(path);
   const fh = await open(tmp, 'wx', 0o644);
   let done = false;
@@ -112,6 +123,7 @@ async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: I
       let buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
       pending = [];
       pendingBytes = 0;
+      await disk?.assertRoom(buf.length, 'face image downloads');
       while (buf.length > 0) {
         const { bytesWritten } = await fh.write(buf);
         buf = buf.subarray(bytesWritten);

@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { FaceRecord, ServiceClient } from '../client/types.js';
+import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
-import type { AgentError } from '../errors.js';
+import { DiskFullError, type AgentError } from '../errors.js';
+import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import type { FaceRow, FaceStore } from './face-store.js';
@@ -47,6 +48,7 @@ export interface SyncPassContext {
   onImageRequest: () => void;
   /** Images fetched so far in this pass (for live progress; called at most every few hundred ms). */
   onProgress?(p: SyncProgress): void;
+  disk?: DiskFloor | undefined;
 }
 
 export interface SyncProgress {
@@ -76,6 +78,8 @@ export interface SyncPassResult {
   indexVersion: string | null;
   /** Image files the new index no longer names: the caller deletes them (after a grace period). */
   obsolete: string[];
+  /** Records of the listing left out because they are malformed. */
+  skipped: SkippedRecord[];
 }
 
 export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult> {
@@ -84,14 +88,13 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   const listed = await ctx.client.listFaces({ signal: ctx.signal });
   t.listed = performance.now();
   const failures: FaceFailure[] = [];
+  // The client skipped the malformed records (faces-api.ts parseFaceListing); the rest sync.
+  const skipped = [...(listed.skipped ?? [])];
   const remote = new Map<string, FaceRecord>();
-  for (const rec of listed) {
-    if (typeof rec?.face_id !== 'string' || !isValidFaceId(rec.face_id)) {
-      failures.push({ face_id: String(rec?.face_id), name: String(rec?.name ?? ''), code: 'TA_ERR_BAD_RESPONSE', message: 'GET /faces listed a face_id that is not 32 hex characters; the record is ignored' });
-      continue;
-    }
-    remote.set(rec.face_id, rec);
-  }
+  listed.forEach((rec, index) => {
+    if (typeof rec?.face_id !== 'string' || !isValidFaceId(rec.face_id)) skipped.push({ index, reason: 'face_id_not_32_hex' });
+    else remote.set(rec.face_id, rec);
+  });
   const rows = ctx.store.rowMap();
   // Downloads kept by a failed pass, for faces still listed; a face this agent changed is fetched anew.
   const staged = await ctx.staging.load((st) => remote.has(st.face_id) && !ctx.forced.has(st.face_id));
@@ -129,6 +132,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   report(true);
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
     client: ctx.client, dir: ctx.staging.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger,
+    ...(ctx.disk ? { disk: ctx.disk } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
     onReuse: () => { reused++; },
@@ -139,7 +143,8 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     return o;
   }));
   if (error !== undefined) {
-    keepDownloads(ctx);
+    if (error instanceof DiskFullError) await freeDownloads(ctx);
+    else keepDownloads(ctx);
     throw error;
   }
   t.downloaded = performance.now();
@@ -235,7 +240,19 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   if (failures.length > 0) {
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }
-  return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, indexVersion, obsolete };
+  return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, indexVersion, obsolete, skipped };
+}
+
+/**
+ * The pass ran into the free-space floor: it cannot complete, and its kept downloads would only
+ * hold the space agent.db and the outbox need. All of them go; the next pass starts over.
+ */
+async function freeDownloads(ctx: SyncPassContext): Promise<void> {
+  try {
+    await ctx.staging.discardAll();
+  } catch (err) {
+    ctx.logger.warn({ err: (err as Error).message, dir: ctx.staging.dir }, 'could not delete the downloads of a face sync stopped by the disk floor');
+  }
 }
 
 /** The pass is failing: record its downloads so that the next pass (or a restarted agent) uses them. */

@@ -1,13 +1,18 @@
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Db } from '../db/database.js';
-import type { FaceRecord, ServiceClient } from '../client/types.js';
+import type { FaceRecord, ServiceClient, SkipReason } from '../client/types.js';
 import type { BackoffPolicy } from '../util/backoff.js';
 import type { EventPublisher } from '../events/event-bus.js';
+import type { DiskFloor, MinFree } from '../disk/disk-floor.js';
 
 /** The slice of AgentConfig face sync reads (structurally a subset of AgentConfig). */
 export interface FaceSyncConfig {
   state_dir: string;
+  /** The free space kept on state_dir's file system (src/disk/disk-floor.ts); auto when absent. */
+  state_min_free?: MinFree;
+  /** Sizes the deadline of a whole pass (faceSyncDeadlineMs); the defaults' when absent. */
+  service?: { request_timeout: number; retries: number };
   faces: {
     /** ms between syncs. */
     sync_interval: number;
@@ -34,6 +39,10 @@ export interface FaceSyncDeps {
    * read the previous index a moment ago can still open what it names.
    */
   deleteGraceMs?: number;
+  /** The free-space floor; default: one from config.state_dir and config.state_min_free. */
+  disk?: DiskFloor;
+  /** Longest one sync pass may take before it is cut short, ms (default faceSyncDeadlineMs(config.service)). */
+  passDeadlineMs?: number;
   /** Largest image accepted from the server, bytes (default 32 MB). */
   maxImageBytes?: number;
   /** Downloads kept from a failed sync older than this are dropped, ms (default 24 h). */
@@ -97,6 +106,11 @@ export interface SyncReport {
   faces_cached: number;
   error: SyncErrorInfo | null;
   failures: FaceFailure[];
+  /** Records of the listing left out as malformed (the good ones synced), by reason. */
+  skipped: number;
+  skipped_reasons: Partial<Record<SkipReason, number>>;
+  /** The first few skipped records, in words (`record 3 has no string name`). */
+  skipped_records: string[];
 }
 
 export type FaceSyncState = 'idle' | 'syncing' | 'backoff' | 'auth_failed' | 'stopped';

@@ -11,6 +11,7 @@ import { capturePcm } from './capture.js';
 import { assertQuality, describeLevels, measurePcm, toJson } from './quality.js';
 import { checkWavFile } from './wav-check.js';
 import { createVoiceprintRegistry, type VoiceprintRegistry } from './registry.js';
+import { createDiskFloor } from '../disk/disk-floor.js';
 import { auditDir, checkVoiceprintName, newAuditBase, registerVoiceprintWav, type RegisterOutcome } from './register.js';
 import { createMicLock } from './mic-lock.js';
 import { pruneVoiceprintAudits } from './audit-retention.js';
@@ -24,7 +25,7 @@ import { audioDeviceErrors } from '../audio/speech-metrics.js';
 // quality gate before anything is sent, the WAV and the service's answer kept for audit.
 
 export interface VoiceEnrollDeps {
-  config: Pick<AgentConfig, 'voiceprint' | 'audio' | 'state_dir'>;
+  config: Pick<AgentConfig, 'voiceprint' | 'audio' | 'state_dir'> & Partial<Pick<AgentConfig, 'state_min_free'>>;
   db: Db;
   client: ServiceClient;
   logger: Logger;
@@ -130,6 +131,8 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     assertQuality(report, { requestedSeconds: seconds, what: `the recording of '${name}'` });
 
     current = { name, phase: 'uploading', since: new Date().toISOString() };
+    // The recording is kept as the audit copy of what was sent: never into the free-space floor.
+    await createDiskFloor(config.state_dir, config.state_min_free ?? 'auto').assertRoom(pcm.length + 44, 'voiceprint recordings');
     await makeDir(auditDir(config.state_dir));
     const wavPath = `${newAuditBase(config.state_dir, name)}.wav`;
     await writeFileAtomic(wavPath, encodeWav({ sampleRate, channels: 1, bitsPerSample: 16 }, pcm));

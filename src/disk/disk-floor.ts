@@ -1,0 +1,106 @@
+import { statfsSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
+import { Gauge, type Registry } from 'prom-client';
+import { DiskFullError } from '../errors.js';
+import { formatSize } from '../util/units.js';
+
+// The free space the agent keeps on the file system of state_dir. Its caches (face images and
+// their staging downloads, the TTS cache, voiceprint audit copies) never write into the last
+// `state_min_free` bytes, so that agent.db's WAL and the enrollment outbox can always commit: an
+// enrolled file is never lost because a cache filled the disk.
+//
+// `state_min_free` is a size (64MB), a share of the file system (5%), or `auto`: the larger of
+// 64 MiB and 5 % of the file system.
+
+export const AUTO_MIN_FREE_BYTES = 64 * 1024 * 1024;
+export const AUTO_MIN_FREE_PERCENT = 5;
+
+/** The resolved config value: bytes, a percentage of the file system, or auto. */
+export type MinFree = { bytes: number } | { percent: number } | 'auto';
+
+export interface DiskReading {
+  /** The folder whose file system is measured (state_dir). */
+  dir: string;
+  free_bytes: number;
+  total_bytes: number;
+  min_free_bytes: number;
+  /** Free space is below the floor: the caches have stopped growing. */
+  nearly_full: boolean;
+}
+
+export interface DiskFloor {
+  readonly dir: string;
+  /** Free space now (one statfs call). */
+  read(): Promise<DiskReading>;
+  readSync(): DiskReading | undefined;
+  /**
+   * Throws DiskFullError when writing `bytes` more would leave less than the floor free. `what`
+   * names the writer in the message (`face images`).
+   */
+  assertRoom(bytes: number, what: string): Promise<void>;
+}
+
+export function minFreeBytes(minFree: MinFree, totalBytes: number): number {
+  if (minFree === 'auto') return Math.max(AUTO_MIN_FREE_BYTES, Math.ceil((totalBytes * AUTO_MIN_FREE_PERCENT) / 100));
+  if ('bytes' in minFree) return minFree.bytes;
+  return Math.ceil((totalBytes * minFree.percent) / 100);
+}
+
+export function createDiskFloor(dir: string, minFree: MinFree): DiskFloor {
+  const reading = (s: { bavail: number | bigint; blocks: number | bigint; bsize: number | bigint }): DiskReading => {
+    const bsize = Number(s.bsize);
+    const free = Number(s.bavail) * bsize;
+    const total = Number(s.blocks) * bsize;
+    const floor = minFreeBytes(minFree, total);
+    return { dir, free_bytes: free, total_bytes: total, min_free_bytes: floor, nearly_full: free < floor };
+  };
+  return {
+    dir,
+    async read() {
+      return reading(await statfs(dir));
+    },
+    readSync() {
+      try {
+        return reading(statfsSync(dir));
+      } catch {
+        return undefined; // state_dir not there yet: nothing to say
+      }
+    },
+    async assertRoom(bytes, what) {
+      let r: DiskReading;
+      try {
+        r = reading(await statfs(dir));
+      } catch {
+        return; // cannot measure (folder gone): the write itself will say what is wrong
+      }
+      if (r.free_bytes - bytes >= r.min_free_bytes) return;
+      throw new DiskFullError(
+        `disk nearly full: ${formatSize(r.free_bytes)} free on the file system of ${dir}; ${bytes > 0 ? `${what} need ${formatSize(bytes)} more, and ` : ''}`
+        + `the agent keeps ${formatSize(r.min_free_bytes)} free (state_min_free) for agent.db and the enrollment outbox, so ${what} stopped. Free some space, or lower state_min_free`,
+        { details: { path: dir, free_bytes: r.free_bytes, min_free_bytes: r.min_free_bytes, needed_bytes: bytes } },
+      );
+    },
+  };
+}
+
+/** For status and doctor: one line about the floor. */
+export function describeDisk(r: DiskReading): string {
+  const head = `${formatSize(r.free_bytes)} free of ${formatSize(r.total_bytes)} on ${r.dir}, floor ${formatSize(r.min_free_bytes)} (state_min_free)`;
+  return r.nearly_full ? `DISK NEARLY FULL: ${head}; face images, TTS audio and voiceprint copies are not cached until space is freed` : head;
+}
+
+/** Free space, the floor, and a 0/1 "nearly full" on /metrics, read at scrape time. */
+export function registerDiskGauges(registry: Registry, read: () => DiskReading | undefined): void {
+  let last: DiskReading | undefined;
+  const gauge = (name: string, help: string, value: (r: DiskReading) => number) => new Gauge({
+    name, help, registers: [registry],
+    collect() {
+      // One statfs per scrape: the first gauge reads, the others reuse it.
+      if (name === 'terminal_agent_state_free_bytes') last = read();
+      if (last) this.set(value(last));
+    },
+  });
+  gauge('terminal_agent_state_free_bytes', 'Free bytes on the file system of state_dir (for the agent\'s user).', (r) => r.free_bytes);
+  gauge('terminal_agent_state_min_free_bytes', 'Free space the agent keeps on that file system (state_min_free).', (r) => r.min_free_bytes);
+  gauge('terminal_agent_disk_nearly_full', '1 when free space on state_dir is below state_min_free: caches stop growing (disk nearly full).', (r) => (r.nearly_full ? 1 : 0));
+}
