@@ -5,9 +5,8 @@ import type { CliContext, CommandSpec, OptionSpec, ParsedArgs } from './command.
 import { listOpt, stringOpt, boolOpt } from './command.js';
 import { writeJson, writeLine } from './output.js';
 import { UsageError } from '../errors.js';
-import { createLogger } from '../log/logger.js';
 import { parseDuration, parseSize } from '../util/units.js';
-import { parseFaultSpec, startEmulator } from '../emulator/index.js';
+import { parseFaultSpec } from '../emulator/faults.js';
 import type { ChaosSettings, EmulatorOptions, OtherAuth, TerminalCredential, TtsEngine } from '../emulator/index.js';
 
 const OPTIONS: Record<string, OptionSpec> = {
@@ -114,6 +113,8 @@ export function emulatorOptionsFromArgs(args: ParsedArgs): EmulatorOptions {
 async function runEmulator(args: ParsedArgs, ctx: CliContext): Promise<number> {
   const opts = emulatorOptionsFromArgs(args);
   let secrets: string[] = [];
+  // The emulator (and pino) are loaded only by this command, not by every CLI call.
+  const [{ createLogger }, { startEmulator }] = await Promise.all([import('../log/logger.js'), import('../emulator/index.js')]);
   const logger = createLogger({
     level: boolOpt(args, 'verbose') ? 'debug' : 'info',
     destination: { write: (line: string) => ctx.io.stderr.write(line) },
