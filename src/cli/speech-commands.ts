@@ -49,7 +49,8 @@ function report(ctx: CliContext, args: ParsedArgs, mode: 'daemon' | 'direct', re
 async function sayDirect(session: ApiSession, ctx: CliContext, req: SayRequest): Promise<SayResult> {
   const { config, client } = session;
   // The player, the TTS cache and their database are loaded for this path only.
-  const [{ Registry }, { openDatabase }, { silentLogger }, { createSpeech }] = await Promise.all([
+  // prom-client through `.default`: see src/client/multipart.ts.
+  const [{ default: { Registry } }, { openDatabase }, { silentLogger }, { createSpeech }] = await Promise.all([
     import('prom-client'),
     import('../db/database.js'),
     import('../log/logger.js'),
