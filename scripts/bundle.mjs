@@ -38,6 +38,14 @@ const tscUrls = {
   },
 };
 
+/** `undici` is scripts/undici-slim.cjs: the parts of undici the agent uses (see that file). */
+const slimUndici = {
+  name: 'slim-undici',
+  setup(b) {
+    b.onResolve({ filter: /^undici$/ }, () => ({ path: join(ROOT, 'scripts', 'undici-slim.cjs') }));
+  },
+};
+
 // Chunks of the previous build: their names change with their content.
 async function removePreviousChunks() {
   let old;
@@ -74,7 +82,7 @@ const result = await build({
   legalComments: 'none',
   metafile: true,
   logLevel: 'warning',
-  plugins: [tscUrls],
+  plugins: [tscUrls, slimUndici],
 });
 // Kept for the start-up test (which chunk holds which module) and for anyone asking why a chunk is large.
 await writeFile(META, JSON.stringify(result.metafile));
