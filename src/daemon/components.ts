@@ -44,10 +44,12 @@ export interface Components {
 }
 
 export function buildComponents(deps: AgentDeps): Components {
-  const { config, logger, db, client, metrics, env } = deps;
+  const { config, logger, db, client, metrics, env, afterReady } = deps;
   const child = (component: string) => logger.child({ component });
-  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics });
-  const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...(env ? { playerOptions: { env } } : {}) });
+  // Work READY=1 does not promise waits until it has been sent: it would only delay it.
+  const later = afterReady ? { firstSyncAfter: afterReady } : {};
+  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...later });
+  const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...(env ? { playerOptions: { env } } : {}), ...(afterReady ? { warmUpAfter: afterReady } : {}) });
   const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, playback: speech, ...(env ? { env } : {}) });
   const enroll = createEnrollment({
     config, db, client, logger: child('enroll'), metrics,

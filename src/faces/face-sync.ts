@@ -172,6 +172,13 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
 
   async function runLoop(): Promise<void> {
     let reason: SyncReason = 'start';
+    if (deps.firstSyncAfter) {
+      const after = deps.firstSyncAfter;
+      await new Promise<void>((resolve) => {
+        void after.then(resolve, resolve);
+        lifecycle.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    }
     while (!lifecycle.signal.aborted) {
       const report = await syncNow(reason);
       if (lifecycle.signal.aborted) break;
