@@ -32,6 +32,8 @@ export interface SpeechDeps {
   events?: EventPublisher;
   /** How long stop() lets the current utterance finish before cutting it. Default 5 s. */
   stopTimeoutMs?: number;
+  /** The waiting player process is started once this resolves (the daemon: after READY=1). */
+  warmUpAfter?: Promise<void>;
 }
 
 export interface Speech {
@@ -80,7 +82,9 @@ export function createSpeech(deps: SpeechDeps): Speech {
     started ??= (async () => {
       // Speech works without its cache: a state_dir problem only costs offline replay.
       await cache.init().catch((err: unknown) => logger.warn({ err: describeError(err) }, 'TTS cache unavailable'));
-      player.warmUp();
+      // A player process started during the daemon's start-up competes with it for the CPU.
+      if (deps.warmUpAfter) void deps.warmUpAfter.then(() => player.warmUp(), () => undefined);
+      else player.warmUp();
       logger.debug({ device }, 'speech started');
     })();
     return started;

@@ -1,10 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { DestinationStream } from 'pino';
 import type { CliContext, ParsedArgs } from './command.js';
-import { loadConfig, configSecrets } from '../config/load-config.js';
 import type { AgentConfig } from '../config/schema.js';
-import { createLogger } from '../log/logger.js';
-import { createServiceClient } from '../client/service-client.js';
 import type { CallOptions, ServiceClient } from '../client/types.js';
 import { userAgent } from '../version.js';
 import { InvalidInputError, UsageError } from '../errors.js';
@@ -12,6 +9,8 @@ import { readHead, sniffMediaType, IMAGE_TYPES, type SniffedType } from '../clie
 
 // Shared by the commands that map to one API call: config -> client, the call options that make
 // Ctrl-C cancel a call, and the local checks that turn bad input into exit 65 before any request.
+// The config schema, the logger and the HTTP client are imported when a command asks for them:
+// every command module imports this file, and `--help` must not pay for zod, pino or undici.
 
 export interface ApiSession {
   config: AgentConfig;
@@ -21,7 +20,8 @@ export interface ApiSession {
 }
 
 /** Loads the config for a command that only needs local settings (see `requireSecrets`). */
-export function loadLocalConfig(args: ParsedArgs, ctx: CliContext): Promise<AgentConfig> {
+export async function loadLocalConfig(args: ParsedArgs, ctx: CliContext): Promise<AgentConfig> {
+  const { loadConfig } = await import('../config/load-config.js');
   return loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: false });
 }
 
@@ -30,6 +30,11 @@ export function loadLocalConfig(args: ParsedArgs, ctx: CliContext): Promise<Agen
  * one runs (the client then fails only if a call really needs the missing secret).
  */
 export async function clientFromConfig(args: ParsedArgs, ctx: CliContext, opts: { requireSecrets?: boolean } = {}): Promise<ApiSession> {
+  const [{ loadConfig, configSecrets }, { createLogger }, { createServiceClient }] = await Promise.all([
+    import('../config/load-config.js'),
+    import('../log/logger.js'),
+    import('../client/service-client.js'),
+  ]);
   const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: opts.requireSecrets ?? true });
   // Commands print their own results; the log only carries warnings (or debug when asked for).
   const level = config.log.level === 'debug' || config.log.level === 'trace' ? config.log.level : 'warn';

@@ -3,7 +3,7 @@
 import type { CliContext, CommandSpec } from './command.js';
 import { writeErr, writeJson, writeLine } from './output.js';
 import { ConfigError, ExitCode, formatProblem } from '../errors.js';
-import { loadConfigDetailed, type LoadedConfig } from '../config/load-config.js';
+import type { LoadedConfig } from '../config/load-config.js';
 import { formatDuration, formatSize } from '../util/units.js';
 
 function describeSecret(s: LoadedConfig['secrets']['terminal_secret']): string {
@@ -43,6 +43,7 @@ export function configSummary(loaded: LoadedConfig): Record<string, string> {
 async function check(ctx: CliContext, configPath: string, json: boolean): Promise<number> {
   let loaded: LoadedConfig;
   try {
+    const { loadConfigDetailed } = await import('../config/load-config.js');
     loaded = await loadConfigDetailed({ path: configPath, env: ctx.env, cwd: ctx.cwd });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

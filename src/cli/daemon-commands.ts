@@ -1,13 +1,9 @@
 import type { CommandSpec } from './command.js';
 import { writeJson, writeLine } from './output.js';
-import { loadConfig } from '../config/load-config.js';
 import { loadLocalConfig } from './api-client.js';
-import { connectControl } from '../control/control-client.js';
-import { makeDaemonEnv } from '../daemon/daemon-env.js';
-import { runDaemon } from '../daemon/daemon.js';
 
-// doctor and demo load what `run` never needs (tls, dns, the whole emulator): imported on use, so
-// the daemon's resident memory does not carry them.
+// Each command imports what it runs when it runs: `status` and `--help` must not load the daemon,
+// and `run` must not carry doctor or demo (tls, dns, the whole emulator) in its resident memory.
 
 export const daemonCommands: CommandSpec[] = [
   {
@@ -17,6 +13,11 @@ export const daemonCommands: CommandSpec[] = [
 With $NOTIFY_SOCKET (systemd Type=notify) it reports READY=1, STATUS= and feeds the watchdog.
 Logs are JSON lines on stdout.`,
     async run(args, ctx) {
+      const [{ loadConfig }, { makeDaemonEnv }, { runDaemon }] = await Promise.all([
+        import('../config/load-config.js'),
+        import('../daemon/daemon-env.js'),
+        import('../daemon/daemon.js'),
+      ]);
       const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
       const d = makeDaemonEnv(ctx, { configPath: args.global.configPath, config });
       return runDaemon(d, config, ctx.shutdown);
@@ -36,6 +37,7 @@ Logs are JSON lines on stdout.`,
     summary: 'asks the running daemon: uptime, last face sync, outbox per kind, recent failures, audio state',
     async run(args, ctx) {
       const config = await loadLocalConfig(args, ctx);
+      const { connectControl } = await import('../control/control-client.js');
       const control = await connectControl(config.control.socket, { timeoutMs: 10_000 });
       const status = await control.status();
       if (args.global.json) writeJson(ctx, status);

@@ -5,9 +5,7 @@ import type { CliContext, CommandSpec, OptionSpec, ParsedArgs } from './command.
 import { listOpt, stringOpt, boolOpt } from './command.js';
 import { writeJson, writeLine } from './output.js';
 import { UsageError } from '../errors.js';
-import { createLogger } from '../log/logger.js';
 import { parseDuration, parseSize } from '../util/units.js';
-import { parseFaultSpec, startEmulator } from '../emulator/index.js';
 import type { ChaosSettings, EmulatorOptions, OtherAuth, TerminalCredential, TtsEngine } from '../emulator/index.js';
 
 const OPTIONS: Record<string, OptionSpec> = {
@@ -63,7 +61,7 @@ function oneOf<T extends string>(args: ParsedArgs, name: string, allowed: readon
   return raw as T;
 }
 
-export function emulatorOptionsFromArgs(args: ParsedArgs): EmulatorOptions {
+export async function emulatorOptionsFromArgs(args: ParsedArgs): Promise<EmulatorOptions> {
   const portRaw = stringOpt(args, 'port') ?? '8780';
   if (!/^\d+$/.test(portRaw) || Number(portRaw) > 65535) throw new UsageError(`--port takes a port number 0..65535; got '${portRaw}'`);
   const sizeOf = (name: string) => {
@@ -106,14 +104,17 @@ export function emulatorOptionsFromArgs(args: ParsedArgs): EmulatorOptions {
   if (other) opts.otherAuth = other;
   const maxUpload = sizeOf('max-upload');
   if (maxUpload !== undefined) opts.maxUploadBytes = maxUpload;
+  const { parseFaultSpec } = await import('../emulator/faults.js');
   const faults = listOpt(args, 'fault').map(parseFaultSpec);
   if (faults.length > 0) opts.faults = faults;
   return opts;
 }
 
 async function runEmulator(args: ParsedArgs, ctx: CliContext): Promise<number> {
-  const opts = emulatorOptionsFromArgs(args);
+  const opts = await emulatorOptionsFromArgs(args);
   let secrets: string[] = [];
+  // The emulator (and pino) are loaded only by this command, not by every CLI call.
+  const [{ createLogger }, { startEmulator }] = await Promise.all([import('../log/logger.js'), import('../emulator/index.js')]);
   const logger = createLogger({
     level: boolOpt(args, 'verbose') ? 'debug' : 'info',
     destination: { write: (line: string) => ctx.io.stderr.write(line) },

@@ -5,11 +5,9 @@ import { stringOpt, type CliContext, type CommandSpec } from './command.js';
 import { writeErr, writeJson, writeLine, writeTable, type Column } from './output.js';
 import { checkImageFile, withClient } from './api-client.js';
 import type { FaceRecord, ServiceClient, CallOptions, SkippedRecord } from '../client/types.js';
-import { describeSkip } from '../client/faces-api.js';
-import { checkFaceId } from '../client/service-client.js';
+import { checkFaceId, describeSkip } from '../client/faces-api.js';
 import { BadResponseError, InvalidInputError, UsageError, isFsError, outputFileError } from '../errors.js';
 import { streamToTemp, commitTemp, ensureWritable } from '../util/fs-atomic.js';
-import { listCachedCommand, syncCommand } from '../faces/faces-cli.js';
 
 // `faces ...`: one command object per API call, so that later additions (--cached, sync) stay
 // small edits.
@@ -61,7 +59,7 @@ const list: CommandSpec = {
   summary: "list the terminal group's face records",
   positionals: { min: 0, max: 0 },
   options: { cached: { type: 'boolean', description: 'read the local face cache (state_dir), with no network' } },
-  run: (args, ctx) => args.values.cached === true ? listCachedCommand(args, ctx) : withClient(args, ctx, async ({ client, call }) => {
+  run: async (args, ctx) => args.values.cached === true ? (await import('../faces/faces-cli.js')).listCachedCommand(args, ctx) : withClient(args, ctx, async ({ client, call }) => {
     const faces = await client.listFaces(call);
     for (const line of skippedLines(faces.skipped)) writeErr(ctx, line);
     if (args.global.json) return writeJson(ctx, faces);
@@ -175,7 +173,7 @@ const sync: CommandSpec = {
   path: ['faces', 'sync'],
   summary: 'sync the local face cache now (through the running daemon, else in this process)',
   positionals: { min: 0, max: 0 },
-  run: syncCommand,
+  run: async (args, ctx) => (await import('../faces/faces-cli.js')).syncCommand(args, ctx),
 };
 
 export const facesCommands: CommandSpec[] = [list, show, add, update, del, image, sync];

@@ -1,14 +1,11 @@
 import { resolve as resolvePath, join } from 'node:path';
-import { Registry } from 'prom-client';
 import { boolOpt, stringOpt, type CliContext, type CommandSpec, type ParsedArgs } from './command.js';
 import { writeJson, writeLine, writeErr } from './output.js';
 import { clientFromConfig, type ApiSession } from './api-client.js';
 import { tryConnectControl } from '../control/control-client.js';
-import { openDatabase, type Db } from '../db/database.js';
-import { silentLogger } from '../log/logger.js';
+import type { Db } from '../db/database.js';
 import { UsageError, describeError } from '../errors.js';
 import { ensureWritable } from '../util/fs-atomic.js';
-import { createSpeech } from '../audio/speech.js';
 import { resolveTtsParams, ttsBody, type SayRequest, type SayResult } from '../audio/speech-types.js';
 import { saveSynthesizedWav } from '../audio/wav-file-writer.js';
 import { formatDuration, formatSize } from '../util/units.js';
@@ -51,6 +48,14 @@ function report(ctx: CliContext, args: ParsedArgs, mode: 'daemon' | 'direct', re
 /** Plays in this process, with the state_dir cache when it is writable (else without cache). */
 async function sayDirect(session: ApiSession, ctx: CliContext, req: SayRequest): Promise<SayResult> {
   const { config, client } = session;
+  // The player, the TTS cache and their database are loaded for this path only.
+  // prom-client through `.default`: see src/client/multipart.ts.
+  const [{ default: { Registry } }, { openDatabase }, { silentLogger }, { createSpeech }] = await Promise.all([
+    import('prom-client'),
+    import('../db/database.js'),
+    import('../log/logger.js'),
+    import('../audio/speech.js'),
+  ]);
   let db: Db;
   let cacheSize = config.tts.cache_size;
   try {

@@ -8,7 +8,7 @@ import { deleteAndForget, keepRegistered, voiceprintCommands } from '../voicepri
 import { createDiskFloor } from '../disk/disk-floor.js';
 import { speakerListCommands } from '../enroll/speaker-cli.js';
 import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client/types.js';
-import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-voiceprint-api.js';
+import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-limits.js';
 import { InvalidInputError, TimeoutError, UsageError } from '../errors.js';
 import { wait } from '../util/backoff.js';
 import { formatDuration } from '../util/units.js';

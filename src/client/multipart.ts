@@ -1,6 +1,6 @@
 import { openAsBlob } from 'node:fs';
 import { basename } from 'node:path';
-import { FormData } from 'undici';
+import type { FormData } from 'undici';
 import { InvalidInputError } from '../errors.js';
 import type { FileUpload } from './types.js';
 import { readHead, sniffMediaType } from './media-types.js';
@@ -39,6 +39,11 @@ export async function checkUpload(field: string, file: FileUpload): Promise<void
  */
 export function multipartBody(fields: TextFields, files: Record<string, FileUpload | undefined>): () => Promise<FormData> {
   return async () => {
+    // undici on first use: the CLI imports the face and speaker API helpers (ID and name checks)
+    // for commands that never upload, and `--help` must not load the HTTP client. `.default` (the
+    // CommonJS module.exports) because the esbuild bundle gives a dynamically imported CommonJS
+    // package no named exports; Node's own loader gives both.
+    const { FormData } = (await import('undici')).default;
     const form = new FormData();
     for (const [name, value] of Object.entries(fields)) if (value !== undefined) form.append(name, String(value));
     for (const [name, file] of Object.entries(files)) {

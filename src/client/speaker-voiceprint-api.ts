@@ -9,8 +9,9 @@ import type { ServiceClient } from './types.js';
 // Speaker training and voiceprints on {base_url}, credential per service.other_auth
 // (service-api.md 4.5, 4.6).
 
-export const SPEAKER_MODELS = ['tts-turbo', 'tts-turbo-v2', 'tts-pro'] as const;
-export const VOICEPRINT_NAME_MAX_BYTES = 32;
+import { VOICEPRINT_NAME_MAX_BYTES } from './speaker-limits.js';
+
+export { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from './speaker-limits.js';
 
 type SpeakerVoiceprintApi = Pick<ServiceClient, 'trainSpeaker' | 'speakerStatus' | 'deleteSpeaker' | 'registerVoiceprint' | 'deleteVoiceprint'>;
 

@@ -1,7 +1,7 @@
 // Field builders for the config schema. Each one accepts what an operator writes in YAML, turns it
 // into what the code wants (milliseconds, bytes, a URL without trailing slash) and, when it cannot,
 // says how to write it correctly. Messages never quote secret values.
-import { z } from 'zod';
+import * as z from 'zod';
 import { formatDuration, formatSize, parseDuration, parseSize } from '../util/units.js';
 
 /** zod's wording is for developers; an operator reads "a number" and sees what was there instead. */

@@ -5,7 +5,7 @@
 // Secrets are resolved by load-config before this schema runs (env, systemd credentials, *_file,
 // inline): the schema sees the resolved `terminal_secret`/`api_key` and drops the `*_file` keys.
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, minFree, secretText, size, text } from './schema-fields.js';
 import { isLoopbackListen, listenAddress } from './listen-address.js';
 

@@ -29,6 +29,8 @@ export interface AgentDeps {
   env?: NodeJS.ProcessEnv;
   /** How often a component that could not start is tried again, ms (default ENROLL_DIR_RETRY_MS). */
   startRetryMs?: number;
+  /** Resolves once the daemon has sent READY=1: the first face sync and the player warm-up wait for it. */
+  afterReady?: Promise<void>;
 }
 
 export interface Agent {

@@ -44,11 +44,13 @@ export interface Components {
 }
 
 export function buildComponents(deps: AgentDeps): Components {
-  const { config, logger, db, client, metrics, env } = deps;
+  const { config, logger, db, client, metrics, env, afterReady } = deps;
   const events = deps.events ? { events: deps.events } : {};
   const child = (component: string) => logger.child({ component });
-  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events });
-  const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}) });
+  // Work READY=1 does not promise waits until it has been sent: it would only delay it.
+  const later = afterReady ? { firstSyncAfter: afterReady } : {};
+  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later });
+  const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}), ...(afterReady ? { warmUpAfter: afterReady } : {}) });
   const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, ...events, playback: speech, ...(env ? { env } : {}) });
   const enroll = createEnrollment({
     config, db, client, logger: child('enroll'), metrics, ...events,

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import type { CommandSpec } from '../cli/command.js';
 import { writeJson, writeTable, type Column } from '../cli/output.js';
 import { loadLocalConfig } from '../cli/api-client.js';
-import { openDatabase } from '../db/database.js';
 import { createSpeakerRegistry, speakerStatusText, type SpeakerRow } from './speaker-registry.js';
 
 // `speaker list`: the trained speakers this terminal asked for, from agent.db (the API has no list
@@ -26,6 +25,8 @@ const list: CommandSpec = {
     const path = join(config.state_dir, 'agent.db');
     let rows: SpeakerRow[] = [];
     if (existsSync(path)) {
+      // SQLite is loaded by the commands that read it, not by every CLI call.
+      const { openDatabase } = await import('../db/database.js');
       const db = openDatabase({ path, readonly: true });
       try {
         rows = createSpeakerRegistry(db).list();

@@ -3,13 +3,10 @@ import type { DestinationStream } from 'pino';
 import type { CliContext, ParsedArgs } from '../cli/command.js';
 import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js';
 import { clientFromConfig, loadLocalConfig } from '../cli/api-client.js';
-import { configSecrets } from '../config/load-config.js';
 import { tryConnectControl } from '../control/control-client.js';
-import { openDatabase } from '../db/database.js';
 import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
-import { createLogger } from '../log/logger.js';
 import { formatDuration } from '../util/units.js';
-import { FACE_SYNC_ANSWER_MARGIN_MS, createFaceSync, faceSyncDeadlineMs } from './face-sync.js';
+import { FACE_SYNC_ANSWER_MARGIN_MS, faceSyncDeadlineMs } from './sync-deadline.js';
 import { readCachedFaces, type CachedFaceView } from './read-cache.js';
 import type { SyncReport } from './types.js';
 
@@ -67,6 +64,13 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
 
 async function syncOnce(session: Awaited<ReturnType<typeof clientFromConfig>>, ctx: CliContext): Promise<SyncReport> {
   const { config, client } = session;
+  // The sync machinery (and the database) only for this path: `faces list --cached` stays light.
+  const [{ configSecrets }, { createLogger }, { openDatabase }, { createFaceSync }] = await Promise.all([
+    import('../config/load-config.js'),
+    import('../log/logger.js'),
+    import('../db/database.js'),
+    import('./face-sync.js'),
+  ]);
   const logger = createLogger({ level: 'warn', destination: ctx.io.stderr as unknown as DestinationStream, secrets: () => configSecrets(config) });
   const db = openDatabase({ path: join(config.state_dir, 'agent.db') });
   const sync = createFaceSync({ config, db, client, logger: logger.child({ component: 'faces' }), deleteGraceMs: 0 });

@@ -51,6 +51,11 @@ export interface FaceSyncDeps {
   maxRechecksPerPass?: number;
   /** uniform [0, 1) that spreads first re-check times; injectable for tests. */
   random?: () => number;
+  /**
+   * The sync loop's first sync waits for this (the daemon: until it has told systemd READY=1, which
+   * does not wait for a sync); start() and its cache repair do not.
+   */
+  firstSyncAfter?: Promise<void>;
 }
 
 /** A face as the cache serves it: the service's record plus its image file. */

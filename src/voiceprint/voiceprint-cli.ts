@@ -7,35 +7,39 @@ import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js'
 import { loadLocalConfig, withClient, type ApiSession } from '../cli/api-client.js';
 import type { AgentConfig } from '../config/schema.js';
 import { tryConnectControl } from '../control/control-client.js';
-import { openDatabase, type Db } from '../db/database.js';
-import { silentLogger } from '../log/logger.js';
+import type { Db } from '../db/database.js';
 import type { RegisterVoiceprintResult } from '../client/types.js';
 import { UsageError } from '../errors.js';
-import { createVoiceEnroll, MAX_SECONDS, MIN_SECONDS, type EnrollResult } from './voice-enroll.js';
-import { createVoiceprintRegistry, type VoiceprintRow } from './registry.js';
+import type { EnrollResult } from './voice-enroll.js';
+import type { VoiceprintRow } from './registry.js';
 import { pruneVoiceprintAudits } from './audit-retention.js';
 import type { WavFileInfo } from './wav-check.js';
 import { checkVoiceprintName, deleteVoiceprintEverywhere, recordSentFile, type RegisterOutcome, type SentAudio } from './register.js';
 
 // `voiceprint enroll` and `voiceprint list`, and what `voiceprint register|delete` (the client's
-// commands in src/cli/voice-commands.ts) call so that the local registry follows them.
+// commands in src/cli/voice-commands.ts) call so that the local registry follows them. SQLite, the
+// registry and the recorder are imported when a command uses them, not by every CLI call.
 
-function agentDb(config: AgentConfig): Db {
+async function agentDb(config: AgentConfig): Promise<Db> {
+  const { openDatabase } = await import('../db/database.js');
   return openDatabase({ path: join(config.state_dir, 'agent.db') });
 }
 
-function withDb<T>(config: AgentConfig, fn: (db: Db) => T): T {
-  const db = agentDb(config);
+const registryOf = async (db: Db) => (await import('./registry.js')).createVoiceprintRegistry(db);
+
+async function withDb<T>(config: AgentConfig, fn: (db: Db) => Promise<T>): Promise<T> {
+  const db = await agentDb(config);
   try {
-    return fn(db);
+    return await fn(db);
   } finally {
     db.close();
   }
 }
 
-function secondsOption(args: ParsedArgs): number | undefined {
+async function secondsOption(args: ParsedArgs): Promise<number | undefined> {
   const raw = stringOpt(args, 'seconds');
   if (raw === undefined) return undefined;
+  const { MIN_SECONDS, MAX_SECONDS } = await import('./voice-enroll.js');
   const seconds = Number(raw);
   if (!/^\d+(\.\d+)?$/.test(raw) || seconds < MIN_SECONDS || seconds > MAX_SECONDS) {
     throw new UsageError(`--seconds ${JSON.stringify(raw)}: give a number of seconds from ${MIN_SECONDS} to ${MAX_SECONDS} (e.g. 8)`);
@@ -66,7 +70,7 @@ whole recording. A refused recording says what was measured (peak, level, share 
     const rawName = stringOpt(args, 'name');
     if (rawName === undefined) throw new UsageError("'voiceprint enroll' needs --name N");
     const name = checkVoiceprintName(rawName);
-    const seconds = secondsOption(args);
+    const seconds = await secondsOption(args);
     const config = await loadLocalConfig(args, ctx);
     const control = await tryConnectControl(config.control.socket);
     if (control) {
@@ -75,7 +79,7 @@ whole recording. A refused recording says what was measured (peak, level, share 
       return printEnrolled(ctx, args.global.json, r);
     }
     await withClient(args, ctx, async ({ client, config: cfg }) => {
-      const db = agentDb(cfg);
+      const [db, { createVoiceEnroll }, { silentLogger }] = await Promise.all([agentDb(cfg), import('./voice-enroll.js'), import('../log/logger.js')]);
       const voice = createVoiceEnroll({ config: cfg, db, client, logger: silentLogger(), env: ctx.env, micWaitMs: 0 });
       const onAbort = () => void voice.stop();
       ctx.shutdown.addEventListener('abort', onAbort, { once: true });
@@ -106,7 +110,7 @@ const list: CommandSpec = {
   run: async (args, ctx) => {
     const config = await loadLocalConfig(args, ctx);
     const path = join(config.state_dir, 'agent.db');
-    const rows = existsSync(path) ? withDb(config, (db) => createVoiceprintRegistry(db).list()) : [];
+    const rows = existsSync(path) ? await withDb(config, async (db) => (await registryOf(db)).list()) : [];
     if (args.global.json) return writeJson(ctx, rows);
     writeTable(ctx, rows, COLUMNS, '(no voiceprints registered from this terminal)');
   },
@@ -128,9 +132,9 @@ export async function keepRegistered(
   const channels = wav ? wav.channels : 1;
   const seconds = wav ? wav.seconds : bytes / 2 / channels / sampleRate;
   const sent: SentAudio = { sample_rate: sampleRate, channel: channels, format: wav ? 'wav' : 'pcm', model: config.voiceprint.model, bytes, seconds: Number(seconds.toFixed(3)) };
-  const db = agentDb(config);
+  const db = await agentDb(config);
   try {
-    const registry = createVoiceprintRegistry(db);
+    const registry = await registryOf(db);
     const outcome = await recordSentFile({ registry, stateDir: config.state_dir, model: config.voiceprint.model }, { name: input.name, source: 'cli', path: input.path, sent, result: input.result });
     // Housekeeping must not turn a registration that worked into a failed command.
     await pruneVoiceprintAudits({ stateDir: config.state_dir, registry }).catch(() => undefined);
@@ -142,9 +146,9 @@ export async function keepRegistered(
 
 /** `voiceprint delete`: on the service, then in the registry (also when the service no longer has it). */
 export async function deleteAndForget(session: ApiSession, id: string): Promise<{ code: number; message: string; removed_locally: boolean; already_gone: boolean }> {
-  const db = agentDb(session.config);
+  const db = await agentDb(session.config);
   try {
-    const r = await deleteVoiceprintEverywhere({ client: session.client, registry: createVoiceprintRegistry(db) }, id, session.call);
+    const r = await deleteVoiceprintEverywhere({ client: session.client, registry: await registryOf(db) }, id, session.call);
     return {
       code: r.service?.code ?? 0,
       message: r.service?.message ?? 'the service no longer had it',

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const all = readdirSync(here).filter((f) => f.endsWith('.mjs') && f !== 'run.mjs').map((f) => f.replace(/\.mjs$/, ''));
+const all = readdirSync(here).filter((f) => f.endsWith('.mjs') && f !== 'run.mjs' && f !== 'pi-budget.mjs').map((f) => f.replace(/\.mjs$/, ''));
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((w) => !all.includes(w));
 if (unknown.length > 0) {

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { REPO_ROOT, runCliProcess } from '../helpers/cli.js';
+import { startTestEmulator } from '../helpers/emulator.js';
+import { tmpDirManual } from '../helpers/tmp.js';
+import { daemonFiles, isReady, spawnDaemon, type DaemonFiles, type DaemonProcess } from '../daemon/daemon-harness.js';
+import type { Emulator } from '../../src/emulator/index.js';
+
+// What a CLI process loads, seen from outside: the built CLI runs with a loader hook that writes
+// down every module URL it loads; the chunks of the esbuild bundle are mapped back to the source
+// modules they hold (dist/bundle-meta.json). With a plain tsc build (no bundle), the files are the
+// modules. `--help` and the local commands must not load the daemon, the emulator or undici: they
+// cost start-up time on every call, on a Pi several times what they cost here.
+
+const HOOK = pathToFileURL(fileURLToPath(new URL('./fixtures/trace-loads.mjs', import.meta.url))).href;
+const META = join(REPO_ROOT, 'dist', 'bundle-meta.json');
+
+/** Source modules (src/... .ts or node_modules/...) behind the files a process loaded. */
+function modulesOf(traceFile: string): string[] {
+  const meta = existsSync(META) ? (JSON.parse(readFileSync(META, 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> }) : { outputs: {} };
+  const urls = readFileSync(traceFile, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
+  const out = new Set<string>();
+  for (const url of urls) {
+    const rel = relative(REPO_ROOT, fileURLToPath(url)).split('\\').join('/');
+    const chunk = meta.outputs[rel];
+    if (chunk) for (const input of Object.keys(chunk.inputs)) out.add(input);
+    else out.add(rel.replace(/^dist\/(.*)\.js$/, 'src/$1.ts'));
+  }
+  return [...out].sort();
+}
+
+async function traceCli(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
+  const traceFile = join(dir.dir, `trace-${name}.txt`);
+  rmSync(traceFile, { force: true });
+  const r = await runCliProcess(args, { env: { NODE_OPTIONS: `--import=${HOOK}`, TA_TRACE_FILE: traceFile } });
+  return { ...r, modules: modulesOf(traceFile) };
+}
+
+const DAEMON = /^src\/daemon\/(daemon|agent|components|daemon-env)\.ts$/;
+const EMULATOR = /^src\/emulator\//;
+const UNDICI = /^node_modules\/undici\//;
+const HEAVY = [DAEMON, EMULATOR, UNDICI, /^src\/enroll\/enrollment\.ts$/, /^src\/faces\/face-sync\.ts$/, /^node_modules\/(prom-client|chokidar)\//];
+
+function loadedOf(modules: string[], patterns: RegExp[]): string[] {
+  return modules.filter((m) => patterns.some((p) => p.test(m)));
+}
+
+let dir: { dir: string; remove(): void };
+let emulator: Emulator;
+let files: DaemonFiles;
+let daemon: DaemonProcess;
+
+beforeAll(async () => {
+  dir = tmpDirManual('ta-startup-');
+  emulator = await startTestEmulator();
+  files = daemonFiles(dir.dir, emulator);
+  daemon = spawnDaemon(files.configPath);
+  await daemon.waitLog(isReady, 20_000, 'the daemon ready');
+}, 30_000);
+
+afterAll(async () => {
+  daemon?.signal('SIGTERM');
+  await daemon?.exited;
+  await emulator?.close();
+  dir?.remove();
+});
+
+describe('what each CLI command loads at start-up', () => {
+  it('the trace sees the bundle: a command that calls the service loads undici (so the checks below can fail)', async () => {
+    const r = await traceCli('faces-list', ['faces', 'list', '--config', files.configPath]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(loadedOf(r.modules, [UNDICI]).length).toBeGreaterThan(0);
+    expect(r.modules).toContain('src/cli/run-cli.ts');
+  });
+
+  it('--help and a command\'s --help load no configuration, logger, database or network code', async () => {
+    for (const args of [['--help'], ['faces', 'list', '--help'], ['run', '--help']]) {
+      const r = await traceCli('help', args);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('usage: terminal-agent');
+      expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(zod|yaml|pino|better-sqlite3)\//]), args.join(' ')).toEqual([]);
+    }
+  });
+
+  it('status against the running daemon goes through the socket without loading the daemon, emulator or undici', async () => {
+    const r = await traceCli('status', ['status', '--config', files.configPath]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/running, up /);
+    expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3)\//])).toEqual([]);
+  });
+
+  it('config check and faces list --cached stay local: no daemon, emulator, undici', async () => {
+    const check = await traceCli('config-check', ['config', 'check', '--config', files.configPath]);
+    expect(check.code, check.stderr).toBe(0);
+    expect(check.stdout).toContain('config OK');
+    expect(loadedOf(check.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3)\//])).toEqual([]);
+
+    const cached = await traceCli('faces-cached', ['faces', 'list', '--cached', '--config', files.configPath]);
+    expect(cached.code, cached.stderr).toBe(0);
+    expect(loadedOf(cached.modules, HEAVY)).toEqual([]);
+  });
+});
