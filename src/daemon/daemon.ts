@@ -17,6 +17,7 @@ import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
+import { configSecrets } from '../config/load-config.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
 import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 
@@ -80,8 +81,10 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
       db.close();
     });
     const queries = createStateQueries(db);
-    const events = createEventBus();
-    // `state` is declared below; the gauge reads the config of the current generation at scrape time.
+    // Secrets of the config in use, which a reload may change (state.config is set below); the
+    // disk gauge reads the config of the current generation at scrape time.
+    let secretsOf: () => readonly string[] = () => configSecrets(cfg);
+    const events = createEventBus({ secrets: () => secretsOf() });
     const metrics = createDaemonMetrics({ version: d.version, queries: () => queries, eventClients: () => events.subscribers(), disk: () => diskOf(state.config).readSync() });
     const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
     undo.unshift(() => notifier.close());
@@ -96,6 +99,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
     };
+    secretsOf = () => configSecrets(state.config);
     state.watchdog = createWatchdog({
       notifier,
       watchdogMs: watchdogIntervalMs(d.env, d.pid),
