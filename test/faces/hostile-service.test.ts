@@ -8,6 +8,9 @@ import { createFaceSync } from '../../src/faces/face-sync.js';
 import { formatStatus } from '../../src/daemon/status-format.js';
 import type { AgentStatus } from '../../src/control/types.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { writeFileSync } from 'node:fs';
+import { runCliProcess } from '../helpers/cli.js';
+import { TEST_TERMINAL_SECRET } from '../helpers/config.js';
 import { clientFor, drip, json, startHostileService, type HostileService, type Route } from '../helpers/hostile-service.js';
 import { jpeg, readIndex } from './face-fixtures.js';
 
@@ -104,6 +107,30 @@ describe('a listing with malformed records', () => {
     } finally {
       await h.close();
     }
+  });
+});
+
+describe('faces sync (the command) with a malformed listing', () => {
+  it('syncs the good records, names each skipped one, and exits 1 as for a face whose image failed', async () => {
+    const image = jpeg();
+    const listing = [rec(1, 'alice'), { ...rec(2), name: null }, { ...rec(3), face_id: 3 }];
+    const svc = await startHostileService((path) => path === '/v1/api/faces' ? (_q, res) => json(res, listing) : imageRoutes(new Map(), image)(path));
+    const stateDir = tmpDir('ta-hostile-cli-');
+    const config = join(stateDir, 'config.yaml');
+    writeFileSync(config, [
+      'service:', `  base_url: ${svc.url}`, `  face_base_url: ${svc.faceBaseUrl}`, `  terminal_secret: "${TEST_TERMINAL_SECRET}"`, '  retries: 0',
+      `state_dir: ${stateDir}`, 'control:', `  socket: ${join(stateDir, 'control.sock')}`, '',
+    ].join('\n'));
+    const res = await runCliProcess(['faces', 'sync', '--config', config]);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toContain('1 added');
+    expect(res.stdout).toContain('2 malformed record(s) of the listing were skipped:');
+    expect(res.stdout).toContain(`skipped: record 1 (face_id "${ID(2)}") has no string name`);
+    expect(res.stdout).toContain('skipped: record 2 has no string face_id');
+    const list = await runCliProcess(['faces', 'list', '--json', '--config', config]);
+    expect(list.code).toBe(0);
+    expect((JSON.parse(list.stdout) as unknown[]).length).toBe(1);
+    expect(list.stderr).toContain('warning: 2 malformed record(s) in the service\'s answer were left out:');
   });
 });
 
