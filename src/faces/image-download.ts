@@ -80,6 +80,11 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
     `the image of face ${faceId} is larger than ${ctx.maxBytes} bytes (${n} so far); it was not cached`,
     { operation: 'GET /faces/{face_id}/image', details: { face_id: faceId } },
   ));
+  if (res.contentLength !== undefined && res.contentLength > ctx.maxBytes) {
+    // Refused before a byte is read or any room is held: an announced 10 GB must not look like a full disk.
+    await res.cancel().catch(() => {});
+    return bad(faceId, `the image of face ${faceId} is announced as ${res.contentLength} bytes, larger than ${ctx.maxBytes}; it was not cached`);
+  }
   let stored: { tmp: string; bytes: number };
   // Room for the announced size is held before the first byte (parallel downloads share the free
   // space); bytes beyond it, or of an answer with no length, are checked as they come.

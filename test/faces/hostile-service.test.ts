@@ -213,13 +213,18 @@ describe('an image that drips or never comes', () => {
         res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': image.length * 2 });
         res.write(image); // fewer bytes than announced, and the connection stays open
       }],
+      [ID(4), (_q, res) => {
+        res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': 10_000_000_000 }); // 10 GB announced
+        res.write(image);
+      }],
     ]);
-    const svc = await startHostileService((path) => path === '/v1/api/faces' ? (_q, res) => json(res, [rec(1), rec(2), rec(3)]) : imageRoutes(liars, image)(path));
+    const svc = await startHostileService((path) => path === '/v1/api/faces' ? (_q, res) => json(res, [rec(1), rec(2), rec(3), rec(4)]) : imageRoutes(liars, image)(path));
     const h = await syncAgainst(svc, { request_timeout: 2_000 });
     try {
       const report = await h.sync.syncNow();
-      expect(report).toMatchObject({ ok: true, added: 1, failed: 2 });
-      expect(report.failures.map((f) => [f.face_id, f.code]).sort()).toEqual([[ID(1), 'TA_ERR_BAD_RESPONSE'], [ID(2), 'TA_ERR_TIMEOUT']]);
+      expect(report).toMatchObject({ ok: true, added: 1, failed: 3 });
+      expect(report.failures.map((f) => [f.face_id, f.code]).sort()).toEqual([[ID(1), 'TA_ERR_BAD_RESPONSE'], [ID(2), 'TA_ERR_TIMEOUT'], [ID(4), 'TA_ERR_BAD_RESPONSE']]);
+      expect(report.failures.find((f) => f.face_id === ID(4))!.message).toMatch(/announced as 10000000000 bytes, larger than 33554432/);
       expect(readIndex(h.facesDir).map((e) => e.face_id)).toEqual([ID(3)]);
     } finally {
       await h.close();
