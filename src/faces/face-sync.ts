@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { AbortedError, AgentError, AuthError, TimeoutError, describeError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import { createDiskFloor } from '../disk/disk-floor.js';
+import { faceSyncDeadlineMs } from './sync-deadline.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
@@ -18,18 +19,6 @@ const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_DELETE_GRACE_MS = 60_000;
 
-/**
- * The longest one sync pass may take: ten exchanges' worth of request_timeout, each with its
- * retries (15 s and 4 retries: 12.5 min, under the 30 min watchdog). A pass cut short keeps its
- * finished downloads for the next one (staging.ts), so a first sync of a large group that does not
- * fit still makes progress pass by pass. `faces sync` through the daemon waits this plus
- * FACE_SYNC_ANSWER_MARGIN_MS, never longer.
- */
-export function faceSyncDeadlineMs(service: { request_timeout: number; retries: number } = { request_timeout: 15_000, retries: 4 }): number {
-  return 10 * service.request_timeout * (service.retries + 1);
-}
-/** What the CLI adds to faceSyncDeadlineMs for the commit, the index and the socket. */
-export const FACE_SYNC_ANSWER_MARGIN_MS = 10_000;
 
 /**
  * Keeps `<state_dir>/faces/` and the faces table in step with GET /faces of the terminal's group.

@@ -9,7 +9,8 @@ import { openDatabase } from '../db/database.js';
 import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
 import { createLogger } from '../log/logger.js';
 import { formatDuration } from '../util/units.js';
-import { FACE_SYNC_ANSWER_MARGIN_MS, createFaceSync, faceSyncDeadlineMs } from './face-sync.js';
+import { createFaceSync } from './face-sync.js';
+import { FACE_SYNC_ANSWER_MARGIN_MS, faceSyncDeadlineMs } from './sync-deadline.js';
 import { readCachedFaces, type CachedFaceView } from './read-cache.js';
 import type { SyncReport } from './types.js';
 
