@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { request, type Dispatcher, type FormData } from 'undici';
 import type { Logger } from 'pino';
-import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, TimeoutError, describeError } from '../errors.js';
+import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import type { CallOptions, RequestEvent, StreamedBody } from './types.js';
 import {
@@ -10,6 +10,7 @@ import {
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
 import { checkBaseUrl, type ServiceConfig } from './transport.js';
+import { MAX_BUFFERED_BYTES, decodeUtf8, pacedChunks, readCapped } from './body-limits.js';
 
 // One place that sends a request: base URL and credential, a deadline per attempt, status and
 // `code` checks, retries (GET/PUT/DELETE; POST only when nothing reached the server) with backoff
@@ -74,13 +75,6 @@ export interface HttpCore {
 
 const IDEMPOTENT: ReadonlySet<Method> = new Set(['GET', 'PUT', 'DELETE']);
 const ERROR_BODY_LIMIT = 64 * 1024;
-/**
- * A buffered answer larger than this is refused (BadResponseError) after reading this much: a
- * listing of 200,000 faces is about 20 MB, and a Pi must not hold an endless answer in memory.
- */
-export const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
-/** A paced stream (TTS audio) must bring at least this much per request_timeout of waiting. */
-export const PACE_MIN_BYTES = 16 * 1024;
 
 export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   const { config, dispatcher, logger } = deps;
@@ -325,68 +319,4 @@ function streamed(
       });
     },
   };
-}
-
-/**
- * The chunks of a body a player consumes at its own speed (TTS audio to the speaker): no overall
- * deadline, since a long phrase plays for longer than any request timeout, but the service must
- * bring PACE_MIN_BYTES per `timeoutMs` spent waiting on the network. Time the consumer spends
- * playing (the generator suspended at `yield`) does not count. A body that drips a byte a second
- * fails after one timeout; a whole phrase takes at most (bytes / PACE_MIN_BYTES + 1) timeouts of
- * waiting.
- */
-async function* pacedChunks(body: Dispatcher.ResponseData['body'], ctx: ErrorContext, timeoutMs: number): AsyncGenerator<Buffer> {
-  const it = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  let waited = 0;
-  let got = 0;
-  for (;;) {
-    const started = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    const budget = Math.max(1, timeoutMs - waited);
-    const step = await Promise.race([
-      it.next(),
-      new Promise<'slow'>((resolve) => { timer = setTimeout(() => resolve('slow'), budget); }),
-    ]).finally(() => clearTimeout(timer));
-    if (step === 'slow') {
-      const err = new TimeoutError(
-        `${ctx.subject ? `${ctx.operation} (${ctx.subject})` : ctx.operation}: the answer is too slow: ${got} bytes in ${timeoutMs} ms of waiting, `
-        + `less than the ${PACE_MIN_BYTES} bytes the agent needs per service.request_timeout`,
-        { operation: ctx.operation, details: { operation: ctx.operation } },
-      );
-      body.destroy(err);
-      throw err;
-    }
-    if (step.done) return;
-    waited += performance.now() - started;
-    got += step.value.length;
-    if (got >= PACE_MIN_BYTES) {
-      waited = 0;
-      got = 0;
-    }
-    yield step.value;
-  }
-}
-
-/** The body's bytes, or undefined when it is longer than `limit` (reading stops there). */
-async function readCapped(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > limit) return undefined; // leaving the loop destroys the body: the socket is not reused
-    chunks.push(buf);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-}
-
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** Text of an answer; bytes that are not UTF-8 become U+FFFD and are flagged, never thrown. */
-export function decodeUtf8(raw: Buffer): { text: string; invalidUtf8: boolean } {
-  try {
-    return { text: strictUtf8.decode(raw), invalidUtf8: false };
-  } catch {
-    return { text: raw.toString('utf8'), invalidUtf8: true };
-  }
 }

@@ -38,6 +38,20 @@ export interface DiskFloor {
    * names the writer in the message (`face images`).
    */
   assertRoom(bytes: number, what: string): Promise<void>;
+  /**
+   * Like assertRoom, and holds `bytes` for a write that is about to happen (a download of known
+   * length): writers running at the same time see it as taken, so eight parallel downloads cannot
+   * each see the same free space. The holder reports what it wrote and releases the rest.
+   */
+  reserve(bytes: number, what: string): Promise<Reservation>;
+}
+
+export interface Reservation {
+  /** `n` bytes of the reservation are now on disk (statfs counts them): hold that much less. */
+  wrote(n: number): void;
+  /** Bytes still held. */
+  readonly left: number;
+  release(): void;
 }
 
 export function minFreeBytes(minFree: MinFree, totalBytes: number): number {
@@ -54,6 +68,23 @@ export function createDiskFloor(dir: string, minFree: MinFree): DiskFloor {
     const floor = minFreeBytes(minFree, total);
     return { dir, free_bytes: free, total_bytes: total, min_free_bytes: floor, nearly_full: free < floor };
   };
+  /** Bytes reserved by writers and not written yet. */
+  let held = 0;
+  /** `own`: `bytes` are already in `held` (a reservation taken before the await, so that two cannot both pass). */
+  async function check(bytes: number, what: string, own = false): Promise<void> {
+    let r: DiskReading;
+    try {
+      r = reading(await statfs(dir));
+    } catch {
+      return; // cannot measure (folder gone): the write itself will say what is wrong
+    }
+    if (r.free_bytes - held - (own ? 0 : bytes) >= r.min_free_bytes) return;
+    throw new DiskFullError(
+      `disk nearly full: ${formatSize(r.free_bytes)} free on the file system of ${dir}; ${bytes > 0 ? `${what} need ${formatSize(bytes)} more, and ` : ''}`
+      + `the agent keeps ${formatSize(r.min_free_bytes)} free (state_min_free) for agent.db and the enrollment outbox, so ${what} stopped. Free some space, or lower state_min_free`,
+      { details: { path: dir, free_bytes: r.free_bytes, min_free_bytes: r.min_free_bytes, needed_bytes: bytes } },
+    );
+  }
   return {
     dir,
     async read() {
@@ -66,19 +97,28 @@ export function createDiskFloor(dir: string, minFree: MinFree): DiskFloor {
         return undefined; // state_dir not there yet: nothing to say
       }
     },
-    async assertRoom(bytes, what) {
-      let r: DiskReading;
+    assertRoom: (bytes, what) => check(bytes, what),
+    async reserve(bytes, what) {
+      let left = bytes;
+      held += left;
       try {
-        r = reading(await statfs(dir));
-      } catch {
-        return; // cannot measure (folder gone): the write itself will say what is wrong
+        await check(bytes, what, true);
+      } catch (err) {
+        held -= left;
+        throw err;
       }
-      if (r.free_bytes - bytes >= r.min_free_bytes) return;
-      throw new DiskFullError(
-        `disk nearly full: ${formatSize(r.free_bytes)} free on the file system of ${dir}; ${bytes > 0 ? `${what} need ${formatSize(bytes)} more, and ` : ''}`
-        + `the agent keeps ${formatSize(r.min_free_bytes)} free (state_min_free) for agent.db and the enrollment outbox, so ${what} stopped. Free some space, or lower state_min_free`,
-        { details: { path: dir, free_bytes: r.free_bytes, min_free_bytes: r.min_free_bytes, needed_bytes: bytes } },
-      );
+      return {
+        get left() { return left; },
+        wrote(n) {
+          const d = Math.min(n, left);
+          left -= d;
+          held -= d;
+        },
+        release() {
+          held -= left;
+          left = 0;
+        },
+      };
     },
   };
 }

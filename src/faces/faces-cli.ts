@@ -72,7 +72,8 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
     for (const line of report.skipped_records ?? []) writeLine(ctx, `  skipped: ${line}`);
   }
   if (!report.ok) throw errorOfReport(report);
-  return report.failed > 0 ? ExitCode.failure : ExitCode.ok;
+  // A face left out (its image failed, or its record was malformed) is a partial sync: exit 1.
+  return report.failed > 0 || report.skipped > 0 ? ExitCode.failure : ExitCode.ok;
 }
 
 /** The live line of `faces sync` on a terminal: images done / total, bytes and rate. */

@@ -7,7 +7,7 @@ import {
   AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError, TimeoutError,
 } from '../errors.js';
 import { ImageTap, extensionFor } from './image-check.js';
-import type { DiskFloor } from '../disk/disk-floor.js';
+import type { DiskFloor, Reservation } from '../disk/disk-floor.js';
 
 // Downloads one face image straight to a temp file in the staging folder under the cache folder
 // (same filesystem, so the commit is a rename), checking its bytes on the way. Memory per download
@@ -80,13 +80,25 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
     `the image of face ${faceId} is larger than ${ctx.maxBytes} bytes (${n} so far); it was not cached`,
     { operation: 'GET /faces/{face_id}/image', details: { face_id: faceId } },
   ));
+  if (res.contentLength !== undefined && res.contentLength > ctx.maxBytes) {
+    // Refused before a byte is read or any room is held: an announced 10 GB must not look like a full disk.
+    await res.cancel().catch(() => {});
+    return bad(faceId, `the image of face ${faceId} is announced as ${res.contentLength} bytes, larger than ${ctx.maxBytes}; it was not cached`);
+  }
   let stored: { tmp: string; bytes: number };
+  // Room for the announced size is held before the first byte (parallel downloads share the free
+  // space); bytes beyond it, or of an answer with no length, are checked as they come.
+  const room = ctx.disk ? await ctx.disk.reserve(res.contentLength ?? 0, 'face image downloads').catch(async (err: unknown) => {
+    await res.cancel().catch(() => {});
+    throw err;
+  }) : undefined;
   try {
-    await ctx.disk?.assertRoom(res.contentLength ?? 0, 'face image downloads');
-    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap, ctx.disk);
+    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap, ctx.disk, room);
   } catch (err) {
     await res.cancel().catch(() => {});
     throw classifyBodyError(err, faceId, ctx.dir, ctx.signal);
+  } finally {
+    room?.release();
   }
   if (res.contentLength !== undefined && stored.bytes !== res.contentLength) {
     await rm(stored.tmp, { force: true });
@@ -112,7 +124,9 @@ const WRITE_BATCH = 64 * 1024;
  * 64 KB) and without its fsync: the sync makes the whole batch durable at once before any rename
  * (durability.ts), then fsyncs the folder once after the renames.
  */
-async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined): Promise<{ tmp: string; bytes: number }> {
+async function writeTemp(
+  path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined,
+): Promise<{ tmp: string; bytes: number }> {
   const tmp = tempPathFor(path);
   const fh = await open(tmp, 'wx', 0o644);
   let done = false;
@@ -123,9 +137,11 @@ async function writeTemp(path: string, source: AsyncIterable<Uint8Array>, tap: I
       let buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
       pending = [];
       pendingBytes = 0;
-      await disk?.assertRoom(buf.length, 'face image downloads');
+      const beyond = buf.length - (room?.left ?? 0);
+      if (beyond > 0) await disk?.assertRoom(beyond, 'face image downloads');
       while (buf.length > 0) {
         const { bytesWritten } = await fh.write(buf);
+        room?.wrote(bytesWritten);
         buf = buf.subarray(bytesWritten);
       }
     };

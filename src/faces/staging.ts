@@ -139,14 +139,6 @@ export function createStaging(deps: StagingDeps) {
       trusted.clear();
       await rm(dir, { recursive: true, force: true });
     },
-    /** Forgets every kept download and deletes the folder (a pass stopped by the disk floor). */
-    async discardAll(): Promise<void> {
-      pending = [];
-      trusted.clear();
-      clear.run();
-      rowsMayExist = false;
-      await rm(dir, { recursive: true, force: true });
-    },
     /** True when the file still holds the recorded bytes. */
     async verify(s: StagedImage): Promise<boolean> {
       const st = await stat(pathOf(s.file)).catch(() => undefined);

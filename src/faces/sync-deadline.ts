@@ -1,5 +1,5 @@
-// The bound of one face sync pass, shared by the daemon (which cuts a pass there) and the CLI
-// (which waits for the daemon's answer that long and no longer), in a module light enough for the CLI.
+// How long a face sync may take, for the daemon that runs it and the CLI that waits for it.
+
 /**
  * The longest one sync pass may take: ten exchanges' worth of request_timeout, each with its
  * retries (15 s and 4 retries: 12.5 min, under the 30 min watchdog). A pass cut short keeps its

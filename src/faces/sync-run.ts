@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
-import { DiskFullError, type AgentError } from '../errors.js';
+import type { AgentError } from '../errors.js';
 import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
@@ -143,8 +143,11 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     return o;
   }));
   if (error !== undefined) {
-    if (error instanceof DiskFullError) await freeDownloads(ctx);
-    else keepDownloads(ctx);
+    // Also when the disk floor stopped it (DiskFullError): the partial download was deleted as it
+    // failed, the finished ones stay (above the floor) so that the next pass does not fetch them
+    // again; a pass that re-downloaded everything up to the floor each retry would cost the
+    // bandwidth and the SD card's wear for nothing.
+    keepDownloads(ctx);
     throw error;
   }
   t.downloaded = performance.now();
@@ -241,18 +244,6 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }
   return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, indexVersion, obsolete, skipped };
-}
-
-/**
- * The pass ran into the free-space floor: it cannot complete, and its kept downloads would only
- * hold the space agent.db and the outbox need. All of them go; the next pass starts over.
- */
-async function freeDownloads(ctx: SyncPassContext): Promise<void> {
-  try {
-    await ctx.staging.discardAll();
-  } catch (err) {
-    ctx.logger.warn({ err: (err as Error).message, dir: ctx.staging.dir }, 'could not delete the downloads of a face sync stopped by the disk floor');
-  }
 }
 
 /** The pass is failing: record its downloads so that the next pass (or a restarted agent) uses them. */

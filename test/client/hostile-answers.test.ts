@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerResponse } from 'node:http';
 import { BadResponseError, TimeoutError } from '../../src/errors.js';
-import { MAX_BUFFERED_BYTES, PACE_MIN_BYTES } from '../../src/client/http-core.js';
+import { MAX_BUFFERED_BYTES, PACE_MIN_BYTES } from '../../src/client/body-limits.js';
 import { TEST_TERMINAL_SECRET } from '../helpers/config.js';
 import { clientFor, drip, json, startHostileService } from '../helpers/hostile-service.js';
 

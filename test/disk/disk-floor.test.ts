@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, statfsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statfsSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { onTestFinished } from 'vitest';
@@ -64,14 +65,14 @@ describe('state_min_free', () => {
 });
 
 describe('a small state_dir', () => {
-  it('a face sync that does not fit stops at the floor and frees its downloads; enrollment goes on; status, doctor and /metrics say disk nearly full', { timeout: 90_000 }, async () => {
+  it('a face sync that does not fit stops at the floor, keeps only finished downloads and does not fetch them again; enrollment goes on; status, doctor and /metrics say disk nearly full', { timeout: 90_000 }, async () => {
     const emulator = await startTestEmulator();
-    // Ten 1 MB faces do not fit in 8 MB with 3 MB kept free.
-    emulator.seedFaces(emulator.terminals[0]!.group_id, Array.from({ length: 10 }, (_, i) => ({ name: `big${i}`, image: jpeg(MB) })));
+    // Twenty 1 MB faces do not fit in 16 MB with 3 MB kept free.
+    emulator.seedFaces(emulator.terminals[0]!.group_id, Array.from({ length: 20 }, (_, i) => ({ name: `big${i}`, image: jpeg(MB) })));
     const dir = tmpDir('ta-disk-');
     const files = daemonFiles(dir, emulator, { extra: 'state_min_free: 3MB\n' });
     mkdirSync(files.stateDir, { recursive: true });
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', files.stateDir]);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', files.stateDir]);
     onTestFinished(() => {
       try {
         execFileSync('umount', ['-l', files.stateDir]);
@@ -84,8 +85,33 @@ describe('a small state_dir', () => {
     const failed = await d.waitLog((l) => l.component === 'faces' && /face sync failed/.test(l.msg), 30_000, 'the face sync to fail');
     expect(failed).toMatchObject({ err_code: 'TA_ERR_DISK_FULL' });
     expect(failed.msg).toMatch(/disk nearly full: [\d.]+MB free on the file system of .*state; face image downloads need [\d.]+[KM]B more, and the agent keeps 3\.0MB free \(state_min_free\) for agent.db and the enrollment outbox, so face image downloads stopped/);
-    // It stopped cleanly: no download left behind, the floor still free.
-    expect(existsSync(join(files.stateDir, 'faces', '.staging'))).toBe(false);
+    // It stopped cleanly: the floor is still free, no partial download is left, and the finished
+    // downloads kept in faces/.staging are recorded for the next pass.
+    expect(freeBytes(files.stateDir)).toBeGreaterThanOrEqual(3 * MB);
+    const stagingDir = join(files.stateDir, 'faces', '.staging');
+    const kept = () => (existsSync(stagingDir) ? readdirSync(stagingDir).sort() : []);
+    const recorded = () => {
+      const db = new Database(join(files.stateDir, 'agent.db'), { readonly: true, fileMustExist: true });
+      try {
+        return (db.prepare('SELECT file FROM face_staging ORDER BY file').all() as Array<{ file: string }>).map((r) => r.file);
+      } finally {
+        db.close();
+      }
+    };
+    const keptFirst = kept();
+    expect(keptFirst.length).toBeGreaterThan(0);
+    expect(keptFirst.length).toBeLessThan(20);
+    expect(keptFirst.length).toBeGreaterThanOrEqual(8); // parallel downloads shared the room: most finished
+    expect(recorded()).toEqual(keptFirst);
+    // The next pass uses them: none of them is downloaded again. (It may finish a few more in
+    // the room the aborted partial downloads gave back, then stops at the floor again.)
+    const idOf = (file: string) => /^\.([0-9a-f]{32})\.img\./.exec(file)![1]!;
+    const requestsBefore = emulator.requests.length;
+    const again = await runCliProcess(['faces', 'sync', '--json', '--config', files.configPath]);
+    expect(JSON.parse(again.stdout)).toMatchObject({ ok: false, error: { code: 'TA_ERR_DISK_FULL' } });
+    const refetched = emulator.requests.slice(requestsBefore).filter((r) => keptFirst.some((f) => r.path.includes(idOf(f))));
+    expect(refetched).toEqual([]);
+    expect(kept()).toEqual(expect.arrayContaining(keptFirst));
     expect(freeBytes(files.stateDir)).toBeGreaterThanOrEqual(3 * MB);
 
     // Enrollment works: the outbox commits in agent.db on the small file system.
@@ -94,9 +120,14 @@ describe('a small state_dir', () => {
     await until(() => existsSync(join(files.enrollDir, 'done', 'faces', 'alice.json')), 'alice enrolled');
 
     // Something else fills the file system below the floor: everyone says so before it is full.
+    // (Between two of the daemon's retries: a download in flight would give its bytes back.)
+    await until(async () => {
+      const s = (await controlRequest(files.socketPath, 'GET', '/status')).json() as { components: { faces: { state: string } } };
+      return s.components.faces.state !== 'syncing';
+    }, 'the face sync to be idle');
     fillUntil(files.stateDir, 2 * MB);
     const status = await runCliProcess(['status', '--config', files.configPath]);
-    expect(status.stdout).toMatch(/disk: +DISK NEARLY FULL: [\d.]+MB free of 8\.0MB on .*, floor 3\.0MB \(state_min_free\)/);
+    expect(status.stdout).toMatch(/disk: +DISK NEARLY FULL: [\d.]+MB free of 16\.0MB on .*, floor 3\.0MB \(state_min_free\)/);
     const doctor = await runCliProcess(['doctor', '--json', '--config', files.configPath], { timeoutMs: 60_000 });
     const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ check: string; result: string; detail: string }> }).checks;
     expect(checks.find((c) => c.check === 'free space')).toMatchObject({ result: 'fail', detail: expect.stringMatching(/^DISK NEARLY FULL/) });

@@ -8,6 +8,9 @@ import { createFaceSync } from '../../src/faces/face-sync.js';
 import { formatStatus } from '../../src/daemon/status-format.js';
 import type { AgentStatus } from '../../src/control/types.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { writeFileSync } from 'node:fs';
+import { runCliProcess } from '../helpers/cli.js';
+import { TEST_TERMINAL_SECRET } from '../helpers/config.js';
 import { clientFor, drip, json, startHostileService, type HostileService, type Route } from '../helpers/hostile-service.js';
 import { jpeg, readIndex } from './face-fixtures.js';
 
@@ -107,6 +110,30 @@ describe('a listing with malformed records', () => {
   });
 });
 
+describe('faces sync (the command) with a malformed listing', () => {
+  it('syncs the good records, names each skipped one, and exits 1 as for a face whose image failed', async () => {
+    const image = jpeg();
+    const listing = [rec(1, 'alice'), { ...rec(2), name: null }, { ...rec(3), face_id: 3 }];
+    const svc = await startHostileService((path) => path === '/v1/api/faces' ? (_q, res) => json(res, listing) : imageRoutes(new Map(), image)(path));
+    const stateDir = tmpDir('ta-hostile-cli-');
+    const config = join(stateDir, 'config.yaml');
+    writeFileSync(config, [
+      'service:', `  base_url: ${svc.url}`, `  face_base_url: ${svc.faceBaseUrl}`, `  terminal_secret: "${TEST_TERMINAL_SECRET}"`, '  retries: 0',
+      `state_dir: ${stateDir}`, 'control:', `  socket: ${join(stateDir, 'control.sock')}`, '',
+    ].join('\n'));
+    const res = await runCliProcess(['faces', 'sync', '--config', config]);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toContain('1 added');
+    expect(res.stdout).toContain('2 malformed record(s) of the listing were skipped:');
+    expect(res.stdout).toContain(`skipped: record 1 (face_id "${ID(2)}") has no string name`);
+    expect(res.stdout).toContain('skipped: record 2 has no string face_id');
+    const list = await runCliProcess(['faces', 'list', '--json', '--config', config]);
+    expect(list.code).toBe(0);
+    expect((JSON.parse(list.stdout) as unknown[]).length).toBe(1);
+    expect(list.stderr).toContain('warning: 2 malformed record(s) in the service\'s answer were left out:');
+  });
+});
+
 describe('an image that drips or never comes', () => {
   it('a body sent one byte a second fails that face within the deadline; the other faces sync', async () => {
     const image = jpeg();
@@ -186,13 +213,18 @@ describe('an image that drips or never comes', () => {
         res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': image.length * 2 });
         res.write(image); // fewer bytes than announced, and the connection stays open
       }],
+      [ID(4), (_q, res) => {
+        res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': 10_000_000_000 }); // 10 GB announced
+        res.write(image);
+      }],
     ]);
-    const svc = await startHostileService((path) => path === '/v1/api/faces' ? (_q, res) => json(res, [rec(1), rec(2), rec(3)]) : imageRoutes(liars, image)(path));
+    const svc = await startHostileService((path) => path === '/v1/api/faces' ? (_q, res) => json(res, [rec(1), rec(2), rec(3), rec(4)]) : imageRoutes(liars, image)(path));
     const h = await syncAgainst(svc, { request_timeout: 2_000 });
     try {
       const report = await h.sync.syncNow();
-      expect(report).toMatchObject({ ok: true, added: 1, failed: 2 });
-      expect(report.failures.map((f) => [f.face_id, f.code]).sort()).toEqual([[ID(1), 'TA_ERR_BAD_RESPONSE'], [ID(2), 'TA_ERR_TIMEOUT']]);
+      expect(report).toMatchObject({ ok: true, added: 1, failed: 3 });
+      expect(report.failures.map((f) => [f.face_id, f.code]).sort()).toEqual([[ID(1), 'TA_ERR_BAD_RESPONSE'], [ID(2), 'TA_ERR_TIMEOUT'], [ID(4), 'TA_ERR_BAD_RESPONSE']]);
+      expect(report.failures.find((f) => f.face_id === ID(4))!.message).toMatch(/announced as 10000000000 bytes, larger than 33554432/);
       expect(readIndex(h.facesDir).map((e) => e.face_id)).toEqual([ID(3)]);
     } finally {
       await h.close();
