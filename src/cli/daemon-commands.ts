@@ -36,9 +36,16 @@ Logs are JSON lines on stdout.`,
     path: ['status'],
     summary: 'asks the running daemon: uptime, last face sync, outbox per kind, recent failures, audio state',
     async run(args, ctx) {
-      const config = await loadLocalConfig(args, ctx);
-      const { connectControl } = await import('../control/control-client.js');
-      const control = await connectControl(config.control.socket, { timeoutMs: 10_000 });
+      // A running daemon is asked at the socket the config file names, without validating the
+      // whole config (zod, secrets): that is most of this command's cost, and `config check` is
+      // there for it. No daemon there (or no usable path): the full load reports what is wrong.
+      const [{ controlSocketOf }, { connectControl, tryConnectControl }] = await Promise.all([
+        import('../config/control-socket.js'),
+        import('../control/control-client.js'),
+      ]);
+      const socket = await controlSocketOf(args.global.configPath, ctx.cwd);
+      const control = (socket ? await tryConnectControl(socket, { timeoutMs: 10_000 }) : undefined)
+        ?? await connectControl((await loadLocalConfig(args, ctx)).control.socket, { timeoutMs: 10_000 });
       const status = await control.status();
       if (args.global.json) writeJson(ctx, status);
       else writeLine(ctx, (await import('../daemon/status-format.js')).formatStatus(status));
