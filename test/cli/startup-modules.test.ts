@@ -94,7 +94,7 @@ describe('what each CLI command loads at start-up', () => {
 
   it('status with a config file that no longer validates still asks the daemon at its socket; with no daemon there it reports the problem (exit 78)', async () => {
     const broken = join(dir.dir, 'broken.yaml');
-    writeFileSync(broken, `${readFileSync(files.configPath, 'utf8')}\nfaces:\n  sync_interval: soon\n`.replace(/^faces:\n  sync_interval: 5m\n/m, ''));
+    writeFileSync(broken, `${readFileSync(files.configPath, 'utf8')}\nfaces:\n  sync_interval: soon\n`.replace(/^faces:\n {2}sync_interval: 5m\n/m, ''));
     const check = await runCliProcess(['config', 'check', '--config', broken]);
     expect(check.code).toBe(78);
     const asked = await runCliProcess(['status', '--config', broken]);
