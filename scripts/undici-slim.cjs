@@ -1,4 +1,5 @@
 'use strict';
+/* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS file by design: it stands in for undici's index.js */
 // What terminal-agent uses of undici (src/client: Agent, EnvHttpProxyAgent, request, FormData),
 // required from undici's own files. The bundle (scripts/bundle.mjs) resolves `undici` here:
 // undici's index.js also loads fetch, WebSocket, EventSource, the cache stores and the mocks, about

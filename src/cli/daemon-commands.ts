@@ -41,17 +41,25 @@ Logs go to the journal with priorities and fields under systemd (log.format), el
       interval: { type: 'string', description: 'seconds between redraws with --watch (default 2)', valueName: 'S' },
     },
     async run(args, ctx) {
-      const config = await loadLocalConfig(args, ctx);
       const rawInterval = stringOpt(args, 'interval');
       if (rawInterval !== undefined && !boolOpt(args, 'watch')) throw new UsageError('--interval goes with --watch');
       if (boolOpt(args, 'watch')) {
         const seconds = rawInterval === undefined ? 2 : Number(rawInterval);
         if (!/^\d+(\.\d+)?$/.test(rawInterval ?? '2') || seconds < 0.5 || seconds > 3600) throw new UsageError(`--interval ${JSON.stringify(rawInterval)}: give seconds from 0.5 to 3600 (e.g. 2)`);
+        const config = await loadLocalConfig(args, ctx);
         const { watchStatus } = await import('./status-watch.js');
         return watchStatus(ctx, config.control.socket, args.global.json, seconds * 1000);
       }
-      const { connectControl } = await import('../control/control-client.js');
-      const control = await connectControl(config.control.socket, { timeoutMs: 10_000 });
+      // A running daemon is asked at the socket the config file names, without validating the
+      // whole config (zod, secrets): that is most of this command's cost, and `config check` is
+      // there for it. No daemon there (or no usable path): the full load reports what is wrong.
+      const [{ controlSocketOf }, { connectControl, tryConnectControl }] = await Promise.all([
+        import('../config/control-socket.js'),
+        import('../control/control-client.js'),
+      ]);
+      const socket = await controlSocketOf(args.global.configPath, ctx.cwd);
+      const control = (socket ? await tryConnectControl(socket, { timeoutMs: 10_000 }) : undefined)
+        ?? await connectControl((await loadLocalConfig(args, ctx)).control.socket, { timeoutMs: 10_000 });
       const status = await control.status();
       if (args.global.json) writeJson(ctx, status);
       else writeLine(ctx, (await import('../daemon/status-format.js')).formatStatus(status));

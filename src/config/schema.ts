@@ -5,6 +5,7 @@
 // Secrets are resolved by load-config before this schema runs (env, systemd credentials, *_file,
 // inline): the schema sees the resolved `terminal_secret`/`api_key` and drops the `*_file` keys.
 import { join } from 'node:path';
+import { DEFAULT_CONTROL_SOCKET } from './control-socket.js';
 import * as z from 'zod';
 import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, minFree, secretText, size, text } from './schema-fields.js';
 import { isLoopbackListen, listenAddress } from './listen-address.js';
@@ -83,7 +84,7 @@ const controlShape = {
   socket: text('a unix socket path')
     .min(1, 'is empty: e.g. /run/terminal-agent/control.sock')
     .refine((s) => Buffer.byteLength(s) <= MAX_SOCKET_PATH, `is longer than ${MAX_SOCKET_PATH} bytes, the limit of a unix socket path: choose a shorter path`)
-    .default('/run/terminal-agent/control.sock'),
+    .default(DEFAULT_CONTROL_SOCKET),
 };
 
 const metricsShape = {

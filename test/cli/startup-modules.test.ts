@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { REPO_ROOT, runCliProcess } from '../helpers/cli.js';
@@ -84,11 +84,28 @@ describe('what each CLI command loads at start-up', () => {
     }
   });
 
-  it('status against the running daemon goes through the socket without loading the daemon, emulator or undici', async () => {
+  it('status against the running daemon goes through the socket without loading the daemon, emulator, undici or the config schema', async () => {
     const r = await traceCli('status', ['status', '--config', files.configPath]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/running, up /);
-    expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3)\//])).toEqual([]);
+    // Nor the config schema: the socket's path is all it needs from the config file.
+    expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3|zod)\//, /^src\/config\/schema\.ts$/])).toEqual([]);
+  });
+
+  it('status with a config file that no longer validates still asks the daemon at its socket; with no daemon there it reports the problem (exit 78)', async () => {
+    const broken = join(dir.dir, 'broken.yaml');
+    writeFileSync(broken, `${readFileSync(files.configPath, 'utf8')}\nfaces:\n  sync_interval: soon\n`.replace(/^faces:\n {2}sync_interval: 5m\n/m, ''));
+    const check = await runCliProcess(['config', 'check', '--config', broken]);
+    expect(check.code).toBe(78);
+    const asked = await runCliProcess(['status', '--config', broken]);
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(asked.stdout).toMatch(/running, up /);
+
+    const nobody = join(dir.dir, 'broken-nobody.yaml');
+    writeFileSync(nobody, readFileSync(broken, 'utf8').replace(files.socketPath, join(dir.dir, 'nobody.sock')));
+    const refused = await runCliProcess(['status', '--config', nobody]);
+    expect(refused.code).toBe(78);
+    expect(refused.stderr).toMatch(/faces\.sync_interval/);
   });
 
   it('config check and faces list --cached stay local: no daemon, emulator, undici', async () => {
