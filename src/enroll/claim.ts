@@ -11,6 +11,7 @@ import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
 import { EnrollInputError, checkImage, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
 import { wavHeader } from '../audio/wav.js';
+import { canonicalName, nameProblem } from '../client/names.js';
 
 // Taking a stable file into the outbox: refuse what can be refused unread, copy it under state_dir
 // (hashing on the way) so the upload reads bytes nothing else writes, check the copy, then record
@@ -31,6 +32,8 @@ export interface ClaimDeps {
   /** Folder fsync shared between concurrent claims. */
   syncDir: DirSync;
 }
+
+const NAME_OF: Record<Candidate['kind'], string> = { faces: 'face name', voiceprints: 'voiceprint name', speakers: 'speaker label', knowledge: 'knowledge ID' };
 
 /** Raw .pcm voiceprints: 16-bit little-endian, mono (the config names no channel count). */
 const PCM_CHANNELS = 1;
@@ -82,7 +85,15 @@ export function createClaimer(deps: ClaimDeps) {
   /** Speakers whose .txt was missing: when we first noticed. */
   const missingText = new Map<string, number>();
 
+  /** The name sent to the service and kept in the outbox (client/names.ts): NFC, except knowledge IDs, which name files. */
+  const nameOf = (c: Candidate) => (c.kind === 'knowledge' ? c.name : canonicalName(c.name));
+
   async function refuse(c: Candidate, size: number, mtimeMs: number, err: EnrollInputError, meta: RowMeta = {}): Promise<ClaimResult> {
+    if (c.kind === 'knowledge') {
+      // Refused once per version: a rescan finds the same refusal in the mirror and says nothing.
+      const m = store.mirrorGet(c.name);
+      if (m && m.file === c.rel && m.size === size && m.mtime_ms === mtimeMs && m.content_sha256 === '') return { outcome: 'unchanged' };
+    }
     const rowId = await commit(() => {
       if (c.kind === 'knowledge') {
         // Refused once per version: the mirror remembers it until the file is edited.
@@ -92,7 +103,7 @@ export function createClaimer(deps: ClaimDeps) {
       }
       const final_path = deps.place({ kind: c.kind, source_path: c.rel }, true);
       return store.insert({
-        kind: c.kind, name: c.name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, staged_path: null,
+        kind: c.kind, name: nameOf(c), source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, staged_path: null,
         content_sha256: '', size, meta, state: 'failed', last_error: err.message, last_error_code: err.code, final_path,
       });
     }, { durable: true });
@@ -102,6 +113,7 @@ export function createClaimer(deps: ClaimDeps) {
   return async function claim(c: Candidate): Promise<ClaimResult> {
     if (c.kind !== 'knowledge' && store.isActiveSource(c.rel)) return { outcome: 'ignored' };
     const abs = layout.abs(c.rel);
+    const name = nameOf(c);
     let st;
     try {
       st = await lstat(abs);
@@ -109,6 +121,8 @@ export function createClaimer(deps: ClaimDeps) {
       return { outcome: 'ignored' };
     }
     const shown = c.rel;
+    const badName = nameProblem(c.name, NAME_OF[c.kind]);
+    if (badName) return refuse(c, st.size, Math.floor(st.mtimeMs), new EnrollInputError('TA_ERR_BAD_NAME', `${badName} (rename the file${c.kind === 'faces' && c.inner.includes('/') ? ' or its folder' : ''})`));
     if (st.isSymbolicLink()) {
       const target = await realpath(abs).catch(() => undefined);
       const inbox = await realpath(layout.inbox(c.kind));
@@ -135,7 +149,7 @@ export function createClaimer(deps: ClaimDeps) {
       if (c.ext === '.txt' && (await stat(layout.abs(`knowledge/${c.name}.md`)).catch(() => undefined))) return { outcome: 'ignored' };
     }
     try {
-      if (c.kind === 'voiceprints') checkVoiceprintName(c.name);
+      if (c.kind === 'voiceprints') checkVoiceprintName(name);
       if (c.kind === 'voiceprints' && c.ext === '.pcm') checkPcmLength(size, PCM_CHANNELS, shown);
       if (c.kind === 'speakers') {
         const txtRel = speakerTextRel(c);
@@ -183,9 +197,9 @@ export function createClaimer(deps: ClaimDeps) {
     await deps.syncDir(layout.staging);
 
     // Durable only when it finishes the file at once (a duplicate): see commit-batcher.ts.
-    const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, c.name, sha256) !== undefined;
+    const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, name, sha256) !== undefined;
     const result = await commit((): ClaimResult => {
-      const row = { kind: c.kind, name: c.name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, content_sha256: sha256, size, meta };
+      const row = { kind: c.kind, name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, content_sha256: sha256, size, meta };
       if (c.kind === 'knowledge') {
         const m = store.mirrorGet(c.name);
         store.mirrorPut({ id: c.name, file: c.rel, size, mtime_ms: mtimeMs, content_sha256: sha256, uploaded: 0 });
@@ -193,13 +207,13 @@ export function createClaimer(deps: ClaimDeps) {
         return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, action: 'upload', state: 'queued' }) };
       }
       if (store.isActiveSource(c.rel)) return { outcome: 'ignored' };
-      const earlier = store.doneByContent(c.kind, c.name, sha256);
+      const earlier = store.doneByContent(c.kind, name, sha256);
       if (earlier) {
         // Dropped again: the service has it already; the earlier answer is the answer.
         return { outcome: 'duplicate', rowId: store.insert({ ...row, meta: { ...meta, duplicateOf: earlier.id }, staged_path: null, action: earlier.action, state: 'done', result_json: earlier.result_json, final_path: deps.place({ kind: c.kind, source_path: c.rel }, false) }) };
       }
       // The same content is on its way under another file: take this one once that is done.
-      if (store.isActiveContent(c.kind, c.name, sha256)) return { outcome: 'ignored' };
+      if (store.isActiveContent(c.kind, name, sha256)) return { outcome: 'ignored' };
       return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
     }, { durable: finishesNow });
     if (result.outcome !== 'queued') await rm(staged, { force: true });
