@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { lstat, open, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { lstat, open, readFile, realpath, rm, stat, type FileHandle } from 'node:fs/promises';
+import { NotRegularFileError, fileTypeOf, openRegularFile } from '../util/safe-open.js';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
 import { formatSize } from '../util/units.js';
@@ -38,13 +38,15 @@ const NAME_OF: Record<Candidate['kind'], string> = { faces: 'face name', voicepr
 /** Raw .pcm voiceprints: 16-bit little-endian, mono (the config names no channel count). */
 const PCM_CHANNELS = 1;
 
+/** The spoken text of one recording (LABEL.txt); anything larger is the wrong file. */
+const SPEAKER_TEXT_MAX = 64 * 1024;
+
 /** Files up to this size are read in one go (a stream costs a round trip per 64 KB and more JS). */
 const WHOLE_READ_MAX = 1024 * 1024;
 
 /** At most `max` bytes (one more than expected shows that the file grew: the caller retries). */
-async function readAtMost(path: string, max: number): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
+async function readAtMost(fh: FileHandle, max: number): Promise<Buffer> {
+  {
     const buf = Buffer.allocUnsafe(max);
     let n = 0;
     for (;;) {
@@ -54,18 +56,31 @@ async function readAtMost(path: string, max: number): Promise<Buffer> {
       if (n === max) break;
     }
     return buf.subarray(0, n);
-  } finally {
-    await fh.close();
   }
 }
 
-async function copyAndHash(src: string, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
+/**
+ * Copies the file that lstat saw (`ino`) to `dest`, hashing it; undefined when the name now holds
+ * another file (replaced meanwhile: the caller waits and looks again). Opened without blocking,
+ * and only if regular (safe-open.ts).
+ */
+async function copyAndHash(src: string, ino: number, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number } | undefined> {
+  const { fh: input, st } = await openRegularFile(src);
+  try {
+    if (st.ino !== ino) return undefined;
+    return await copyFrom(input, dest, size, prefix);
+  } finally {
+    await input.close();
+  }
+}
+
+async function copyFrom(input: FileHandle, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
   const hash = createHash('sha256');
   let bytes = 0;
   const out = await open(dest, 'wx', 0o600);
   try {
     if (prefix) await out.write(prefix);
-    const chunks: AsyncIterable<unknown> | unknown[] = size <= WHOLE_READ_MAX ? [await readAtMost(src, size + 1)] : createReadStream(src);
+    const chunks: AsyncIterable<unknown> | unknown[] = size <= WHOLE_READ_MAX ? [await readAtMost(input, size + 1)] : input.createReadStream({ start: 0, autoClose: false });
     for await (const chunk of chunks) {
       const buf = chunk as Buffer;
       hash.update(buf);
@@ -77,6 +92,23 @@ async function copyAndHash(src: string, dest: string, size: number, prefix?: Buf
     await out.close();
   }
   return { sha256: hash.digest('hex'), bytes };
+}
+
+/** A speaker's text: never blocks (a FIFO swapped in after the stat), and never huge. */
+async function readSmallFile(path: string, shown: string): Promise<Buffer> {
+  let opened;
+  try {
+    opened = await openRegularFile(path);
+  } catch (err) {
+    if (err instanceof NotRegularFileError) throw new EnrollInputError('TA_ERR_NOT_A_FILE', `${shown} is ${err.what}, not a text file`);
+    throw err;
+  }
+  try {
+    if (opened.st.size > SPEAKER_TEXT_MAX) throw new EnrollInputError('TA_ERR_TOO_LARGE', `${shown} is ${formatSize(opened.st.size)}; the spoken text of one recording is at most ${formatSize(SPEAKER_TEXT_MAX)}`);
+    return await readAtMost(opened.fh, SPEAKER_TEXT_MAX);
+  } finally {
+    await opened.fh.close();
+  }
 }
 
 export function createClaimer(deps: ClaimDeps) {
@@ -133,7 +165,11 @@ export function createClaimer(deps: ClaimDeps) {
       }
       st = await stat(abs);
     }
-    if (!st.isFile()) return { outcome: 'ignored' };
+    if (!st.isFile()) {
+      // A FIFO, socket, device node or folder where a file belongs: never opened, moved to
+      // failed/ (a rename, which is safe for all of them) with the reason beside it.
+      return refuse(c, st.size, Math.floor(st.mtimeMs), new EnrollInputError('TA_ERR_NOT_A_FILE', `${shown} is ${fileTypeOf(st)}, not a regular file; only files are taken from the enrollment folders (it was moved here untouched)`));
+    }
     const size = st.size;
     const mtimeMs = Math.floor(st.mtimeMs);
     const max = config.enroll.max_file_size;
@@ -141,7 +177,8 @@ export function createClaimer(deps: ClaimDeps) {
     if (size > max) {
       return refuse(c, size, mtimeMs, new EnrollInputError('TA_ERR_TOO_LARGE', `${shown} is ${formatSize(size)}, over enroll.max_file_size (${formatSize(max)}); it was moved here untouched`));
     }
-    const meta: RowMeta = {};
+    // The inode lets the result step tell this file from one put in its place later (results.ts).
+    const meta: RowMeta = { sourceIno: st.ino };
     if (c.kind === 'knowledge') {
       const m = store.mirrorGet(c.name);
       if (m && m.file === c.rel && m.size === size && m.mtime_ms === mtimeMs) return { outcome: 'unchanged' };
@@ -165,7 +202,8 @@ export function createClaimer(deps: ClaimDeps) {
         if (Date.now() - txt.mtimeMs < settleMs) return { outcome: 'retry' };
         // The text file travels with the recording to done/ or failed/.
         meta.companion = txtRel;
-        meta.text = decodeText(await readFile(layout.abs(txtRel)), txtRel).trim();
+        if (!txt.isFile()) throw new EnrollInputError('TA_ERR_NOT_A_FILE', `${txtRel} is ${fileTypeOf(txt)}, not a text file; put the spoken text in a plain file and drop both files again`);
+        meta.text = decodeText(await readSmallFile(layout.abs(txtRel), txtRel), txtRel).trim();
       }
     } catch (err) {
       if (err instanceof EnrollInputError) return refuse(c, size, mtimeMs, err, meta);
@@ -174,9 +212,19 @@ export function createClaimer(deps: ClaimDeps) {
 
     const pcm = c.kind === 'voiceprints' && c.ext === '.pcm';
     const staged = join(layout.staging, `${randomUUID()}${pcm ? '.wav' : c.ext}`);
-    const { sha256, bytes } = await copyAndHash(abs, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
+    let copied;
+    try {
+      copied = await copyAndHash(abs, st.ino, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
+    } catch (err) {
+      // Replaced by something that is not a file since the lstat: look again after a quiet period.
+      if (err instanceof NotRegularFileError) copied = undefined;
+      else throw err;
+    }
+    const { sha256, bytes } = copied ?? { sha256: '', bytes: -1 };
     const after = await stat(abs).catch(() => undefined);
-    if (bytes !== size || !after || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
+    // The same inode, size and mtime after the copy: what was copied is what lies there (a file
+    // replaced by rename with the same size and mtime is caught by the inode).
+    if (bytes !== size || !after || after.ino !== st.ino || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
       // Still being written after all: wait for another quiet period.
       await rm(staged, { force: true });
       return { outcome: 'retry' };

@@ -10,7 +10,7 @@ import { createDispatcher } from './dispatcher.js';
 import { createFaceUploader } from './face-uploader.js';
 import { OUTCOME_UNKNOWN } from './failure.js';
 import { createKnowledgeNotifier, createKnowledgeUploader, queueKnowledgeDeletions } from './knowledge-mirror.js';
-import { classify, createLayout, ensureFolders } from './layout.js';
+import { classify, classifyNotAFile, createLayout, ensureFolders } from './layout.js';
 import { createOutboxStore } from './outbox-store.js';
 import { createPlacer, finalizeRow } from './results.js';
 import { createOutboxRetention } from './retention.js';
@@ -70,10 +70,15 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     onAttempt: (kind, outcome, seconds) => metrics.attempt(kind, outcome, seconds),
   });
 
+  /** Entries a listing showed are not regular files (watcher.ts), until they are claimed. */
+  const notFiles = new Set<string>();
+  const candidateOf = (rel: string) => classify(rel) ?? (notFiles.has(rel) ? classifyNotAFile(rel) : undefined);
+
   const claimer = createWorkQueue<string>(CLAIM_CONCURRENCY, async (rel) => {
-    const c = classify(rel);
+    const c = candidateOf(rel);
     if (!c) return;
     const r = await claim(c);
+    if (r.outcome !== 'retry') notFiles.delete(rel);
     if (r.outcome === 'queued') dispatcher.wake();
     else if (r.outcome === 'retry') tracker.touch(rel);
     else if (r.outcome === 'failed' || r.outcome === 'duplicate') {
@@ -96,8 +101,9 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     layout, rescanMs: settings.rescan_interval, logger,
     burstScanMs: Math.max(100, Math.min(settings.rescan_interval, settings.settle_time / 2)),
     load: () => tracker.size() + claimer.size(),
-    onCandidate(rel) {
-      const c = classify(rel);
+    onCandidate(rel, notAFile) {
+      if (notAFile && classifyNotAFile(rel)) notFiles.add(rel);
+      const c = candidateOf(rel);
       if (!c || tracker.has(rel) || claimer.has(rel)) return;
       if (c.kind !== 'knowledge' && store.isActiveSource(rel)) return;
       tracker.touch(rel);

@@ -91,8 +91,8 @@ export async function listResults(layout: Layout, kind: Exclude<Kind, 'knowledge
         if (!folder && kind === 'faces') await visit(e.name);
         continue;
       }
-      // Result files, and a speaker's .txt companion, are not originals.
-      if (e.name.endsWith('.json') || (kind === 'speakers' && e.name.endsWith('.txt'))) continue;
+      // Result files, their temp files while being written, and a speaker's .txt are not originals.
+      if (e.name.startsWith('.') || e.name.endsWith('.json') || (kind === 'speakers' && e.name.endsWith('.txt'))) continue;
       const resultPath = resultPathFor(layout, kind, state, rel);
       const text = await readFile(resultPath, 'utf8').catch(() => undefined);
       let result: Record<string, unknown> | undefined;

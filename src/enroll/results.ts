@@ -70,7 +70,8 @@ async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
   for (const f of [stat, lstat]) {
     try {
       const st = await f(path);
-      if (st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms) return true;
+      const ino = parseMeta(row).sourceIno;
+      if (st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms && (ino === undefined || st.ino === ino)) return true;
     } catch {
       // missing or a dangling link: try the other view
     }

@@ -26,8 +26,11 @@ export interface FolderWatcherDeps {
   logger: Logger;
   /** Files seen and not yet taken (settling or being claimed). */
   load(): number;
-  /** A file (relative to enroll.dir) that may be new or changed. */
-  onCandidate(rel: string): void;
+  /**
+   * A file (relative to enroll.dir) that may be new or changed; `notAFile` when a listing showed
+   * it is a FIFO, socket, device node, or a folder where only files belong.
+   */
+  onCandidate(rel: string, notAFile?: boolean): void;
   /** Something under knowledge/ disappeared, or a rescan finished: look for deleted entries. */
   onKnowledgeScan(): void;
 }
@@ -79,9 +82,11 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
     await w?.close();
   }
 
-  async function list(dir: string): Promise<{ name: string; dir: boolean }[]> {
+  async function list(dir: string): Promise<{ name: string; dir: boolean; special: boolean }[]> {
     try {
-      return (await readdir(dir, { withFileTypes: true })).map((d) => ({ name: d.name, dir: d.isDirectory() }));
+      return (await readdir(dir, { withFileTypes: true })).map((d) => ({
+        name: d.name, dir: d.isDirectory(), special: !d.isFile() && !d.isDirectory() && !d.isSymbolicLink(),
+      }));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') logger.warn({ err, dir }, 'cannot read an enrollment folder');
       return [];
@@ -97,14 +102,17 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
         if (isIgnoredName(e.name)) continue;
         if (!e.dir) {
           count++;
-          deps.onCandidate(`${kind}/${e.name}`);
+          deps.onCandidate(`${kind}/${e.name}`, e.special);
         } else if (kind === 'faces') {
           // faces/NAME/any.jpg: one level of person folders.
           for (const f of await list(`${inbox}/${e.name}`)) {
             if (f.dir || isIgnoredName(f.name)) continue;
             count++;
-            deps.onCandidate(`${kind}/${e.name}/${f.name}`);
+            deps.onCandidate(`${kind}/${e.name}/${f.name}`, f.special);
           }
+        } else {
+          // A folder in voiceprints/ or speakers/, where only files belong.
+          deps.onCandidate(`${kind}/${e.name}`, true);
         }
       }
     }

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLayout, listResults as listResultEntries, resultFileFor, resultPathFor } from '../../src/enroll/index.js';
@@ -121,8 +121,10 @@ describe('result files for names near NAME_MAX (255 bytes)', () => {
 
     // The same long name failing again: the original gets a `.2` that must still fit.
     await put(rig.dir, `faces/${badName}`, 'still not an image');
-    await waitFor('a second failure', () => readdirSync(join(rig.dir, 'failed/faces')).length === 4);
-    const again = await listResultEntries(layout, 'faces', 'failed');
+    const again = await waitFor('a second failure', async () => {
+      const entries = await listResultEntries(layout, 'faces', 'failed');
+      return entries.length === 2 && entries.every((e) => e.result) && entries;
+    });
     expect(again).toHaveLength(2);
     for (const e of again) {
       expect(Buffer.byteLength(e.rel)).toBeLessThanOrEqual(255);
