@@ -23,8 +23,9 @@ const FACE_COLUMNS: Column<FaceRecord>[] = [
 
 function printFace(ctx: CliContext, json: boolean, face: FaceRecord, verb?: string): void {
   if (json) return writeJson(ctx, face);
-  if (verb) writeLine(ctx, `${verb} face ${JSON.stringify(face.name)}: ${face.face_id}`);
-  else for (const c of FACE_COLUMNS) writeLine(ctx, `${c.header.padEnd(9)} ${String(c.value(face))}`);
+  // Values from the service, one line each: a line break in a name is shown escaped.
+  if (verb) writeLine(ctx, `${verb} face "${escapeName(face.name)}": ${escapeName(face.face_id)}`);
+  else for (const c of FACE_COLUMNS) writeLine(ctx, `${c.header.padEnd(9)} ${escapeName(String(c.value(face)))}`);
 }
 
 function faceIdArg(value: string | undefined): string {

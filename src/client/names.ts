@@ -1,3 +1,5 @@
+import { escapeControls } from '../util/terminal-text.js';
+
 // Names the service will store: face names, voiceprint names, speaker labels (and enrollment
 // file names, which become those). A name must come back from the service exactly as sent, or
 // the agent cannot find the face it created (POST /faces returns no id: spec-notes.md) and leaves
@@ -39,22 +41,7 @@ export function canonicalName(name: string): string {
 
 /** Shows a name with every control character and lone surrogate as an escape (\n, \x1b, \u{d800}). */
 export function escapeName(name: string): string {
-  let out = '';
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < name.length && name.charCodeAt(i + 1) >= 0xdc00 && name.charCodeAt(i + 1) <= 0xdfff;
-    if (pair) {
-      out += name.slice(i, i + 2);
-      i++;
-    } else if (c === 0x0a) out += '\\n';
-    else if (c === 0x0d) out += '\\r';
-    else if (c === 0x09) out += '\\t';
-    else if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) out += `\\x${c.toString(16).padStart(2, '0')}`;
-    else if (c >= 0xd800 && c <= 0xdfff) out += `\\u{${c.toString(16)}}`;
-    else if (c === 0x5c) out += '\\\\';
-    else out += name[i];
-  }
-  return out;
+  return escapeControls(name);
 }
 
 /**

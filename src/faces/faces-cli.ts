@@ -1,3 +1,4 @@
+import { escapeControls } from '../util/terminal-text.js';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import type { CliContext, ParsedArgs } from '../cli/command.js';
@@ -56,7 +57,7 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
     writeLine(ctx, `face sync done (${via === 'daemon' ? 'by the running daemon' : 'in this process, no daemon running'}) in ${formatDuration(report.duration_ms)}: `
       + `${report.added} added, ${report.updated} updated, ${report.removed} removed, ${report.failed} failed, `
       + `${report.image_requests} image requests; ${report.faces_cached} faces cached`);
-    for (const f of report.failures ?? []) writeLine(ctx, `  failed: ${f.name} (${f.face_id}): ${f.message}`);
+    for (const f of report.failures ?? []) writeLine(ctx, `  failed: ${escapeControls(f.name)} (${escapeControls(f.face_id)}): ${escapeControls(f.message)}`);
   }
   if (!report.ok) throw errorOfReport(report);
   return report.failed > 0 ? ExitCode.failure : ExitCode.ok;
