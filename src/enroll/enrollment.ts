@@ -16,9 +16,10 @@ import { createPlacer, finalizeRow } from './results.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
-import type { Enrollment, EnrollmentDeps, EnrollmentStatus } from './types.js';
+import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind } from './types.js';
 import { createWorkQueue } from './work-queue.js';
 import { createFolderWatcher } from './watcher.js';
+import { quarantineUndecodable } from './undecodable.js';
 
 const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
@@ -97,6 +98,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const tracker = createStabilityTracker({ settleMs: settings.settle_time, abs: layout.abs, logger, onStable: (rel) => claimer.push(rel) });
 
   let knowledgeScan: Promise<void> | undefined;
+  const undecodableRuns = new Set<string>();
   const watcher = createFolderWatcher({
     layout, rescanMs: settings.rescan_interval, logger,
     burstScanMs: Math.max(100, Math.min(settings.rescan_interval, settings.settle_time / 2)),
@@ -107,6 +109,14 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       if (!c || tracker.has(rel) || claimer.has(rel)) return;
       if (c.kind !== 'knowledge' && store.isActiveSource(rel)) return;
       tracker.touch(rel);
+    },
+    onUndecodable(relDir) {
+      if (undecodableRuns.has(relDir)) return;
+      undecodableRuns.add(relDir);
+      void quarantineUndecodable(layout, relDir, logger)
+        .then((n) => { for (let i = 0; i < n; i++) metrics.finished(relDir.split('/')[0] as Kind, 'failed'); })
+        .catch((err: unknown) => logger.warn({ err, dir: relDir }, 'cannot move files whose names are not UTF-8'))
+        .finally(() => undecodableRuns.delete(relDir));
     },
     onKnowledgeScan() {
       retention.poke();

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLayout, listResults as listResultEntries, resultFileFor, resultPathFor } from '../../src/enroll/index.js';
@@ -37,6 +37,23 @@ describe('names that cannot survive the trip', () => {
     expect(readJson(join(rig.dir, 'failed/faces/new\nline.error.json')).error).toContain('"new\\nline"');
     expect(posts(rig)).toEqual([]);
     expect(rig.emulator.state.faces()).toEqual([]);
+  });
+
+  it('a file or person folder whose name is not UTF-8 is moved to failed/ under a %XX name with the reason; nothing is sent', async () => {
+    const rig = await startRig();
+    const raw = (rel: string, ...bytes: number[][]) => Buffer.concat([Buffer.from(join(rig.dir, rel)), ...bytes.map((b) => Buffer.from(b))]);
+    writeFileSync(Buffer.concat([raw('faces/caf', [0xe9]), Buffer.from('.jpg')]), jpeg());
+    mkdirSync(Buffer.concat([raw('faces/J', [0xf6]), Buffer.from('rg')]));
+    writeFileSync(Buffer.concat([raw('faces/J', [0xf6]), Buffer.from('rg/1.jpg')]), jpeg());
+    writeFileSync(Buffer.concat([raw('voiceprints/', [0xff, 0xfe]), Buffer.from('.wav')]), wav(1));
+    const results = ['failed/faces/caf%E9.error.json', 'failed/faces/J%F6rg.error.json', 'failed/voiceprints/%FF%FE.error.json'];
+    await waitFor('the three reasons', () => results.every((r) => existsSync(join(rig.dir, r))), 10_000);
+    for (const r of results) expect(readJson(join(rig.dir, r)), r).toMatchObject({ code: 'TA_ERR_BAD_NAME', error: expect.stringMatching(/not valid UTF-8/) });
+    expect(existsSync(join(rig.dir, 'failed/faces/caf%E9.jpg'))).toBe(true);
+    expect(existsSync(join(rig.dir, 'failed/faces/J%F6rg/1.jpg'))).toBe(true);
+    expect(readdirSync(join(rig.dir, 'faces'))).toEqual([]);
+    expect(readdirSync(join(rig.dir, 'voiceprints'))).toEqual([]);
+    expect(posts(rig)).toEqual([]);
   });
 
   it('NFD and NFC spellings of one name are one face, sent in NFC; names that differ by case are two faces', async () => {
