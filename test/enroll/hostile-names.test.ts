@@ -23,9 +23,10 @@ describe('names that cannot survive the trip', () => {
       ['faces/two\nlines/1.jpg', 'failed/faces/two\nlines/1.error.json'],
       ['voiceprints/v\noice.wav', 'failed/voiceprints/v\noice.error.json'],
       ['speakers/s\npeaker.wav', 'failed/speakers/s\npeaker.error.json'],
+      ['knowledge/k\nb.txt', 'failed/knowledge/k\nb.error.json'],
     ] as const;
     await put(rig.dir, 'speakers/s\npeaker.txt', 'hello there');
-    for (const [rel] of bad) await put(rig.dir, rel, rel.endsWith('.wav') ? wav(1) : jpeg());
+    for (const [rel] of bad) await put(rig.dir, rel, rel.endsWith('.wav') ? wav(1) : rel.endsWith('.txt') ? 'an entry' : jpeg());
     await waitFor('every error file', () => bad.every(([, r]) => existsSync(join(rig.dir, r))), 10_000);
     for (const [rel, result] of bad) {
       const body = readJson(join(rig.dir, result));
@@ -37,6 +38,10 @@ describe('names that cannot survive the trip', () => {
     expect(readJson(join(rig.dir, 'failed/faces/new\nline.error.json')).error).toContain('"new\\nline"');
     expect(posts(rig)).toEqual([]);
     expect(rig.emulator.state.faces()).toEqual([]);
+    // Refused once: the knowledge file stays (a mirror) and two more rescans add no failure.
+    const failed = rig.enrollment.status().kinds.knowledge.failed;
+    await new Promise((r) => setTimeout(r, 2200));
+    expect(rig.enrollment.status().kinds.knowledge.failed).toBe(failed);
   });
 
   it('a file or person folder whose name is not UTF-8 is moved to failed/ under a %XX name with the reason; nothing is sent', async () => {
