@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -124,6 +125,16 @@ describe('names refused by the CLI before any request', () => {
       expectNoRawControls(r.stderr);
     }
     expect(emu.requests.length).toBe(before);
+  });
+
+  it('a FIFO given as an image, a WAV or a knowledge file is refused at once (exit 65), never waited on', async () => {
+    const fifo = join(tmp.dir, 'pipe.jpg');
+    execFileSync('mkfifo', [fifo]);
+    for (const args of [['faces', 'add', '--name', 'Pipe', fifo], ['voiceprint', 'register', '--name', 'pipe', fifo], ['knowledge', 'add', '--id', 'pipe', fifo]]) {
+      const r = await runCliProcess([...args, '--config', config], { cwd: tmp.dir, timeoutMs: 10_000 });
+      expect(r.code, args.join(' ')).toBe(65);
+      expect(r.stderr, args.join(' ')).toMatch(/FIFO|not a regular file/);
+    }
   });
 
   it('faces add sends an NFD name in NFC, and finds the face it created', async () => {
