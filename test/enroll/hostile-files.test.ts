@@ -10,7 +10,8 @@ import { tmpDir } from '../helpers/tmp.js';
 
 // Things that are not regular files, dropped where files belong (a FIFO, a socket, a device
 // node, a folder in voiceprints/), hard links, and a file replaced while it is being uploaded.
-// Real FIFOs (mkfifo), a real listening unix socket and a real device node (mknod, as root).
+// Real FIFOs (mkfifo), a real listening unix socket and a real device node (mknod, when the tests
+// run as root, as they do here).
 
 function mkfifo(path: string): void {
   execFileSync('mkfifo', [path]);
@@ -31,7 +32,9 @@ describe('not regular files in the enrollment folders', () => {
     mkdirSync(join(rig.dir, 'faces/dana'));
     mkfifo(join(rig.dir, 'faces/dana/1.jpg'));
     await listenOn(join(rig.dir, 'faces/sock.png'));
-    execFileSync('mknod', [join(rig.dir, 'faces/null.jpg'), 'c', '1', '3']);
+    // mknod needs root (CAP_MKNOD): the device node is part of the case where the tests run as root.
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) execFileSync('mknod', [join(rig.dir, 'faces/null.jpg'), 'c', '1', '3']);
     mkdirSync(join(rig.dir, 'voiceprints/folder.wav'));
     mkdirSync(join(rig.dir, 'voiceprints/folder'));
     await put(rig.dir, 'voiceprints/folder/inside.wav', wav(1));
@@ -48,7 +51,7 @@ describe('not regular files in the enrollment folders', () => {
       ['failed/faces/pipe-without-extension.error.json', /FIFO/],
       ['failed/faces/dana/1.error.json', /FIFO/],
       ['failed/faces/sock.error.json', /is a socket/],
-      ['failed/faces/null.error.json', /is a character device/],
+      ...(asRoot ? [['failed/faces/null.error.json', /is a character device/] as [string, RegExp]] : []),
       ['failed/voiceprints/folder.error.json', /is a directory/],
       ['failed/speakers/talk.error.json', /talk\.txt is a FIFO/],
       ...[0, 1, 2, 3, 4].map((i) => [`failed/faces/jam${i}.error.json`, /FIFO/] as [string, RegExp]),
@@ -61,7 +64,7 @@ describe('not regular files in the enrollment folders', () => {
     // Moved beside their reasons (a rename: nothing was opened), the inboxes are empty.
     expect(lstatSync(join(rig.dir, 'failed/faces/pipe.jpg')).isFIFO()).toBe(true);
     expect(lstatSync(join(rig.dir, 'failed/faces/sock.png')).isSocket()).toBe(true);
-    expect(lstatSync(join(rig.dir, 'failed/faces/null.jpg')).isCharacterDevice()).toBe(true);
+    if (asRoot) expect(lstatSync(join(rig.dir, 'failed/faces/null.jpg')).isCharacterDevice()).toBe(true);
     expect(statSync(join(rig.dir, 'failed/voiceprints/folder.wav')).isDirectory()).toBe(true);
     expect(existsSync(join(rig.dir, 'failed/voiceprints/folder/inside.wav'))).toBe(true);
     expect(lstatSync(join(rig.dir, 'failed/speakers/talk.txt')).isFIFO()).toBe(true);
