@@ -36,7 +36,7 @@ function placeFor(dir: string, kind: Kind, escaped: string): string {
 
 /**
  * Moves every entry of `relDir` (an inbox, or a person folder under faces/) whose name does not
- * decode as UTF-8, or holds U+FFFD, to failed/; returns how many.
+ * decode as UTF-8 to failed/; returns how many.
  */
 export async function quarantineUndecodable(layout: Layout, relDir: string, logger: Logger): Promise<number> {
   const [kind, person] = relDir.split('/') as [Kind, string | undefined];
@@ -44,7 +44,8 @@ export async function quarantineUndecodable(layout: Layout, relDir: string, logg
   const failedDir = person === undefined ? layout.failed(kind) : join(layout.failed(kind), person);
   let moved = 0;
   for (const raw of await readdir(Buffer.from(from), { encoding: 'buffer' }).catch(() => [] as Buffer[])) {
-    if (raw[0] === 0x2e || !raw.toString('utf8').includes('\ufffd')) continue;
+    // A valid name that merely holds U+FFFD is refused by the claim like any other bad name.
+    if (raw[0] === 0x2e || Buffer.from(raw.toString('utf8'), 'utf8').equals(raw)) continue;
     await mkdirLikeRoot(layout.root, failedDir);
     const escaped = escapeNameBytes(raw);
     const placed = placeFor(failedDir, kind, escaped);

@@ -110,7 +110,7 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
       // readdir gives U+FFFD for bytes that are not UTF-8: such a name cannot be opened by it.
       if (entries.some((e) => e.name.includes('\ufffd'))) deps.onUndecodable?.(kind);
       for (const e of entries) {
-        if (isIgnoredName(e.name) || e.name.includes('\ufffd')) continue;
+        if (isIgnoredName(e.name)) continue;
         if (!e.dir) {
           count++;
           deps.onCandidate(`${kind}/${e.name}`, e.special);
@@ -119,7 +119,7 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
           const inner = await list(`${inbox}/${e.name}`);
           if (inner.some((f) => f.name.includes('\ufffd'))) deps.onUndecodable?.(`${kind}/${e.name}`);
           for (const f of inner) {
-            if (f.dir || isIgnoredName(f.name) || f.name.includes('\ufffd')) continue;
+            if (f.dir || isIgnoredName(f.name)) continue;
             count++;
             deps.onCandidate(`${kind}/${e.name}/${f.name}`, f.special);
           }
