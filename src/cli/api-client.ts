@@ -6,6 +6,7 @@ import type { CallOptions, ServiceClient } from '../client/types.js';
 import { userAgent } from '../version.js';
 import { InvalidInputError, UsageError } from '../errors.js';
 import { readHead, sniffMediaType, IMAGE_TYPES, type SniffedType } from '../client/media-types.js';
+import { canonicalName, escapeName, nameProblem } from '../client/names.js';
 
 // Shared by the commands that map to one API call: config -> client, the call options that make
 // Ctrl-C cancel a call, and the local checks that turn bad input into exit 65 before any request.
@@ -86,13 +87,19 @@ export async function checkImageFile(path: string): Promise<SniffedType> {
   return type;
 }
 
-/** Checks a --name against a byte limit (the service counts UTF-8 bytes). */
-export function checkNameArg(name: string | undefined, what: string, maxBytes?: number): string {
-  if (name === undefined) throw new UsageError(`${what} needs --name N`);
-  if (name.trim() === '') throw new InvalidInputError(`${what}: the name is empty`);
+/**
+ * Checks a --name before any request: what the service would not hold as given (client/names.ts),
+ * and a byte limit (the service counts UTF-8 bytes). Returns the name as it will be sent (NFC).
+ */
+export function checkNameArg(raw: string | undefined, what: string, maxBytes?: number): string {
+  if (raw === undefined) throw new UsageError(`${what} needs --name N`);
+  if (raw.trim() === '') throw new InvalidInputError(`${what}: the name is empty`);
+  const problem = nameProblem(raw, 'the name');
+  if (problem) throw new InvalidInputError(`${what}: ${problem}`, { details: { field: 'name' } });
+  const name = canonicalName(raw);
   const bytes = Buffer.byteLength(name, 'utf8');
   if (maxBytes !== undefined && bytes > maxBytes) {
-    throw new InvalidInputError(`${what}: name ${JSON.stringify(name)} is ${bytes} bytes; the service allows at most ${maxBytes} bytes (UTF-8)`);
+    throw new InvalidInputError(`${what}: name "${escapeName(name)}" is ${bytes} bytes; the service allows at most ${maxBytes} bytes (UTF-8)`);
   }
   return name;
 }

@@ -3,7 +3,8 @@ import { resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { stringOpt, type CliContext, type CommandSpec } from './command.js';
 import { writeErr, writeJson, writeLine, writeTable, type Column } from './output.js';
-import { checkImageFile, withClient } from './api-client.js';
+import { checkImageFile, checkNameArg, withClient } from './api-client.js';
+import { canonicalName, escapeName } from '../client/names.js';
 import type { FaceRecord, ServiceClient, CallOptions, SkippedRecord } from '../client/types.js';
 import { checkFaceId, describeSkip } from '../client/faces-api.js';
 import { BadResponseError, InvalidInputError, UsageError, isFsError, outputFileError } from '../errors.js';
@@ -21,8 +22,9 @@ const FACE_COLUMNS: Column<FaceRecord>[] = [
 
 function printFace(ctx: CliContext, json: boolean, face: FaceRecord, verb?: string): void {
   if (json) return writeJson(ctx, face);
-  if (verb) writeLine(ctx, `${verb} face ${JSON.stringify(face.name)}: ${face.face_id}`);
-  else for (const c of FACE_COLUMNS) writeLine(ctx, `${c.header.padEnd(9)} ${String(c.value(face))}`);
+  // Values from the service, one line each: a line break in a name is shown escaped.
+  if (verb) writeLine(ctx, `${verb} face "${escapeName(face.name)}": ${escapeName(face.face_id)}`);
+  else for (const c of FACE_COLUMNS) writeLine(ctx, `${c.header.padEnd(9)} ${escapeName(String(c.value(face)))}`);
 }
 
 function faceIdArg(value: string | undefined): string {
@@ -38,10 +40,10 @@ function faceIdArg(value: string | undefined): string {
 export async function createFaceAndFind(client: ServiceClient, name: string, image: { path: string; contentType: string }, call: CallOptions): Promise<FaceRecord> {
   const before = new Set((await client.listFaces(call)).map((f) => f.face_id));
   await client.createFace({ name, image }, call);
-  const fresh = (await client.listFaces(call)).filter((f) => f.name === name && !before.has(f.face_id));
+  const fresh = (await client.listFaces(call)).filter((f) => canonicalName(f.name) === canonicalName(name) && !before.has(f.face_id));
   const newest = fresh.sort((a, b) => b.id - a.id)[0];
   if (!newest) {
-    throw new BadResponseError(`POST /faces: the service accepted face ${JSON.stringify(name)} but no new face of that name is in the group's list`, { operation: 'POST /faces' });
+    throw new BadResponseError(`POST /faces: the service accepted face "${escapeName(name)}" but no new face of that name is in the group's list`, { operation: 'POST /faces' });
   }
   return newest;
 }
@@ -85,9 +87,7 @@ const add: CommandSpec = {
   options: { name: { type: 'string', description: 'the face name', valueName: 'N' } },
   positionals: { min: 1, max: 1, names: ['IMAGE'] },
   run: async (args, ctx) => {
-    const name = stringOpt(args, 'name');
-    if (name === undefined) throw new UsageError("'faces add' needs --name N");
-    if (name.trim() === '') throw new InvalidInputError('the face name is empty');
+    const name = checkNameArg(stringOpt(args, 'name'), "'faces add'");
     const path = resolve(ctx.cwd, args.positionals[0]!);
     const contentType = await checkImageFile(path);
     await withClient(args, ctx, async ({ client, call }) => {
@@ -104,10 +104,10 @@ const update: CommandSpec = {
   positionals: { min: 1, max: 2, names: ['ID', 'IMAGE'] },
   run: async (args, ctx) => {
     const id = faceIdArg(args.positionals[0]);
-    let name = stringOpt(args, 'name');
+    const given = stringOpt(args, 'name');
     const imageArg = args.positionals[1];
-    if (name === undefined && imageArg === undefined) throw new UsageError("'faces update' needs --name N, an IMAGE, or both");
-    if (name !== undefined && name.trim() === '') throw new InvalidInputError('the face name is empty');
+    if (given === undefined && imageArg === undefined) throw new UsageError("'faces update' needs --name N, an IMAGE, or both");
+    let name = given === undefined ? undefined : checkNameArg(given, "'faces update'");
     const path = imageArg === undefined ? undefined : resolve(ctx.cwd, imageArg);
     const contentType = path ? await checkImageFile(path) : undefined;
     await withClient(args, ctx, async ({ client, call }) => {

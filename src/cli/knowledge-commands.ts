@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { NotRegularFileError, openRegularFile } from '../util/safe-open.js';
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { stringOpt, type CliContext, type CommandSpec } from './command.js';
@@ -30,8 +30,17 @@ async function readContent(arg: string, ctx: CliContext): Promise<string> {
   } else {
     const path = resolve(ctx.cwd, arg);
     try {
-      bytes = await readFile(path);
+      // Only a regular file, opened without blocking: a FIFO or /dev/zero would wait or never end.
+      const { fh, st } = await openRegularFile(path);
+      try {
+        if (st.size > MAX_CONTENT_BYTES) throw new InvalidInputError(`${path} is over ${MAX_CONTENT_BYTES} bytes; a knowledge entry is text`);
+        bytes = await fh.readFile();
+      } finally {
+        await fh.close();
+      }
     } catch (err) {
+      if (err instanceof InvalidInputError) throw err;
+      if (err instanceof NotRegularFileError) throw new InvalidInputError(`${path} is ${err.what}, not a regular file; give a text file or - for standard input`, { cause: err });
       throw new InvalidInputError(`${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); check the path`, { cause: err });
     }
     if (bytes.length > MAX_CONTENT_BYTES) throw new InvalidInputError(`${path} is over ${MAX_CONTENT_BYTES} bytes; a knowledge entry is text`);

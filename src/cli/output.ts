@@ -1,7 +1,11 @@
 import type { CliContext } from './command.js';
+import { escapeControls } from '../util/terminal-text.js';
+
+// Every human line goes out through writeLine/writeErr/writeTable, which escape control
+// characters from outside (util/terminal-text.ts); writeJson writes exact JSON (which has none raw).
 
 export function writeLine(ctx: CliContext, text = ''): void {
-  ctx.io.stdout.write(`${text}\n`);
+  ctx.io.stdout.write(`${escapeControls(text, true)}\n`);
 }
 
 export function writeJson(ctx: CliContext, value: unknown): void {
@@ -9,7 +13,7 @@ export function writeJson(ctx: CliContext, value: unknown): void {
 }
 
 export function writeErr(ctx: CliContext, text: string): void {
-  ctx.io.stderr.write(`${text}\n`);
+  ctx.io.stderr.write(`${escapeControls(text, true)}\n`);
 }
 
 export interface Column<T> {
@@ -29,8 +33,9 @@ export function writeTable<T>(ctx: CliContext, rows: readonly T[], columns: read
   writeLine(ctx, rows.length === 0 ? empty : formatTable(rows, columns));
 }
 
+/** One line per cell: a line break or tab in a name is shown escaped, not obeyed. */
 function cellText(v: unknown): string {
   if (v === undefined || v === null) return '-';
   if (typeof v === 'object') return JSON.stringify(v);
-  return String(v);
+  return escapeControls(String(v));
 }

@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../errors.js';
+import { canonicalName, escapeName, nameProblem } from './names.js';
 import type { HttpCore } from './http-core.js';
 import { multipartBody, checkUpload } from './multipart.js';
 import { badResponse, type ErrorContext } from './error-mapping.js';
@@ -17,12 +18,18 @@ export function checkFaceId(faceId: string): string {
   return faceId.toLowerCase();
 }
 
-/** Voiceprint and face names are limited to 32 bytes of UTF-8 by the service. */
-export function checkName(name: string, what: string, maxBytes?: number): string {
-  if (typeof name !== 'string' || name.trim() === '') throw new InvalidInputError(`${what} name is empty; give a name`);
+/**
+ * The name as it will be sent (NFC), or an InvalidInputError when the service would not hold it
+ * as given (names.ts). Voiceprint names are also limited to 32 bytes of UTF-8 by the service.
+ */
+export function checkName(raw: string, what: string, maxBytes?: number): string {
+  if (typeof raw !== 'string' || raw.trim() === '') throw new InvalidInputError(`${what} name is empty; give a name`);
+  const problem = nameProblem(raw, `${what} name`);
+  if (problem) throw new InvalidInputError(problem, { details: { field: 'name' } });
+  const name = canonicalName(raw);
   const bytes = Buffer.byteLength(name, 'utf8');
   if (maxBytes !== undefined && bytes > maxBytes) {
-    throw new InvalidInputError(`${what} name ${JSON.stringify(name)} is ${bytes} bytes; the service allows at most ${maxBytes} bytes (UTF-8)`, { details: { field: 'name', bytes } });
+    throw new InvalidInputError(`${what} name "${escapeName(name)}" is ${bytes} bytes; the service allows at most ${maxBytes} bytes (UTF-8)`, { details: { field: 'name', bytes } });
   }
   return name;
 }
@@ -114,11 +121,11 @@ export function facesApi(core: HttpCore): FacesApi {
     },
 
     async createFace(input, opts) {
-      checkName(input.name, 'face');
+      const name = checkName(input.name, 'face');
       await checkUpload('image', input.image);
       const res = await core.send({
-        ...face, operation: 'POST /faces', subject: `name ${JSON.stringify(input.name)}`, method: 'POST', path: '/faces', opts,
-        body: multipartBody({ name: input.name }, { image: input.image }),
+        ...face, operation: 'POST /faces', subject: `name ${JSON.stringify(name)}`, method: 'POST', path: '/faces', opts,
+        body: multipartBody({ name }, { image: input.image }),
       });
       return returnCode(res.json);
     },
@@ -132,11 +139,11 @@ export function facesApi(core: HttpCore): FacesApi {
 
     async updateFace(faceId, input, opts) {
       const id = checkFaceId(faceId);
-      checkName(input.name, 'face');
+      const name = checkName(input.name, 'face');
       if (input.image) await checkUpload('image', input.image);
       const res = await core.send({
         ...face, operation: 'PUT /faces/{face_id}', subject: `face ${id}`, method: 'PUT', path: `/faces/${id}`, opts,
-        body: multipartBody({ name: input.name }, { image: input.image }),
+        body: multipartBody({ name }, { image: input.image }),
       });
       return returnCode(res.json);
     },

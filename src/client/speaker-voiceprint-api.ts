@@ -63,17 +63,17 @@ export function speakerVoiceprintApi(core: HttpCore): SpeakerVoiceprintApi {
     },
 
     async registerVoiceprint(request, opts) {
-      checkName(request.name, 'voiceprint', VOICEPRINT_NAME_MAX_BYTES);
+      const name = checkName(request.name, 'voiceprint', VOICEPRINT_NAME_MAX_BYTES);
       await checkUpload('audio', request.audio);
       const fields = {
-        name: request.name,
+        name,
         sample_rate: request.sampleRate,
         channel: request.channel,
         model: request.model,
         format: request.format,
       };
       const spec = {
-        ...other, operation: 'POST /voiceprint', subject: `name ${JSON.stringify(request.name)}`, method: 'POST', path: '/voiceprint', opts,
+        ...other, operation: 'POST /voiceprint', subject: `name ${JSON.stringify(name)}`, method: 'POST', path: '/voiceprint', opts,
         body: multipartBody(fields, { audio: request.audio }),
       } as const;
       const res = await core.send(spec);

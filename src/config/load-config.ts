@@ -1,15 +1,15 @@
 // Reads the YAML config, resolves secrets, validates everything through the schema and reports
 // EVERY problem at once as a ConfigError whose problems carry file, line, key path and the fix.
 // `env` is passed in (only src/main.ts reads process.env).
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { LineCounter, parseDocument, type Document } from 'yaml';
+import { LineCounter, parseDocument, visit, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError, type ConfigProblem } from '../errors.js';
 import { unknownKeyMessage } from './did-you-mean.js';
 import { configSchema, type AgentConfig } from './schema.js';
 import { resolveSecret, secretEnvName, type ResolvedSecret, type SecretName, type SecretProblem } from './secrets.js';
 import { keyLine, valueLine } from './yaml-locate.js';
+import { readConfigFile } from './read-config-file.js';
 
 export interface LoadConfigOptions {
   /** The YAML file; a relative path is taken from `cwd` (default: the process's working dir). */
@@ -46,19 +46,7 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   const text = await readConfigFile(file);
 
   const counter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    // Validating a half-parsed document only adds noise: report the syntax first.
-    throw new ConfigError(doc.errors.map((e) => ({
-      path: '',
-      file,
-      // An unclosed quote is detected at the end of the file: point at the last written line instead.
-      line: counter.linePos(Math.min(e.pos[0], Math.max(0, text.trimEnd().length - 1))).line,
-      message: `YAML syntax error: ${e.message.replace(/\s+at line \d+, column \d+:?[\s\S]*$/, '')} (check indentation, a missing ':' or an unclosed quote)`,
-    })));
-  }
-
-  const raw: unknown = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  const { doc, raw } = parseYaml(text, file, counter);
   const problems: ConfigProblem[] = [];
   const at = (path: string) => ({ file, line: valueLine(doc, counter, path ? path.split('.') : []) });
 
@@ -105,21 +93,71 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   };
 }
 
-async function readConfigFile(file: string): Promise<string> {
+/** Syntax problems reported at most; the rest are one line (a garbage file gives thousands). */
+const MAX_SYNTAX_PROBLEMS = 10;
+/** Aliases expanded at most: a config needs none, a "billion laughs" file needs 10^9. */
+const MAX_ALIAS_COUNT = 100;
+
+/**
+ * The YAML parsed into a document and a plain value, with every way that can fail (syntax,
+ * duplicate keys, nesting deep enough to exhaust the stack, an alias bomb) as a ConfigError with
+ * the file and line: never an "unexpected error".
+ */
+function parseYaml(text: string, file: string, counter: LineCounter): { doc: Document; raw: unknown } {
+  let doc: Document;
   try {
-    return await readFile(file, 'utf8');
+    doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const message =
-      code === 'ENOENT'
-        ? 'config file not found: pass --config PATH or set TERMINAL_AGENT_CONFIG (default /etc/terminal-agent/config.yaml); config/config.example.yaml is a documented starting point'
-        : code === 'EACCES' || code === 'EPERM'
-          ? 'config file is not readable by this user: fix its owner/mode (e.g. chmod 0640, group terminal-agent)'
-          : code === 'EISDIR'
-            ? 'config path is a directory: point --config at the YAML file'
-            : `config file cannot be read (${code ?? 'error'}): check the path and permissions`;
-    throw new ConfigError([{ path: '', file, message }], { cause: err });
+    throw new ConfigError([{ path: '', file, message: yamlFailure(err) }], { cause: err });
   }
+  if (doc.errors.length > 0) {
+    // Validating a half-parsed document only adds noise: report the syntax first.
+    const seen = new Set<string>();
+    const problems: ConfigProblem[] = [];
+    for (const e of doc.errors) {
+      // An unclosed quote is detected at the end of the file: point at the last written line instead.
+      const line = counter.linePos(Math.min(e.pos[0], Math.max(0, text.trimEnd().length - 1))).line;
+      const deep = /call stack/i.test(e.message);
+      const message = deep
+        ? 'YAML nested too deeply (thousands of levels; a config has at most 4): this is not a configuration file'
+        : /keys must be unique/i.test(e.message)
+          ? 'duplicate key: this key is already set above in the same section; keep one of the two'
+          : `YAML syntax error: ${e.message.replace(/\s+at line \d+, column \d+:?[\s\S]*$/, '')} (check indentation, a missing ':' or an unclosed quote)`;
+      if (seen.has(`${line}:${message}`)) continue;
+      seen.add(`${line}:${message}`);
+      problems.push({ path: '', file, line, message });
+    }
+    if (problems.length > MAX_SYNTAX_PROBLEMS) {
+      const more = problems.length - MAX_SYNTAX_PROBLEMS;
+      problems.splice(MAX_SYNTAX_PROBLEMS, more, { path: '', file, message: `... and ${more} more YAML syntax errors` });
+    }
+    throw new ConfigError(problems);
+  }
+  try {
+    return { doc, raw: doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) ?? {} };
+  } catch (err) {
+    throw new ConfigError([{ path: '', file, line: firstAliasLine(doc, counter), message: yamlFailure(err) }], { cause: err });
+  }
+}
+
+function yamlFailure(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  if (/alias/i.test(msg)) {
+    return `YAML aliases (*name) expand to too much data (over ${MAX_ALIAS_COUNT} expansions; a "billion laughs" file): a config needs no aliases, write the values out`;
+  }
+  if (err instanceof RangeError || /call stack/i.test(msg)) return 'YAML nested too deeply: this is not a configuration file';
+  return `YAML cannot be read: ${msg}`;
+}
+
+function firstAliasLine(doc: Document, counter: LineCounter): number | undefined {
+  let line: number | undefined;
+  visit(doc, {
+    Alias(_key, node) {
+      if (node.range) line = counter.linePos(node.range[0]).line;
+      return visit.BREAK;
+    },
+  });
+  return line;
 }
 
 /** Relative paths in the file are relative to the file's folder, not to wherever the CLI ran. */

@@ -2,6 +2,7 @@ import type { AgentStatus } from '../control/types.js';
 import { formatDuration } from '../util/units.js';
 import { describeDisk } from '../disk/disk-floor.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
+import { escapeControls } from '../util/terminal-text.js';
 
 // `terminal-agent status` for a human: a few labelled lines, the most urgent facts first.
 
@@ -14,7 +15,7 @@ export function formatStatus(s: AgentStatus): string {
     ? 'no sync yet'
     : last.ok
       ? `last sync ${last.finished_at ?? last.started_at} ok (+${last.added} ~${last.updated} -${last.removed}${last.failed ? `, ${last.failed} image(s) failed` : ''})`
-      : `last sync ${last.finished_at ?? last.started_at} FAILED: ${last.error ?? '?'}${last.error_code ? ` [${last.error_code}]` : ''}; last ok ${s.faces.last_ok_sync_at ?? 'never'}`;
+      : `last sync ${last.finished_at ?? last.started_at} FAILED: ${escapeControls(last.error ?? '?')}${last.error_code ? ` [${last.error_code}]` : ''}; last ok ${s.faces.last_ok_sync_at ?? 'never'}`;
   if (s.disk) lines.push(`disk:        ${describeDisk(s.disk)}`);
   lines.push(`faces:       ${s.faces.cached ?? 0} cached; ${faces}${skippedNote(s.components.faces)}`);
   const kinds = Object.entries(s.outbox);
@@ -37,7 +38,8 @@ export function formatStatus(s: AgentStatus): string {
   else {
     lines.push('recent failures:');
     for (const f of s.recent_failures) {
-      lines.push(`  ${f.at}  ${f.source}${f.kind ? `/${f.kind}` : ''}${f.name ? ` ${f.name}` : ''}: ${f.error}${f.code ? ` [${f.code}]` : ''}`);
+      // Names and messages come from file names and the service: one line each, escapes shown.
+      lines.push(`  ${f.at}  ${f.source}${f.kind ? `/${f.kind}` : ''}${f.name ? ` ${escapeControls(f.name)}` : ''}: ${escapeControls(f.error)}${f.code ? ` [${f.code}]` : ''}`);
     }
   }
   return lines.join('\n');

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { lstat, open, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { lstat, open, readFile, realpath, rm, stat, type FileHandle } from 'node:fs/promises';
+import { NotRegularFileError, fileTypeOf, openRegularFile } from '../util/safe-open.js';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
 import { formatSize } from '../util/units.js';
@@ -11,6 +11,7 @@ import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
 import { EnrollInputError, checkImage, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
 import { wavHeader } from '../audio/wav.js';
+import { canonicalName, nameProblem } from '../client/names.js';
 
 // Taking a stable file into the outbox: refuse what can be refused unread, copy it under state_dir
 // (hashing on the way) so the upload reads bytes nothing else writes, check the copy, then record
@@ -32,16 +33,20 @@ export interface ClaimDeps {
   syncDir: DirSync;
 }
 
+const NAME_OF: Record<Candidate['kind'], string> = { faces: 'face name', voiceprints: 'voiceprint name', speakers: 'speaker label', knowledge: 'knowledge ID' };
+
 /** Raw .pcm voiceprints: 16-bit little-endian, mono (the config names no channel count). */
 const PCM_CHANNELS = 1;
+
+/** The spoken text of one recording (LABEL.txt); anything larger is the wrong file. */
+const SPEAKER_TEXT_MAX = 64 * 1024;
 
 /** Files up to this size are read in one go (a stream costs a round trip per 64 KB and more JS). */
 const WHOLE_READ_MAX = 1024 * 1024;
 
 /** At most `max` bytes (one more than expected shows that the file grew: the caller retries). */
-async function readAtMost(path: string, max: number): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
+async function readAtMost(fh: FileHandle, max: number): Promise<Buffer> {
+  {
     const buf = Buffer.allocUnsafe(max);
     let n = 0;
     for (;;) {
@@ -51,18 +56,31 @@ async function readAtMost(path: string, max: number): Promise<Buffer> {
       if (n === max) break;
     }
     return buf.subarray(0, n);
-  } finally {
-    await fh.close();
   }
 }
 
-async function copyAndHash(src: string, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
+/**
+ * Copies the file that lstat saw (`ino`) to `dest`, hashing it; undefined when the name now holds
+ * another file (replaced meanwhile: the caller waits and looks again). Opened without blocking,
+ * and only if regular (safe-open.ts).
+ */
+async function copyAndHash(src: string, ino: number, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number } | undefined> {
+  const { fh: input, st } = await openRegularFile(src);
+  try {
+    if (st.ino !== ino) return undefined;
+    return await copyFrom(input, dest, size, prefix);
+  } finally {
+    await input.close();
+  }
+}
+
+async function copyFrom(input: FileHandle, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
   const hash = createHash('sha256');
   let bytes = 0;
   const out = await open(dest, 'wx', 0o600);
   try {
     if (prefix) await out.write(prefix);
-    const chunks: AsyncIterable<unknown> | unknown[] = size <= WHOLE_READ_MAX ? [await readAtMost(src, size + 1)] : createReadStream(src);
+    const chunks: AsyncIterable<unknown> | unknown[] = size <= WHOLE_READ_MAX ? [await readAtMost(input, size + 1)] : input.createReadStream({ start: 0, autoClose: false });
     for await (const chunk of chunks) {
       const buf = chunk as Buffer;
       hash.update(buf);
@@ -76,13 +94,38 @@ async function copyAndHash(src: string, dest: string, size: number, prefix?: Buf
   return { sha256: hash.digest('hex'), bytes };
 }
 
+/** A speaker's text: never blocks (a FIFO swapped in after the stat), and never huge. */
+async function readSmallFile(path: string, shown: string): Promise<Buffer> {
+  let opened;
+  try {
+    opened = await openRegularFile(path);
+  } catch (err) {
+    if (err instanceof NotRegularFileError) throw new EnrollInputError('TA_ERR_NOT_A_FILE', `${shown} is ${err.what}, not a text file`);
+    throw err;
+  }
+  try {
+    if (opened.st.size > SPEAKER_TEXT_MAX) throw new EnrollInputError('TA_ERR_TOO_LARGE', `${shown} is ${formatSize(opened.st.size)}; the spoken text of one recording is at most ${formatSize(SPEAKER_TEXT_MAX)}`);
+    return await readAtMost(opened.fh, SPEAKER_TEXT_MAX);
+  } finally {
+    await opened.fh.close();
+  }
+}
+
 export function createClaimer(deps: ClaimDeps) {
   const { layout, store, commit, config } = deps;
   const settleMs = config.enroll.settle_time;
   /** Speakers whose .txt was missing: when we first noticed. */
   const missingText = new Map<string, number>();
 
+  /** The name sent to the service and kept in the outbox (client/names.ts): NFC, except knowledge IDs, which name files. */
+  const nameOf = (c: Candidate) => (c.kind === 'knowledge' ? c.name : canonicalName(c.name));
+
   async function refuse(c: Candidate, size: number, mtimeMs: number, err: EnrollInputError, meta: RowMeta = {}): Promise<ClaimResult> {
+    if (c.kind === 'knowledge') {
+      // Refused once per version: a rescan finds the same refusal in the mirror and says nothing.
+      const m = store.mirrorGet(c.name);
+      if (m && m.file === c.rel && m.size === size && m.mtime_ms === mtimeMs && m.content_sha256 === '') return { outcome: 'unchanged' };
+    }
     const rowId = await commit(() => {
       if (c.kind === 'knowledge') {
         // Refused once per version: the mirror remembers it until the file is edited.
@@ -92,7 +135,7 @@ export function createClaimer(deps: ClaimDeps) {
       }
       const final_path = deps.place({ kind: c.kind, source_path: c.rel }, true);
       return store.insert({
-        kind: c.kind, name: c.name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, staged_path: null,
+        kind: c.kind, name: nameOf(c), source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, staged_path: null,
         content_sha256: '', size, meta, state: 'failed', last_error: err.message, last_error_code: err.code, final_path,
       });
     }, { durable: true });
@@ -102,6 +145,7 @@ export function createClaimer(deps: ClaimDeps) {
   return async function claim(c: Candidate): Promise<ClaimResult> {
     if (c.kind !== 'knowledge' && store.isActiveSource(c.rel)) return { outcome: 'ignored' };
     const abs = layout.abs(c.rel);
+    const name = nameOf(c);
     let st;
     try {
       st = await lstat(abs);
@@ -109,6 +153,8 @@ export function createClaimer(deps: ClaimDeps) {
       return { outcome: 'ignored' };
     }
     const shown = c.rel;
+    const badName = nameProblem(c.name, NAME_OF[c.kind]);
+    if (badName) return refuse(c, st.size, Math.floor(st.mtimeMs), new EnrollInputError('TA_ERR_BAD_NAME', `${badName} (rename the file${c.kind === 'faces' && c.inner.includes('/') ? ' or its folder' : ''})`));
     if (st.isSymbolicLink()) {
       const target = await realpath(abs).catch(() => undefined);
       const inbox = await realpath(layout.inbox(c.kind));
@@ -119,7 +165,11 @@ export function createClaimer(deps: ClaimDeps) {
       }
       st = await stat(abs);
     }
-    if (!st.isFile()) return { outcome: 'ignored' };
+    if (!st.isFile()) {
+      // A FIFO, socket, device node or folder where a file belongs: never opened, moved to
+      // failed/ (a rename, which is safe for all of them) with the reason beside it.
+      return refuse(c, st.size, Math.floor(st.mtimeMs), new EnrollInputError('TA_ERR_NOT_A_FILE', `${shown} is ${fileTypeOf(st)}, not a regular file; only files are taken from the enrollment folders (it was moved here untouched)`));
+    }
     const size = st.size;
     const mtimeMs = Math.floor(st.mtimeMs);
     const max = config.enroll.max_file_size;
@@ -127,7 +177,8 @@ export function createClaimer(deps: ClaimDeps) {
     if (size > max) {
       return refuse(c, size, mtimeMs, new EnrollInputError('TA_ERR_TOO_LARGE', `${shown} is ${formatSize(size)}, over enroll.max_file_size (${formatSize(max)}); it was moved here untouched`));
     }
-    const meta: RowMeta = {};
+    // The inode lets the result step tell this file from one put in its place later (results.ts).
+    const meta: RowMeta = { sourceIno: st.ino };
     if (c.kind === 'knowledge') {
       const m = store.mirrorGet(c.name);
       if (m && m.file === c.rel && m.size === size && m.mtime_ms === mtimeMs) return { outcome: 'unchanged' };
@@ -135,7 +186,7 @@ export function createClaimer(deps: ClaimDeps) {
       if (c.ext === '.txt' && (await stat(layout.abs(`knowledge/${c.name}.md`)).catch(() => undefined))) return { outcome: 'ignored' };
     }
     try {
-      if (c.kind === 'voiceprints') checkVoiceprintName(c.name);
+      if (c.kind === 'voiceprints') checkVoiceprintName(name);
       if (c.kind === 'voiceprints' && c.ext === '.pcm') checkPcmLength(size, PCM_CHANNELS, shown);
       if (c.kind === 'speakers') {
         const txtRel = speakerTextRel(c);
@@ -151,7 +202,8 @@ export function createClaimer(deps: ClaimDeps) {
         if (Date.now() - txt.mtimeMs < settleMs) return { outcome: 'retry' };
         // The text file travels with the recording to done/ or failed/.
         meta.companion = txtRel;
-        meta.text = decodeText(await readFile(layout.abs(txtRel)), txtRel).trim();
+        if (!txt.isFile()) throw new EnrollInputError('TA_ERR_NOT_A_FILE', `${txtRel} is ${fileTypeOf(txt)}, not a text file; put the spoken text in a plain file and drop both files again`);
+        meta.text = decodeText(await readSmallFile(layout.abs(txtRel), txtRel), txtRel).trim();
       }
     } catch (err) {
       if (err instanceof EnrollInputError) return refuse(c, size, mtimeMs, err, meta);
@@ -160,9 +212,19 @@ export function createClaimer(deps: ClaimDeps) {
 
     const pcm = c.kind === 'voiceprints' && c.ext === '.pcm';
     const staged = join(layout.staging, `${randomUUID()}${pcm ? '.wav' : c.ext}`);
-    const { sha256, bytes } = await copyAndHash(abs, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
+    let copied;
+    try {
+      copied = await copyAndHash(abs, st.ino, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
+    } catch (err) {
+      // Replaced by something that is not a file since the lstat: look again after a quiet period.
+      if (err instanceof NotRegularFileError) copied = undefined;
+      else throw err;
+    }
+    const { sha256, bytes } = copied ?? { sha256: '', bytes: -1 };
     const after = await stat(abs).catch(() => undefined);
-    if (bytes !== size || !after || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
+    // The same inode, size and mtime after the copy: what was copied is what lies there (a file
+    // replaced by rename with the same size and mtime is caught by the inode).
+    if (bytes !== size || !after || after.ino !== st.ino || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
       // Still being written after all: wait for another quiet period.
       await rm(staged, { force: true });
       return { outcome: 'retry' };
@@ -183,9 +245,9 @@ export function createClaimer(deps: ClaimDeps) {
     await deps.syncDir(layout.staging);
 
     // Durable only when it finishes the file at once (a duplicate): see commit-batcher.ts.
-    const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, c.name, sha256) !== undefined;
+    const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, name, sha256) !== undefined;
     const result = await commit((): ClaimResult => {
-      const row = { kind: c.kind, name: c.name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, content_sha256: sha256, size, meta };
+      const row = { kind: c.kind, name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, content_sha256: sha256, size, meta };
       if (c.kind === 'knowledge') {
         const m = store.mirrorGet(c.name);
         store.mirrorPut({ id: c.name, file: c.rel, size, mtime_ms: mtimeMs, content_sha256: sha256, uploaded: 0 });
@@ -193,13 +255,13 @@ export function createClaimer(deps: ClaimDeps) {
         return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, action: 'upload', state: 'queued' }) };
       }
       if (store.isActiveSource(c.rel)) return { outcome: 'ignored' };
-      const earlier = store.doneByContent(c.kind, c.name, sha256);
+      const earlier = store.doneByContent(c.kind, name, sha256);
       if (earlier) {
         // Dropped again: the service has it already; the earlier answer is the answer.
         return { outcome: 'duplicate', rowId: store.insert({ ...row, meta: { ...meta, duplicateOf: earlier.id }, staged_path: null, action: earlier.action, state: 'done', result_json: earlier.result_json, final_path: deps.place({ kind: c.kind, source_path: c.rel }, false) }) };
       }
       // The same content is on its way under another file: take this one once that is done.
-      if (store.isActiveContent(c.kind, c.name, sha256)) return { outcome: 'ignored' };
+      if (store.isActiveContent(c.kind, name, sha256)) return { outcome: 'ignored' };
       return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
     }, { durable: finishesNow });
     if (result.outcome !== 'queued') await rm(staged, { force: true });

@@ -10,15 +10,16 @@ import { createDispatcher } from './dispatcher.js';
 import { createFaceUploader } from './face-uploader.js';
 import { OUTCOME_UNKNOWN } from './failure.js';
 import { createKnowledgeNotifier, createKnowledgeUploader, queueKnowledgeDeletions } from './knowledge-mirror.js';
-import { classify, createLayout, ensureFolders } from './layout.js';
+import { classify, classifyNotAFile, createLayout, ensureFolders } from './layout.js';
 import { createOutboxStore } from './outbox-store.js';
 import { createPlacer, finalizeRow } from './results.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
-import type { Enrollment, EnrollmentDeps, EnrollmentStatus, OutboxRow } from './types.js';
+import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } from './types.js';
 import { createWorkQueue } from './work-queue.js';
 import { createFolderWatcher } from './watcher.js';
+import { quarantineUndecodable } from './undecodable.js';
 
 const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
@@ -88,10 +89,15 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     onSending: (row) => deps.events?.publish('enroll.started', { kind: row.kind, name: row.name, file: row.source_path, attempt: row.attempts + 1 }),
   });
 
+  /** Entries a listing showed are not regular files (watcher.ts), until they are claimed. */
+  const notFiles = new Set<string>();
+  const candidateOf = (rel: string) => classify(rel) ?? (notFiles.has(rel) ? classifyNotAFile(rel) : undefined);
+
   const claimer = createWorkQueue<string>(CLAIM_CONCURRENCY, async (rel) => {
-    const c = classify(rel);
+    const c = candidateOf(rel);
     if (!c) return;
     const r = await claim(c);
+    if (r.outcome !== 'retry') notFiles.delete(rel);
     if (r.outcome === 'queued') {
       const row = deps.events ? store.get(r.rowId) : undefined;
       if (row) deps.events!.publish('enroll.queued', { kind: row.kind, name: row.name, file: row.source_path });
@@ -114,15 +120,25 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const tracker = createStabilityTracker({ settleMs: settings.settle_time, abs: layout.abs, logger, onStable: (rel) => claimer.push(rel) });
 
   let knowledgeScan: Promise<void> | undefined;
+  const undecodableRuns = new Set<string>();
   const watcher = createFolderWatcher({
     layout, rescanMs: settings.rescan_interval, logger,
     burstScanMs: Math.max(100, Math.min(settings.rescan_interval, settings.settle_time / 2)),
     load: () => tracker.size() + claimer.size(),
-    onCandidate(rel) {
-      const c = classify(rel);
+    onCandidate(rel, notAFile) {
+      if (notAFile && classifyNotAFile(rel)) notFiles.add(rel);
+      const c = candidateOf(rel);
       if (!c || tracker.has(rel) || claimer.has(rel)) return;
       if (c.kind !== 'knowledge' && store.isActiveSource(rel)) return;
       tracker.touch(rel);
+    },
+    onUndecodable(relDir) {
+      if (undecodableRuns.has(relDir)) return;
+      undecodableRuns.add(relDir);
+      void quarantineUndecodable(layout, relDir, logger)
+        .then((n) => { for (let i = 0; i < n; i++) metrics.finished(relDir.split('/')[0] as Kind, 'failed'); })
+        .catch((err: unknown) => logger.warn({ err, dir: relDir }, 'cannot move files whose names are not UTF-8'))
+        .finally(() => undecodableRuns.delete(relDir));
     },
     onKnowledgeScan() {
       retention.poke();

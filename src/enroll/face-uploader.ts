@@ -5,6 +5,7 @@ import type { Commit } from './commit-batcher.js';
 import type { SendGate } from './dispatcher.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
+import { canonicalName } from '../client/names.js';
 import type { EnrollSettings, OutboxRow, StepOutcome } from './types.js';
 
 // Faces: POST /faces returns no face_id (spec-notes.md), so the group listing is how the agent
@@ -76,7 +77,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   function findCreated(v: GroupView, row: OutboxRow): FaceRecord | undefined {
     const pre = new Set(parseMeta(row).preIds ?? []);
     const known = store.knownFaceIds(row.name);
-    const fresh = v.faces.filter((f) => f.name === row.name && !pre.has(f.face_id) && !known.has(f.face_id));
+    const fresh = v.faces.filter((f) => canonicalName(f.name) === row.name && !pre.has(f.face_id) && !known.has(f.face_id));
     return fresh.sort((a, b) => b.id - a.id)[0];
   }
 
@@ -94,7 +95,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
 
     async upload(row: OutboxRow, signal: AbortSignal, gate: SendGate): Promise<StepOutcome> {
       const v = await viewSince(Date.now() - VIEW_TTL_MS);
-      const existing = v.faces.filter((f) => f.name === row.name).sort((a, b) => b.id - a.id);
+      const existing = v.faces.filter((f) => canonicalName(f.name) === row.name).sort((a, b) => b.id - a.id);
       const mode = deps.settings.on_existing_face;
       const meta = parseMeta(row);
       const image = { path: row.staged_path!, filename: row.source_path.split('/').at(-1)!, contentType: meta.contentType ?? 'image/jpeg' };

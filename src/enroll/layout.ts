@@ -138,6 +138,26 @@ export function classify(rel: string): Candidate | undefined {
   return AUDIO_EXTS[kind].includes(ext) ? { kind, name, ext, rel, inner } : undefined;
 }
 
+/**
+ * A candidate for something that is not a regular file (a FIFO, socket, device node, or a folder
+ * where a file belongs), whatever its extension: it is refused with a reason instead of being
+ * left in place unexplained. Knowledge is left out: it is a mirror of entries by file name, and
+ * only its .txt/.md names (classify) are entries.
+ */
+export function classifyNotAFile(rel: string): Candidate | undefined {
+  const parts = rel.split('/');
+  if (parts.some((p) => p === '' || isIgnoredName(p))) return undefined;
+  const kind = parts[0] as Kind;
+  if (kind !== 'faces' && kind !== 'voiceprints' && kind !== 'speakers') return undefined;
+  const base = parts.at(-1)!;
+  const inner = parts.slice(1).join('/');
+  // A speaker's LABEL.txt is judged by the claim of its LABEL.wav, which takes it along.
+  if (kind === 'speakers' && extOf(base) === '.txt') return undefined;
+  if (parts.length === 2) return { kind, name: stemOf(base), ext: extOf(base), rel, inner };
+  if (parts.length === 3 && kind === 'faces') return { kind, name: parts[1]!, ext: extOf(base), rel, inner };
+  return undefined;
+}
+
 /** The speaker's text file that goes with `speakers/LABEL.wav`. */
 export function speakerTextRel(c: Candidate): string {
   return posix.join('speakers', `${c.name}.txt`);

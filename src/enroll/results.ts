@@ -5,6 +5,7 @@ import { writeFileAtomic } from '../util/fs-atomic.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
 import { mkdirLikeRoot, splitInner } from './layout.js';
+import { fitName, resultFileFor, resultPathFor } from './result-files.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import type { OutboxRow } from './types.js';
@@ -16,6 +17,8 @@ import type { Commit } from './commit-batcher.js';
 // already moved.
 
 export interface ErrorFile {
+  /** The original's name in failed/<kind>/ (its result file's name may be shortened: result-files.ts). */
+  file: string;
   error: string;
   code: string;
   status: number | null;
@@ -37,11 +40,12 @@ export function createPlacer(layout: Layout) {
       const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
       const { folder, stem, ext } = splitInner(row.source_path.slice(row.kind.length + 1));
       for (let k = 1; ; k++) {
-        const s = k === 1 ? stem : `${stem}.${k}`;
-        const rel = folder ? `${folder}/${s}${ext}` : `${s}${ext}`;
+        // The original's own name always fits (it exists); a `.k` suffix may not: fitName cuts.
+        const placed = k === 1 ? `${stem}${ext}` : fitName(`${stem}.${k}`, ext);
+        const rel = folder ? `${folder}/${placed}` : placed;
         const abs = join(base, ...rel.split('/'));
         const dir = dirname(abs);
-        if (!taken(abs) && !taken(join(dir, `${s}.json`)) && !taken(join(dir, `${s}.error.json`))) {
+        if (!taken(abs) && !taken(join(dir, resultFileFor(row.kind, 'done', placed))) && !taken(join(dir, resultFileFor(row.kind, 'failed', placed)))) {
           reserved.add(abs);
           return rel;
         }
@@ -61,17 +65,13 @@ export function createPlacer(layout: Layout) {
 
 export type Placer = ReturnType<typeof createPlacer>;
 
-function resultFilePath(base: string, targetRel: string, failed: boolean): string {
-  const { folder, stem } = splitInner(targetRel);
-  return join(base, ...(folder ? folder.split('/') : []), `${stem}${failed ? '.error.json' : '.json'}`);
-}
-
 /** True when the path still holds the file that was claimed (an operator may have replaced it). */
 async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
   for (const f of [stat, lstat]) {
     try {
       const st = await f(path);
-      if (st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms) return true;
+      const ino = parseMeta(row).sourceIno;
+      if (st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms && (ino === undefined || st.ino === ino)) return true;
     } catch {
       // missing or a dangling link: try the other view
     }
@@ -79,8 +79,14 @@ async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
   return false;
 }
 
+/** The name the original has (or will have) in done/ or failed/. */
+function placedName(row: OutboxRow): string {
+  return (row.final_path ?? row.source_path).split('/').at(-1)!;
+}
+
 export function errorFileOf(row: OutboxRow): ErrorFile {
   return {
+    file: placedName(row),
     error: row.last_error ?? 'failed',
     code: row.last_error_code ?? 'TA_ERR_FAILURE',
     status: row.last_status,
@@ -98,6 +104,7 @@ export function doneFileOf(row: OutboxRow): Record<string, unknown> {
     ...result,
     ...(meta.duplicateOf !== undefined ? { duplicate_of_upload: meta.duplicateOf } : {}),
     source: row.source_path,
+    file: placedName(row),
     sha256: row.content_sha256 || undefined,
     attempts: row.attempts,
     at: new Date(row.updated_at).toISOString(),
@@ -114,13 +121,13 @@ function writeResultFile(path: string, body: string, syncDir: DirSync): Promise<
 export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync): Promise<string> {
   const failed = row.state === 'failed';
   const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
-  const body = `${JSON.stringify(failed ? errorFileOf(row) : doneFileOf(row), null, 2)}\n`;
   let resultFile: string;
   if (row.kind === 'knowledge') {
+    const body = `${JSON.stringify(failed ? errorFileOf(row) : doneFileOf(row), null, 2)}\n`;
     // A mirror: the file stays where the operator keeps it; only the latest outcome is recorded.
-    resultFile = join(base, `${row.name}${failed ? '.error.json' : '.json'}`);
+    resultFile = resultPathFor(layout, 'knowledge', failed ? 'failed' : 'done', row.name);
     await writeFileAtomic(resultFile, body);
-    if (!failed) await rm(join(layout.failed('knowledge'), `${row.name}.error.json`), { force: true });
+    if (!failed) await rm(resultPathFor(layout, 'knowledge', 'failed', row.name), { force: true });
   } else {
     let target = row.final_path;
     if (!target) {
@@ -142,7 +149,8 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
       const txtDest = join(base, ...(folder ? folder.split('/') : []), `${stem}.txt`);
       await rename(layout.abs(companion), txtDest).catch(() => undefined);
     }
-    resultFile = resultFilePath(base, target, failed);
+    const body = `${JSON.stringify(failed ? errorFileOf({ ...row, final_path: target }) : doneFileOf({ ...row, final_path: target }), null, 2)}\n`;
+    resultFile = resultPathFor(layout, row.kind, failed ? 'failed' : 'done', target);
     await writeResultFile(resultFile, body, syncDir);
     placer.release(dest);
   }

@@ -80,6 +80,8 @@ export interface RowMeta {
   /** Speakers: when training was accepted, and how many polls so far. */
   trainingSince?: number;
   polls?: number;
+  /** The inode of the file that was copied: a file put in its place later is not moved as if it were this one. */
+  sourceIno?: number;
   /** Set when this row reused the result of an earlier upload of the same content. */
   duplicateOf?: number;
 }

@@ -26,8 +26,13 @@ export interface FolderWatcherDeps {
   logger: Logger;
   /** Files seen and not yet taken (settling or being claimed). */
   load(): number;
-  /** A file (relative to enroll.dir) that may be new or changed. */
-  onCandidate(rel: string): void;
+  /**
+   * A file (relative to enroll.dir) that may be new or changed; `notAFile` when a listing showed
+   * it is a FIFO, socket, device node, or a folder where only files belong.
+   */
+  onCandidate(rel: string, notAFile?: boolean): void;
+  /** A listing of this folder (relative to enroll.dir) showed a name that is not valid UTF-8. */
+  onUndecodable?(relDir: string): void;
   /** Something under knowledge/ disappeared, or a rescan finished: look for deleted entries. */
   onKnowledgeScan(): void;
 }
@@ -64,11 +69,17 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
     w.on('unlink', (p: string) => {
       if (toRel(layout.root, p)?.startsWith('knowledge/')) deps.onKnowledgeScan();
     });
+    // Said once per opening of the watcher: with thousands of files each one fails alike.
+    const said = new Set<string>();
     w.on('error', (err: unknown) => {
-      const code = (err as NodeJS.ErrnoException).code;
-      logger.warn({ err }, code === 'ENOSPC'
-        ? 'inotify watch limit reached (fs.inotify.max_user_watches): new files are found by the periodic rescan only'
-        : 'folder watcher error: new files are found by the periodic rescan');
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      if (said.has(code)) return;
+      said.add(code);
+      if (code === 'ENOSPC') {
+        logger.warn({ err, errno: code, rescan_interval_ms: deps.rescanMs }, `inotify watch limit reached (fs.inotify.max_user_watches): every file is still taken, but found by the rescan every ${deps.rescanMs / 1000} s instead of at once; raise the limit: echo fs.inotify.max_user_watches=524288 | sudo tee /etc/sysctl.d/90-terminal-agent.conf && sudo sysctl --system`);
+      } else {
+        logger.warn({ err, errno: code }, 'folder watcher error: new files are found by the periodic rescan');
+      }
     });
     await new Promise<void>((resolve) => w.once('ready', () => resolve()));
   }
@@ -79,9 +90,11 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
     await w?.close();
   }
 
-  async function list(dir: string): Promise<{ name: string; dir: boolean }[]> {
+  async function list(dir: string): Promise<{ name: string; dir: boolean; special: boolean }[]> {
     try {
-      return (await readdir(dir, { withFileTypes: true })).map((d) => ({ name: d.name, dir: d.isDirectory() }));
+      return (await readdir(dir, { withFileTypes: true })).map((d) => ({
+        name: d.name, dir: d.isDirectory(), special: !d.isFile() && !d.isDirectory() && !d.isSymbolicLink(),
+      }));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') logger.warn({ err, dir }, 'cannot read an enrollment folder');
       return [];
@@ -93,18 +106,26 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
     let count = 0;
     for (const kind of KINDS) {
       const inbox = layout.inbox(kind);
-      for (const e of await list(inbox)) {
+      const entries = await list(inbox);
+      // readdir gives U+FFFD for bytes that are not UTF-8: such a name cannot be opened by it.
+      if (entries.some((e) => e.name.includes('\ufffd'))) deps.onUndecodable?.(kind);
+      for (const e of entries) {
         if (isIgnoredName(e.name)) continue;
         if (!e.dir) {
           count++;
-          deps.onCandidate(`${kind}/${e.name}`);
+          deps.onCandidate(`${kind}/${e.name}`, e.special);
         } else if (kind === 'faces') {
           // faces/NAME/any.jpg: one level of person folders.
-          for (const f of await list(`${inbox}/${e.name}`)) {
+          const inner = await list(`${inbox}/${e.name}`);
+          if (inner.some((f) => f.name.includes('\ufffd'))) deps.onUndecodable?.(`${kind}/${e.name}`);
+          for (const f of inner) {
             if (f.dir || isIgnoredName(f.name)) continue;
             count++;
-            deps.onCandidate(`${kind}/${e.name}/${f.name}`);
+            deps.onCandidate(`${kind}/${e.name}/${f.name}`, f.special);
           }
+        } else {
+          // A folder in voiceprints/ or speakers/, where only files belong.
+          deps.onCandidate(`${kind}/${e.name}`, true);
         }
       }
     }

@@ -1,3 +1,4 @@
+import { escapeControls } from '../util/terminal-text.js';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import type { CliContext, ParsedArgs } from '../cli/command.js';
@@ -67,9 +68,9 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
     writeLine(ctx, `face sync done (${via === 'daemon' ? 'by the running daemon' : 'in this process, no daemon running'}) in ${formatDuration(report.duration_ms)}: `
       + `${report.added} added, ${report.updated} updated, ${report.removed} removed, ${report.failed} failed, `
       + `${report.image_requests} image requests; ${report.faces_cached} faces cached`);
-    for (const f of report.failures ?? []) writeLine(ctx, `  failed: ${f.name} (${f.face_id}): ${f.message}`);
+    for (const f of report.failures ?? []) writeLine(ctx, `  failed: ${escapeControls(f.name)} (${escapeControls(f.face_id)}): ${escapeControls(f.message)}`);
     if (report.skipped > 0) writeLine(ctx, `  ${report.skipped} malformed record(s) of the listing were skipped:`);
-    for (const line of report.skipped_records ?? []) writeLine(ctx, `  skipped: ${line}`);
+    for (const line of report.skipped_records ?? []) writeLine(ctx, `  skipped: ${escapeControls(line)}`);
   }
   if (!report.ok) throw errorOfReport(report);
   // A face left out (its image failed, or its record was malformed) is a partial sync: exit 1.

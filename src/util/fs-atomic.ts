@@ -11,8 +11,15 @@ import { makeDir } from './make-dir.js';
 // half-written file: everything they read is written to a temp name in the same folder, fsynced,
 // then renamed over the final name, and the folder is fsynced so the rename survives power loss.
 
+/** Bytes a temp name adds to the final name: `.` before, `.XXXXXXXX.tmp` after. */
+const TEMP_EXTRA_BYTES = 14;
+const NAME_MAX_BYTES = 255;
+
 export function tempPathFor(path: string): string {
-  return join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
+  // A final name near NAME_MAX (255 bytes) must still get a temp name: cut it between characters.
+  let base = basename(path);
+  while (Buffer.byteLength(base, 'utf8') > NAME_MAX_BYTES - TEMP_EXTRA_BYTES) base = [...base].slice(0, -1).join('');
+  return join(dirname(path), `.${base}.${randomBytes(4).toString('hex')}.tmp`);
 }
 
 export async function fsyncDir(dir: string): Promise<void> {

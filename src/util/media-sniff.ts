@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { openRegularFile } from './safe-open.js';
 
 // What an image really is, from its first bytes: the service refuses images that are not really
 // JPEG, PNG, BMP or WebP whatever their name or declared Content-Type, so the client, enrollment
@@ -35,7 +35,8 @@ export function sniffImageType(head: Uint8Array): ImageMime | undefined {
 
 /** Reads at most `bytes` from the start of a file (never the whole file). */
 export async function readHead(path: string, bytes = 64): Promise<Buffer> {
-  const fh = await open(path, 'r');
+  // Never blocks on a FIFO given as an image, and refuses anything but a regular file.
+  const { fh } = await openRegularFile(path);
   try {
     const buf = Buffer.alloc(bytes);
     const { bytesRead } = await fh.read(buf, 0, bytes, 0);

@@ -8,6 +8,7 @@ import { writeFileAtomic } from '../util/fs-atomic.js';
 import type { VoiceprintRegistry, VoiceprintSource } from './registry.js';
 import type { WavFileInfo } from './wav-check.js';
 import { makeDir } from '../util/make-dir.js';
+import { canonicalName, nameProblem } from '../client/names.js';
 
 // One way to register a voiceprint, whoever asks (a recording, `voiceprint register FILE`): the
 // WAV sent is kept under state_dir/voiceprints/ with a JSON of what the service answered, the
@@ -45,10 +46,11 @@ export interface RegisterOutcome {
 }
 
 /** Refuses a name the service would reject, before anything is recorded or sent. */
-export function checkVoiceprintName(name: string): string {
-  if (name.trim() === '') throw new InvalidInputError('a voiceprint needs a name: pass --name NAME', { details: { reason: 'empty-name' } });
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(name)) throw new InvalidInputError('the voiceprint name contains control characters; use printable text', { details: { reason: 'bad-name' } });
+export function checkVoiceprintName(raw: string): string {
+  if (raw.trim() === '') throw new InvalidInputError('a voiceprint needs a name: pass --name NAME', { details: { reason: 'empty-name' } });
+  const problem = nameProblem(raw, 'the voiceprint name');
+  if (problem) throw new InvalidInputError(problem, { details: { reason: 'bad-name' } });
+  const name = canonicalName(raw);
   const bytes = Buffer.byteLength(name, 'utf8');
   if (bytes > MAX_NAME_BYTES) {
     throw new InvalidInputError(`the voiceprint name '${name}' is ${bytes} bytes in UTF-8; the service accepts at most ${MAX_NAME_BYTES} bytes: choose a shorter name`, { details: { reason: 'name-too-long', bytes } });
@@ -77,7 +79,7 @@ export interface SentAudio {
 }
 
 export async function registerVoiceprintWav(deps: RegisterDeps, input: RegisterInput): Promise<RegisterOutcome> {
-  checkVoiceprintName(input.name);
+  input = { ...input, name: checkVoiceprintName(input.name) };
   const { wav } = input;
   const wavPath = input.inAuditDir ? wav.path : await copyToAudit(deps.stateDir, input.name, wav.path, 'wav');
   const sent: SentAudio = { sample_rate: wav.sampleRate, channel: wav.channels, format: 'wav', model: deps.model, bytes: wav.fileBytes, seconds: Number(wav.seconds.toFixed(3)) };

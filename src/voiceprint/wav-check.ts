@@ -1,6 +1,6 @@
-import { open } from 'node:fs/promises';
 import { InvalidInputError, isAgentError } from '../errors.js';
 import { WavHeaderScanner, type WavHeaderInfo } from '../audio/wav.js';
+import { NotRegularFileError, openRegularFile } from '../util/safe-open.js';
 
 // The checks every WAV the operator hands us goes through before an upload (voiceprint register,
 // speaker train, the recordings we make ourselves): a real RIFF/WAVE header with real sizes,
@@ -36,8 +36,10 @@ export async function checkWavFile(path: string, options: WavCheckOptions = {}):
 
   let fh;
   try {
-    fh = await open(path, 'r');
+    // Only a regular file, opened without blocking (a FIFO would wait for a writer forever).
+    fh = (await openRegularFile(path)).fh;
   } catch (err) {
+    if (err instanceof NotRegularFileError) throw new InvalidInputError(`${what} ${path} is ${err.what}, not a regular file`, { cause: err, details: { path, reason: 'not-a-file' } });
     const code = (err as NodeJS.ErrnoException).code;
     throw new InvalidInputError(`${what} ${path} cannot be read (${code ?? (err as Error).message}); check the path and its permissions`, { cause: err, details: { path, reason: 'unreadable' } });
   }

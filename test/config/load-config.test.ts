@@ -87,7 +87,7 @@ describe('loadConfig: each kind of problem, with its line', () => {
   it('duplicate key is a syntax problem at the second occurrence', async () => {
     const p = only(await problemsOf(`${URLS}log:\n  level: info\n  level: debug\n`));
     expect(p.line).toBe(6);
-    expect(p.message).toMatch(/YAML syntax error/);
+    expect(p.message).toMatch(/duplicate key: this key is already set above/);
   });
 
   it('unknown key: did-you-mean in its section, a misplaced key, and no near match', async () => {
@@ -191,9 +191,10 @@ describe('loadConfig: each kind of problem, with its line', () => {
     expect(p.line).toBe(5);
   });
 
-  it('an empty file reports what is required', async () => {
+  it('an empty file says it is empty and where to start', async () => {
     const p = only(await problemsOf(''));
-    expect(p.path).toBe('service');
+    expect(p.path).toBe('');
+    expect(p.message).toMatch(/config file is empty: start from config\/config.example.yaml/);
   });
 
   it('a file that is not a mapping', async () => {

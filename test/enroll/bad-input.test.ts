@@ -44,7 +44,7 @@ describe('refused inputs', () => {
     await waitFor('every error file', () => all.every(([result]) => existsSync(join(rig.dir, result))), 10_000);
     for (const [result, code] of all) {
       const body = readJson(join(rig.dir, result));
-      expect(Object.keys(body).sort(), result).toEqual(['at', 'attempts', 'code', 'error', 'status']);
+      expect(Object.keys(body).sort(), result).toEqual(['at', 'attempts', 'code', 'error', 'file', 'status']);
       expect(body, result).toMatchObject({ code, status: null, attempts: 0 });
       expect(body.error, result).toMatch(/\S{10,}/);
     }

@@ -11,7 +11,7 @@ import { encodeWav } from '../../src/audio/wav.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { createEnrollment } from '../../src/enroll/index.js';
 import type { Enrollment } from '../../src/enroll/index.js';
-import { silentLogger } from '../../src/log/logger.js';
+import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { makeTestConfig, type DeepPartial } from '../helpers/config.js';
 import { startTestEmulator, terminalOf, type Emulator, type EmulatorOptions } from '../helpers/emulator.js';
 
@@ -91,6 +91,8 @@ export interface RigOptions {
   emulator?: EmulatorOptions;
   config?: DeepPartial<AgentConfig>;
   start?: boolean;
+  /** Where the enrollment logs; silent when absent. */
+  logger?: Logger;
 }
 
 /** A real emulator, real client, real SQLite file and real folders; all torn down after the test. */
@@ -108,7 +110,7 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
   const changed: string[] = [];
   let metrics = new Registry();
   const make = () => createEnrollment({
-    config, db, client, logger: silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, onFaceChanged: (id) => changed.push(id),
+    config, db, client, logger: opts.logger ?? silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, onFaceChanged: (id) => changed.push(id),
   });
   const rig: Rig = {
     emulator, config, dir: config.enroll.dir, db, client, enrollment: make(), metrics, changed,

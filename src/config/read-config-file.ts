@@ -1,0 +1,95 @@
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { ConfigError } from '../errors.js';
+
+// Reading the config file without trusting it: a FIFO given as --config must not block `run`,
+// `doctor` or a SIGHUP reload (opened with O_NONBLOCK, then refused as not a regular file), a
+// huge file must not be read into memory, and text that is not UTF-8 must be an error with its
+// line rather than silently turning into U+FFFD.
+
+/** A config is a few KB; anything this large is the wrong file. */
+export const CONFIG_MAX_BYTES = 1024 * 1024;
+
+function fail(file: string, message: string, line?: number, cause?: unknown): never {
+  throw new ConfigError([{ path: '', file, message, ...(line !== undefined ? { line } : {}) }], cause === undefined ? undefined : { cause });
+}
+
+function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean }): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device node';
+  return 'not a regular file';
+}
+
+function lineAt(buf: Buffer, offset: number): number {
+  let line = 1;
+  for (let i = 0; i < offset; i++) if (buf[i] === 0x0a) line++;
+  return line;
+}
+
+/** Offset of the first byte sequence that is not UTF-8, or -1. */
+function firstInvalidUtf8(buf: Buffer): number {
+  let i = 0;
+  while (i < buf.length) {
+    const b = buf[i]!;
+    const n = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+    if (n < 0) return i;
+    if (n > 0) {
+      try {
+        new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(i, i + n + 1));
+      } catch {
+        return i;
+      }
+    }
+    i += n + 1;
+  }
+  return -1;
+}
+
+export async function readConfigFile(file: string): Promise<string> {
+  let fh;
+  try {
+    fh = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    fail(file,
+      code === 'ENOENT'
+        ? 'config file not found: pass --config PATH or set TERMINAL_AGENT_CONFIG (default /etc/terminal-agent/config.yaml); config/config.example.yaml is a documented starting point'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'config file is not readable by this user: fix its owner/mode (e.g. chmod 0640, group terminal-agent)'
+          : code === 'ENXIO'
+            ? 'config path is a socket, not a YAML file: point --config at the YAML file'
+            : `config file cannot be read (${code ?? 'error'}): check the path and permissions`,
+      undefined, err);
+  }
+  let buf: Buffer;
+  try {
+    const st = await fh.stat();
+    if (st.isDirectory()) fail(file, 'config path is a directory: point --config at the YAML file');
+    if (!st.isFile()) fail(file, `config path is ${kindOf(st)}, not a YAML file: point --config at the YAML file`);
+    if (st.size > CONFIG_MAX_BYTES) {
+      fail(file, `config file is ${st.size} bytes, over the ${CONFIG_MAX_BYTES / 1024 / 1024} MB a config may have (a config is a few KB): check that --config names the right file`);
+    }
+    // One byte more than allowed shows a file that grew after the stat.
+    buf = Buffer.alloc(CONFIG_MAX_BYTES + 1);
+    let n = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, n, buf.length - n, n);
+      if (bytesRead === 0 || (n += bytesRead) === buf.length) break;
+    }
+    if (n > CONFIG_MAX_BYTES) fail(file, `config file is over the ${CONFIG_MAX_BYTES / 1024 / 1024} MB a config may have: check that --config names the right file`);
+    buf = buf.subarray(0, n);
+  } finally {
+    await fh.close();
+  }
+  const nul = buf.indexOf(0);
+  if (nul >= 0) fail(file, 'config file holds binary data (a NUL byte), not YAML text: point --config at the YAML file, or restore it from config/config.example.yaml', lineAt(buf, nul));
+  const bad = firstInvalidUtf8(buf);
+  if (bad >= 0) fail(file, `config file is not UTF-8 text (byte 0x${buf[bad]!.toString(16)} at offset ${bad}): save it as UTF-8`, lineAt(buf, bad));
+  const text = buf.toString('utf8').replace(/^\uFEFF/, '');
+  if (text.replace(/#[^\n]*/g, '').trim() === '') {
+    fail(file, 'config file is empty: start from config/config.example.yaml (it documents every key)');
+  }
+  return text;
+}

@@ -1,0 +1,35 @@
+// Text from outside (face names from the service, its error messages, file names) shown on an
+// operator's terminal: control characters are written as escapes so that a name cannot retitle
+// the window, clear the screen, move the cursor or hide text, and bidi overrides are escaped
+// so that a name cannot display reversed. JSON output never goes through here (it stays exact).
+
+function isBidiControl(c: number): boolean {
+  return (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c === 0x200e || c === 0x200f || c === 0x061c;
+}
+
+/**
+ * `text` with C0 and C1 control characters, DEL, lone surrogates and bidi controls escaped (\n,
+ * \r, \t, \x1b, \u{202e}) and backslashes doubled. With `keepNewlines`, "\n" stays a line break
+ * (for whole messages written line by line) and backslashes stay single.
+ */
+export function escapeControls(text: string, keepNewlines = false): string {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        out += text.slice(i, i + 2);
+        i++;
+      } else out += `\\u{${c.toString(16)}}`;
+    } else if (c >= 0xdc00 && c <= 0xdfff) out += `\\u{${c.toString(16)}}`;
+    else if (c === 0x0a) out += keepNewlines ? '\n' : '\\n';
+    else if (c === 0x0d) out += '\\r';
+    else if (c === 0x09) out += keepNewlines ? '\t' : '\\t';
+    else if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) out += `\\x${c.toString(16).padStart(2, '0')}`;
+    else if (isBidiControl(c)) out += `\\u{${c.toString(16)}}`;
+    else if (c === 0x5c && !keepNewlines) out += '\\\\';
+    else out += text[i];
+  }
+  return out;
+}

@@ -1,0 +1,126 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { readHead } from '../../src/util/media-sniff.js';
+import { NotRegularFileError, openRegularFile } from '../../src/util/safe-open.js';
+import { jpeg, listFiles, put, readJson, sha256, startRig, waitFor, wav } from './fixtures.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+// Things that are not regular files, dropped where files belong (a FIFO, a socket, a device
+// node, a folder in voiceprints/), hard links, and a file replaced while it is being uploaded.
+// Real FIFOs (mkfifo), a real listening unix socket and a real device node (mknod, when the tests
+// run as root, as they do here).
+
+function mkfifo(path: string): void {
+  execFileSync('mkfifo', [path]);
+}
+
+async function listenOn(path: string): Promise<Server> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return server;
+}
+
+describe('not regular files in the enrollment folders', () => {
+  it('a FIFO, a socket, a device node and folders are moved to failed/ with the reason, once, and never block the daemon', async () => {
+    const rig = await startRig();
+    mkfifo(join(rig.dir, 'faces/pipe.jpg'));
+    mkfifo(join(rig.dir, 'faces/pipe-without-extension'));
+    mkdirSync(join(rig.dir, 'faces/dana'));
+    mkfifo(join(rig.dir, 'faces/dana/1.jpg'));
+    await listenOn(join(rig.dir, 'faces/sock.png'));
+    // mknod needs root (CAP_MKNOD): the device node is part of the case where the tests run as root.
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) execFileSync('mknod', [join(rig.dir, 'faces/null.jpg'), 'c', '1', '3']);
+    mkdirSync(join(rig.dir, 'voiceprints/folder.wav'));
+    mkdirSync(join(rig.dir, 'voiceprints/folder'));
+    await put(rig.dir, 'voiceprints/folder/inside.wav', wav(1));
+    // A speaker whose text "file" is a FIFO: reading it would wait for a writer forever.
+    await put(rig.dir, 'speakers/talk.wav', wav(1));
+    mkfifo(join(rig.dir, 'speakers/talk.txt'));
+    // Five FIFOs more than the thread pool has threads: one blocking open each would stall every
+    // file operation of the process, and the regular face below would never be uploaded.
+    for (let i = 0; i < 5; i++) mkfifo(join(rig.dir, `faces/jam${i}.jpg`));
+    await put(rig.dir, 'faces/ok.jpg', jpeg());
+
+    const expected: [string, RegExp][] = [
+      ['failed/faces/pipe.error.json', /pipe\.jpg is a FIFO \(named pipe\), not a regular file/],
+      ['failed/faces/pipe-without-extension.error.json', /FIFO/],
+      ['failed/faces/dana/1.error.json', /FIFO/],
+      ['failed/faces/sock.error.json', /is a socket/],
+      ...(asRoot ? [['failed/faces/null.error.json', /is a character device/] as [string, RegExp]] : []),
+      ['failed/voiceprints/folder.error.json', /is a directory/],
+      ['failed/speakers/talk.error.json', /talk\.txt is a FIFO/],
+      ...[0, 1, 2, 3, 4].map((i) => [`failed/faces/jam${i}.error.json`, /FIFO/] as [string, RegExp]),
+    ];
+    await waitFor('every reason and the good face', () => existsSync(join(rig.dir, 'done/faces/ok.json'))
+      && expected.every(([f]) => existsSync(join(rig.dir, f))), 15_000);
+    for (const [f, says] of expected) {
+      expect(readJson(join(rig.dir, f)), f).toMatchObject({ code: 'TA_ERR_NOT_A_FILE', error: expect.stringMatching(says) });
+    }
+    // Moved beside their reasons (a rename: nothing was opened), the inboxes are empty.
+    expect(lstatSync(join(rig.dir, 'failed/faces/pipe.jpg')).isFIFO()).toBe(true);
+    expect(lstatSync(join(rig.dir, 'failed/faces/sock.png')).isSocket()).toBe(true);
+    if (asRoot) expect(lstatSync(join(rig.dir, 'failed/faces/null.jpg')).isCharacterDevice()).toBe(true);
+    expect(statSync(join(rig.dir, 'failed/voiceprints/folder.wav')).isDirectory()).toBe(true);
+    expect(existsSync(join(rig.dir, 'failed/voiceprints/folder/inside.wav'))).toBe(true);
+    expect(lstatSync(join(rig.dir, 'failed/speakers/talk.txt')).isFIFO()).toBe(true);
+    expect(listFiles(join(rig.dir, 'faces'))).toEqual([]);
+
+    // Reported once: two more rescans (1 s apart here) add no failure.
+    const failedBefore = rig.enrollment.status().kinds.faces.failed;
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(rig.enrollment.status().kinds.faces.failed).toBe(failedBefore);
+    expect(rig.emulator.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
+  }, 30_000);
+
+  it('openRegularFile and readHead return at once on a FIFO nobody writes to', async () => {
+    const dir = tmpDir('ta-fifo-');
+    const fifo = join(dir, 'f.jpg');
+    mkfifo(fifo);
+    const started = Date.now();
+    await expect(openRegularFile(fifo)).rejects.toBeInstanceOf(NotRegularFileError);
+    await expect(readHead(fifo, 16)).rejects.toThrow(/is a FIFO \(named pipe\), not a regular file/);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('hard links and replaced files', () => {
+  it('two names for one inode are two files: each uploaded under its own name, each with its result', async () => {
+    const rig = await startRig();
+    const image = jpeg();
+    const src = await put(rig.dir, 'faces/erin.jpg', image);
+    linkSync(src, join(rig.dir, 'faces/frank.jpg'));
+    await waitFor('both results', () => existsSync(join(rig.dir, 'done/faces/erin.json')) && existsSync(join(rig.dir, 'done/faces/frank.json')));
+    expect(rig.emulator.state.faces().map((f) => f.name).sort()).toEqual(['erin', 'frank']);
+    expect(readFileSync(join(rig.dir, 'done/faces/erin.jpg')).equals(image)).toBe(true);
+    expect(readFileSync(join(rig.dir, 'done/faces/frank.jpg')).equals(image)).toBe(true);
+  });
+
+  it('a file replaced (same size and mtime, new inode) while it is uploaded: every original in done/ matches the sha256 of its result', async () => {
+    const rig = await startRig({ emulator: { chaos: { latencyMs: 700 } } });
+    const first = jpeg('a'.repeat(16));
+    const second = jpeg('b'.repeat(16));
+    expect(first.length).toBe(second.length);
+    const path = await put(rig.dir, 'faces/gina.jpg', first);
+    const mtime = statSync(path).mtime;
+    await waitFor('the upload in flight', () => rig.emulator.requests.some((r) => r.method === 'POST' && r.status === 0), 10_000);
+    // Replaced by rename, as editors and copy tools do, with the same size and mtime.
+    const tmp = join(rig.dir, 'faces/.gina.jpg.new');
+    writeFileSync(tmp, second);
+    utimesSync(tmp, mtime, mtime);
+    renameSync(tmp, path);
+    await waitFor('both versions done', () => listFiles(join(rig.dir, 'done/faces')).filter((f) => f.endsWith('.json')).length === 2, 15_000);
+    const done = listFiles(join(rig.dir, 'done/faces'));
+    for (const original of done.filter((f) => f.endsWith('.jpg'))) {
+      const result = readJson(join(rig.dir, 'done/faces', original.replace(/\.jpg$/, '.json')));
+      expect(result.sha256, original).toBe(sha256(readFileSync(join(rig.dir, 'done/faces', original))));
+    }
+    expect(done.filter((f) => f.endsWith('.jpg'))).toHaveLength(1);
+    // The face on the service ends with the second image, sent by its own upload.
+    expect(rig.emulator.state.faceImage(rig.emulator.state.faces()[0]!.face_id)?.equals(second)).toBe(true);
+  }, 30_000);
+});
