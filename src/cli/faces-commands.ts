@@ -7,7 +7,7 @@ import { checkImageFile, checkNameArg, withClient } from './api-client.js';
 import { canonicalName, escapeName } from '../client/names.js';
 import type { FaceRecord, ServiceClient, CallOptions, SkippedRecord } from '../client/types.js';
 import { checkFaceId, describeSkip } from '../client/faces-api.js';
-import { BadResponseError, InvalidInputError, UsageError, isFsError, outputFileError } from '../errors.js';
+import { BadResponseError, UsageError, isFsError, outputFileError } from '../errors.js';
 import { streamToTemp, commitTemp, ensureWritable } from '../util/fs-atomic.js';
 
 // `faces ...`: one command object per API call, so that later additions (--cached, sync) stay
