@@ -1,0 +1,86 @@
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useResource } from '../resource';
+import type { Face, FacesList } from '../types';
+import { Ago, Badge, Empty, ErrorBox, Loading, PageHead } from '../ui';
+
+// The terminal's face cache as a gallery. Everything here comes from the local cache, so it works
+// while the cloud is unreachable; tiles show small thumbnails the daemon made once, loaded lazily as
+// they scroll into view, and the full cached image opens only on demand.
+
+const STALE_MS = 60 * 60_000;
+
+function normalize(s: string): string {
+  return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
+}
+
+function Lightbox(props: { face: Face | undefined; onClose: () => void }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (props.face && !d.open) d.showModal();
+    if (!props.face && d.open) d.close();
+  }, [props.face]);
+  const f = props.face;
+  return (
+    <dialog ref={ref} class="lightbox" onClose={props.onClose} onClick={(e) => e.target === ref.current && props.onClose()}>
+      {f && (
+        <figure>
+          <img src={f.image_url} alt={`Cached picture of ${f.name}`} />
+          <figcaption>
+            <strong>{f.name}</strong>
+            <code class="small">{f.face_id}</code>
+            <button class="btn small" onClick={props.onClose} autofocus>Close</button>
+          </figcaption>
+        </figure>
+      )}
+    </dialog>
+  );
+}
+
+export function Faces() {
+  const { data, error, reload } = useResource<FacesList>('/api/faces', { refreshOn: ['faces.synced'], intervalMs: 60_000 });
+  const [q, setQ] = useState('');
+  const [open, setOpen] = useState<Face | undefined>(undefined);
+  const shown = useMemo(() => {
+    const faces = data?.faces ?? [];
+    const n = normalize(q.trim());
+    const list = n ? faces.filter((f) => normalize(f.name).includes(n) || f.face_id.toLowerCase().includes(n)) : faces;
+    return [...list].sort((a, b) => a.name.localeCompare(b.name));
+  }, [data, q]);
+
+  if (!data) return <>{error ? <ErrorBox error={error} what="Cannot read the face cache" onRetry={reload} /> : <Loading what="the face cache" />}</>;
+  const syncedAt = data.synced_at;
+  const stale = syncedAt ? Date.now() - Date.parse(syncedAt) > STALE_MS : true;
+  return (
+    <div data-ready="faces">
+      <PageHead
+        title="Faces"
+        sub={<span data-testid="freshness">{data.total} {data.total === 1 ? 'face' : 'faces'} in the local cache · synced <Ago at={syncedAt} />{data.index_version !== undefined && data.index_version !== null ? <> · index v{data.index_version}</> : null}{' '}<Badge tone={syncedAt ? (stale ? 'warn' : 'ok') : 'idle'}>{syncedAt ? (stale ? 'stale' : 'fresh') : 'never synced'}</Badge></span>}
+        actions={<input class="search" type="search" placeholder="Search by name or id" aria-label="Search faces" value={q} onInput={(e) => setQ(e.currentTarget.value)} />}
+      />
+      <ErrorBox error={error} what="Showing the faces read before; refreshing failed" />
+      {data.total === 0 ? (
+        <Empty title="The face cache is empty" icon="☺">
+          <p>Faces appear here after the terminal syncs its group. Add one by dropping a picture named after the person on the <a href="#/enrollment">Enrollment</a> page.</p>
+          <p class="muted">If the group has faces but none arrive, the <a href="#/overview">Overview</a> says why the sync fails.</p>
+        </Empty>
+      ) : shown.length === 0 ? (
+        <Empty title={`No face matches “${q}”`} icon="⌕"><button class="btn small" onClick={() => setQ('')}>Clear the search</button></Empty>
+      ) : (
+        <ul class="gallery" data-testid="gallery">
+          {shown.map((f) => (
+            <li key={f.face_id}>
+              <button class="tile" onClick={() => setOpen(f)} title={`${f.name} (${f.face_id})`}>
+                <img src={f.thumb_url} alt="" loading="lazy" decoding="async" width="160" height="160" />
+                <span class="tile-name">{f.name}</span>
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      {q && shown.length > 0 && <p class="muted small">{shown.length} of {data.total} shown</p>}
+      <Lightbox face={open} onClose={() => setOpen(undefined)} />
+    </div>
+  );
+}
