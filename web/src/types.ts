@@ -55,7 +55,10 @@ export interface Face {
 
 export interface FacesList {
   faces: Face[];
+  /** The last sync that succeeded: how fresh the cache is. */
   synced_at: string | null;
+  last_sync?: SyncRun | null;
+  sync_state?: string | null;
   index_version?: number | string | null;
   total: number;
 }
@@ -72,9 +75,12 @@ export interface EnrollItem {
   media?: 'image' | 'audio' | 'text';
   result?: Record<string, unknown>;
   error?: { code?: string; message: string; hint?: string };
+  /** For in_flight: the outbox step (sending, unknown, training...) and the attempts so far. */
+  step?: string;
+  attempts?: number;
 }
 
-export type EnrollList = Record<EnrollState, EnrollItem[]>;
+export type EnrollList = Record<EnrollState, EnrollItem[]> & { more?: Record<EnrollState, number> };
 
 export interface Voice {
   name: string;
@@ -101,6 +107,7 @@ export interface SpeakerRow {
   model: string;
   label: string | null;
   status: number;
+  status_text?: string;
   created_at: number | string;
   updated_at: number | string;
 }

@@ -31,7 +31,7 @@ interface UploadRow {
 
 function Preview(props: { item: EnrollItem; playing: string | undefined; onPlay: (url: string | undefined) => void }) {
   const { item } = props;
-  const url = item.preview_url;
+  const url = item.preview_url ?? (item.media === 'image' || item.media === 'audio' ? `/api/enroll/file${query({ kind: item.kind, state: item.state, name: item.name })}` : undefined);
   if (url && item.media === 'image') return <img class="thumb" src={url} alt="" loading="lazy" decoding="async" width="56" height="56" />;
   if (url && item.media === 'audio') {
     const on = props.playing === url;
@@ -58,7 +58,7 @@ function ItemRow(props: { item: EnrollItem; playing: string | undefined; onPlay:
           <strong class="mono item-name">{item.name}</strong>
           <Badge tone="idle">{item.kind}</Badge>
         </div>
-        <p class="muted small">{[item.size !== undefined ? bytes(item.size) : '', result].filter(Boolean).join(' · ')}{item.at ? <> · <Ago at={item.at} /></> : null}</p>
+        <p class="muted small">{[item.size !== undefined ? bytes(item.size) : '', item.step, item.attempts && item.attempts > 1 ? `attempt ${item.attempts}` : '', result].filter(Boolean).join(' · ')}{item.at ? <> · <Ago at={item.at} /></> : null}</p>
         {item.error && (
           <div class="reason" data-testid="reason">
             <p>{item.error.message}{item.error.code ? <span class="code"> {item.error.code}</span> : null}</p>
@@ -201,6 +201,7 @@ export function Enrollment() {
                       ))}
                     </ul>
                   )}
+                  {(data.more?.[s.state] ?? 0) > 0 && <p class="muted small">and {data.more![s.state]} more, older</p>}
                   {s.state === 'failed' && items.length > 0 && <p class="muted small">Fix the file (or the cause named above), then press Retry: it goes back into its folder and through the pipeline again.</p>}
                 </Card>
               );

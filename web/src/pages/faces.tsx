@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { ApiError, api } from '../api';
 import { useResource } from '../resource';
 import type { Face, FacesList } from '../types';
 import { Ago, Badge, Empty, ErrorBox, Loading, PageHead } from '../ui';
@@ -42,6 +43,20 @@ export function Faces() {
   const { data, error, reload } = useResource<FacesList>('/api/faces', { refreshOn: ['faces.synced'], intervalMs: 60_000 });
   const [q, setQ] = useState('');
   const [open, setOpen] = useState<Face | undefined>(undefined);
+  const [syncing, setSyncing] = useState(false);
+  const [syncError, setSyncError] = useState<ApiError | undefined>(undefined);
+  const syncNow = async () => {
+    setSyncing(true);
+    setSyncError(undefined);
+    try {
+      await api.post('/api/faces/sync');
+    } catch (e) {
+      setSyncError(e as ApiError);
+    } finally {
+      setSyncing(false);
+      reload();
+    }
+  };
   const shown = useMemo(() => {
     const faces = data?.faces ?? [];
     const n = normalize(q.trim());
@@ -57,9 +72,21 @@ export function Faces() {
       <PageHead
         title="Faces"
         sub={<span data-testid="freshness">{data.total} {data.total === 1 ? 'face' : 'faces'} in the local cache · synced <Ago at={syncedAt} />{data.index_version !== undefined && data.index_version !== null ? <> · index v{data.index_version}</> : null}{' '}<Badge tone={syncedAt ? (stale ? 'warn' : 'ok') : 'idle'}>{syncedAt ? (stale ? 'stale' : 'fresh') : 'never synced'}</Badge></span>}
-        actions={<input class="search" type="search" placeholder="Search by name or id" aria-label="Search faces" value={q} onInput={(e) => setQ(e.currentTarget.value)} />}
+        actions={<>
+          <input class="search" type="search" placeholder="Search by name or id" aria-label="Search faces" value={q} onInput={(e) => setQ(e.currentTarget.value)} />
+          <button class="btn" onClick={() => void syncNow()} disabled={syncing || data.sync_state === 'syncing'}>{syncing || data.sync_state === 'syncing' ? 'Syncing…' : 'Sync now'}</button>
+        </>}
       />
       <ErrorBox error={error} what="Showing the faces read before; refreshing failed" />
+      <ErrorBox error={syncError} what="The sync failed; the gallery shows the cache as it was" />
+      {data.last_sync && !data.last_sync.ok && !syncError && (
+        <div class="alert bad" role="status">
+          <div>
+            <strong>The last sync failed <Ago at={data.last_sync.finished_at ?? data.last_sync.started_at} />: {data.last_sync.error ?? data.last_sync.error_code}</strong>
+            <p class="hint">This gallery is the local cache, as of the last good sync; the terminal keeps recognising these faces. <a href="#/overview">Overview</a> says what to fix.</p>
+          </div>
+        </div>
+      )}
       {data.total === 0 ? (
         <Empty title="The face cache is empty" icon="☺">
           <p>Faces appear here after the terminal syncs its group. Add one by dropping a picture named after the person on the <a href="#/enrollment">Enrollment</a> page.</p>

@@ -19,7 +19,8 @@ interface Level {
 }
 
 interface Verdict {
-  ok: boolean;
+  /** Absent in the daemon's answer to a registration that went through (it answers with the registration). */
+  ok?: boolean;
   voiceprint_id?: string | null;
   quality?: Record<string, unknown>;
   levels?: string;
@@ -78,7 +79,8 @@ function Recorder(props: { onDone: () => void }) {
     setVerdict(undefined);
     setError(undefined);
     try {
-      setVerdict(await api.post<Verdict>('/api/voiceprint/enroll', { name: n, seconds }));
+      const v = await api.post<Verdict>('/api/voiceprint/enroll', { name: n, seconds });
+      setVerdict({ ...v, ok: v.ok ?? !v.error });
     } catch (err) {
       setError(err as ApiError);
     } finally {
