@@ -22,9 +22,11 @@ interface Stream {
   state: LiveState;
   stateListeners: Set<(s: LiveState) => void>;
   retry: ReturnType<typeof setTimeout> | undefined;
+  /** Pause before opening a closed stream again, doubled each time up to a minute. */
+  backoffMs: number;
 }
 
-const stream: Stream = { source: undefined, listeners: new Map(), attached: new Set(), state: 'connecting', stateListeners: new Set(), retry: undefined };
+const stream: Stream = { source: undefined, listeners: new Map(), attached: new Set(), state: 'connecting', stateListeners: new Set(), retry: undefined, backoffMs: 5000 };
 
 function setState(s: LiveState): void {
   if (stream.state === s) return;
@@ -54,14 +56,18 @@ function open(): void {
   stream.source = src;
   stream.attached.clear();
   for (const type of stream.listeners.keys()) if (type !== '*') attach(type);
-  src.onopen = () => setState('live');
+  src.onopen = () => {
+    stream.backoffMs = 5000;
+    setState('live');
+  };
   src.onerror = () => {
     if (src.readyState === EventSource.CLOSED) {
       src.close();
       stream.source = undefined;
       setState('offline');
       clearTimeout(stream.retry);
-      stream.retry = setTimeout(open, 5000);
+      stream.retry = setTimeout(open, stream.backoffMs);
+      stream.backoffMs = Math.min(60_000, stream.backoffMs * 2);
     } else setState('connecting');
   };
 }

@@ -16,7 +16,7 @@ import { ErrorBox, Loading } from './ui';
 const PAGES = [
   { path: 'overview', label: 'Overview', view: Overview },
   { path: 'faces', label: 'Faces', view: Faces },
-  { path: 'enrollment', label: 'Enrollment', view: Enrollment },
+  { path: 'enrollment', label: 'Enrollment', short: 'Enroll', view: Enrollment },
   { path: 'speech', label: 'Speech', view: Speech },
   { path: 'voice', label: 'Voiceprints & speakers', short: 'Voice', view: Voice },
 ] as const;
@@ -41,8 +41,8 @@ function useRoute(): string {
 
 function LiveIndicator() {
   const s = useLiveState();
-  const label = s === 'live' ? 'Live' : s === 'connecting' ? 'Connecting…' : 'Offline';
-  const title = s === 'live' ? 'Updates arrive as they happen' : s === 'connecting' ? 'Connecting to the event stream' : 'No event stream: the page refreshes every few seconds instead';
+  const label = s === 'live' ? 'Live' : s === 'connecting' ? 'Connecting…' : 'Auto-refresh';
+  const title = s === 'live' ? 'Updates arrive as they happen' : s === 'connecting' ? 'Connecting to the event stream' : 'No event stream from the daemon: the page asks again every few seconds';
   return <span class={`live ${s}`} title={title} data-testid="live"><span class="dot" aria-hidden="true" />{label}</span>;
 }
 

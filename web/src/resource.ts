@@ -1,10 +1,13 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api } from './api';
-import { useEvents } from './events';
+import { useEvents, useLiveState } from './events';
 
 // Data a page shows, fetched on mount and fetched again when one of the named events arrives (a
 // burst of events makes one request), and every `intervalMs` as a safety net for missed events.
+// Without an event stream (an older daemon, a proxy that buffers) it asks every few seconds instead.
 // The last good data stays on screen while a refresh is under way or has failed.
+
+const POLL_WITHOUT_EVENTS_MS = 5000;
 
 export interface Resource<T> {
   data: T | undefined;
@@ -19,6 +22,8 @@ export function useResource<T>(path: string | undefined, opts: { refreshOn?: rea
   const [loading, setLoading] = useState(path !== undefined);
   const seq = useRef(0);
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const live = useLiveState();
+  const every = opts.intervalMs === undefined ? undefined : live === 'live' ? opts.intervalMs : Math.min(opts.intervalMs, POLL_WITHOUT_EVENTS_MS);
 
   const load = useCallback(() => {
     if (path === undefined) return;
@@ -39,14 +44,14 @@ export function useResource<T>(path: string | undefined, opts: { refreshOn?: rea
     );
   }, [path]);
 
+  useEffect(load, [load]);
   useEffect(() => {
-    load();
-    if (!opts.intervalMs) return;
-    const every = setInterval(() => {
+    if (!every) return;
+    const t = setInterval(() => {
       if (document.visibilityState === 'visible') load();
-    }, opts.intervalMs);
-    return () => clearInterval(every);
-  }, [load, opts.intervalMs]);
+    }, every);
+    return () => clearInterval(t);
+  }, [load, every]);
 
   useEffect(() => () => clearTimeout(timer.current), []);
 

@@ -83,9 +83,9 @@ export function Ago(props: { at: string | number | null | undefined }) {
   return <time dateTime={typeof props.at === 'string' ? props.at : new Date(props.at).toISOString()} title={localTime(props.at)}>{ago(props.at)}</time>;
 }
 
-export function KV(props: { rows: [ComponentChildren, ComponentChildren][] }) {
+export function KV(props: { rows: [ComponentChildren, ComponentChildren][]; cols?: boolean }) {
   return (
-    <dl class="kv">
+    <dl class={`kv ${props.cols ? 'cols' : ''}`}>
       {props.rows.map(([k, v], i) => (
         <div key={i}>
           <dt>{k}</dt>

@@ -31,8 +31,11 @@ interface UploadRow {
 
 function Preview(props: { item: EnrollItem; playing: string | undefined; onPlay: (url: string | undefined) => void }) {
   const { item } = props;
+  const [broken, setBroken] = useState(false);
   const url = item.preview_url ?? (item.media === 'image' || item.media === 'audio' ? `/api/enroll/file${query({ kind: item.kind, state: item.state, name: item.name })}` : undefined);
-  if (url && item.media === 'image') return <img class="thumb" src={url} alt="" loading="lazy" decoding="async" width="56" height="56" />;
+  // A file that failed for not being a picture has nothing to show.
+  if (url && item.media === 'image' && !broken) return <img class="thumb" src={url} alt="" loading="lazy" decoding="async" width="56" height="56" onError={() => setBroken(true)} />;
+  if (broken) return <span class="thumb text" title="Not a picture a browser can show">?</span>;
   if (url && item.media === 'audio') {
     const on = props.playing === url;
     return <button class={`thumb play ${on ? 'on' : ''}`} onClick={() => props.onPlay(on ? undefined : url)} aria-label={on ? `Stop ${item.name}` : `Play ${item.name}`} title={on ? 'Stop' : 'Play'}>{on ? '■' : '▶'}</button>;
@@ -57,6 +60,7 @@ function ItemRow(props: { item: EnrollItem; playing: string | undefined; onPlay:
         <div class="item-head">
           <strong class="mono item-name">{item.name}</strong>
           <Badge tone="idle">{item.kind}</Badge>
+          {props.onRetry && <button class="btn small retry" disabled={props.retrying} onClick={() => props.onRetry!(item)}>{props.retrying ? 'Retrying…' : 'Retry'}</button>}
         </div>
         <p class="muted small">{[item.size !== undefined ? bytes(item.size) : '', item.step, item.attempts && item.attempts > 1 ? `attempt ${item.attempts}` : '', result].filter(Boolean).join(' · ')}{item.at ? <> · <Ago at={item.at} /></> : null}</p>
         {item.error && (
@@ -66,7 +70,6 @@ function ItemRow(props: { item: EnrollItem; playing: string | undefined; onPlay:
           </div>
         )}
       </div>
-      {props.onRetry && <button class="btn small" disabled={props.retrying} onClick={() => props.onRetry!(item)}>{props.retrying ? 'Retrying…' : 'Retry'}</button>}
     </li>
   );
 }
