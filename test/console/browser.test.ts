@@ -242,4 +242,25 @@ describe('web console in Chromium', () => {
     // (and, on a daemon without an event stream, the stream it asked for and was refused).
     expect(errors.filter((e) => !/status of 401.*\/api\/login/.test(e) && !/EventSource|\/api\/events/.test(e))).toEqual([]);
   });
+  test('with the cloud unreachable the gallery still shows the cache, and the overview names the failure and its fix', async () => {
+    const cached = stack.emulator.state.faces(stack.groupId).length;
+    stack.emulator.faults.add({ path: '/v1/api/*', action: 'status', status: 503, times: Infinity });
+    try {
+      await page.goto('/#/faces');
+      await page.locator('[data-ready=faces]').waitFor();
+      await page.getByRole('button', { name: 'Sync now' }).click();
+      await expect.poll(() => page.locator('main').innerText(), { timeout: 20_000 }).toMatch(/sync failed/i);
+      expect(await page.locator('[data-testid=gallery] .tile').count()).toBe(cached);
+      await screenshot(page, 'faces-offline-desktop');
+
+      await page.goto('/#/overview');
+      await page.locator('[data-ready=overview]').waitFor();
+      const health = page.locator('[data-testid=health]');
+      await expect.poll(() => health.innerText(), { timeout: 10_000 }).toMatch(/need(s)? attention/);
+      expect(await health.innerText()).toMatch(/Fix:/);
+      await screenshot(page, 'overview-problem-desktop');
+    } finally {
+      stack.emulator.faults.clear();
+    }
+  });
 });

@@ -73,6 +73,11 @@ function Attention(props: { actions: StatusAction[] }) {
   );
 }
 
+function changes(r: { added: number; updated: number; removed: number; failed: number }): string {
+  const parts = [r.added && `${r.added} new`, r.updated && `${r.updated} updated`, r.removed && `${r.removed} removed`, r.failed && `${r.failed} image(s) failed`].filter(Boolean);
+  return parts.length ? parts.join(', ') : 'none';
+}
+
 function FacesCard(props: { s: Status }) {
   const f = props.s.faces;
   const last = f.last_sync;
@@ -83,7 +88,7 @@ function FacesCard(props: { s: Status }) {
       <KV rows={[
         ['Last sync', last ? <span><Badge tone={tone}>{last.ok ? 'ok' : 'failed'}</Badge> <Ago at={last.finished_at ?? last.started_at} /></span> : <span class="muted">no sync yet</span>],
         ['Last good sync', <Ago at={f.last_ok_sync_at} />],
-        ...(last ? [['Changes', `+${last.added} new, ${last.updated} updated, −${last.removed} removed${last.failed ? `, ${last.failed} image(s) failed` : ''}`] as [string, string]] : []),
+        ...(last?.ok ? [['Changes', changes(last)] as [string, string]] : []),
       ]} />
       {last && !last.ok && <p class="alert bad small">{last.error}{last.error_code ? <span class="code"> {last.error_code}</span> : null}</p>}
     </Card>
@@ -126,7 +131,7 @@ function AudioCard(props: { s: Status }) {
   const inp = componentState(props.s.audio.voice);
   const row = (label: string, device: string, c: ReturnType<typeof componentState>, href: string): [ComponentChildren, ComponentChildren] => [
     label,
-    <span><code>{device}</code> <Badge tone={c.tone}>{c.label}</Badge>{c.detail && <span class="detail"> {c.detail}</span>} <a href={href} class="small">{label === 'Speaker' ? 'Say something' : 'Voiceprints'}</a></span>,
+    <span><code>{device}</code> <Badge tone={c.tone}>{c.label}</Badge> <a href={href} class="small nowrap">{label === 'Speaker' ? 'Say something' : 'Record'}</a>{c.detail && <span class="detail block">{c.detail}</span>}</span>,
   ];
   return (
     <Card title="Audio devices" tone={out.tone === 'bad' || inp.tone === 'bad' ? 'bad' : 'ok'}>
