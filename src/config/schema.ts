@@ -7,6 +7,8 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, secretText, size, text } from './schema-fields.js';
+import { parseListen } from './listen.js';
+import { parsePasswordHash } from '../util/password-hash.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -85,6 +87,29 @@ const controlShape = {
     .default('/run/terminal-agent/control.sock'),
 };
 
+const consoleShape = {
+  /** '' = off. Checked against a login in load-config (a systemd credential may give the password). */
+  listen: text('an address such as 127.0.0.1:8080, or "" for off').default('').refine((v) => v.trim() === '' || typeof parseListen(v) !== 'string', {
+    error: (iss) => String(parseListen(String(iss.input))),
+  }),
+  password_hash: text('an scrypt hash from terminal-agent console hash-password').default('').refine((v) => v === '' || parsePasswordHash(v) !== undefined, {
+    error: 'is not a password hash made by `terminal-agent console hash-password` ($scrypt$ln=...,r=...,p=...$SALT$HASH); never write the password itself here',
+  }),
+  tls_cert_file: text('the path of a PEM certificate (chain), or "" for plain http').default(''),
+  tls_key_file: text('the path of the PEM private key of tls_cert_file, or ""').default(''),
+  session_ttl: duration(1 * MINUTE, 30 * DAY).default(12 * HOUR),
+};
+
+const consoleSchema = z
+  .strictObject(consoleShape, { error: () => 'must be a mapping of keys (e.g. console:\n  listen: 127.0.0.1:8080), or be removed for the defaults' })
+  .refine((c) => (c.tls_cert_file === '') === (c.tls_key_file === ''), {
+    path: ['tls_key_file'],
+    error: 'tls_cert_file and tls_key_file go together: set both for https, or neither for plain http',
+  })
+  // Filled in by load-config from $CREDENTIALS_DIRECTORY/console_password (never from the YAML).
+  .transform((c) => ({ ...c, password_credential: null as string | null }))
+  .prefault({} as never);
+
 const logShape = { level: choice(LOG_LEVELS).default('info') };
 
 type UrlKey = 'base_url' | 'face_base_url';
@@ -134,6 +159,7 @@ const rootShape = {
   voiceprint: section(voiceprintShape, 'voiceprint'),
   speaker_training: section(speakerTrainingShape, 'speaker_training'),
   control: section(controlShape, 'control'),
+  console: consoleSchema,
   log: section(logShape, 'log'),
 };
 
@@ -157,5 +183,6 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   voiceprint: Object.keys(voiceprintShape),
   speaker_training: Object.keys(speakerTrainingShape),
   control: Object.keys(controlShape),
+  console: Object.keys(consoleShape),
   log: Object.keys(logShape),
 };

@@ -16,6 +16,7 @@ import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
+import { startConsole, type ConsoleHandle } from './console-wiring.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
@@ -40,6 +41,8 @@ export interface DaemonEnv {
 export interface RunningDaemon {
   readonly config: AgentConfig;
   readonly socketPath: string;
+  /** The web console's address, when console.listen is set and it is listening. */
+  readonly consoleUrl: string | undefined;
   /** Drains and closes everything; true when it finished within STOP_BOUND_MS. Safe to call twice. */
   stop(): Promise<boolean>;
 }
@@ -104,6 +107,8 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
     });
     await control.start();
     undo.unshift(() => control.stop());
+    const webConsole: ConsoleHandle | undefined = await startConsole(state, d);
+    if (webConsole) undo.unshift(() => webConsole.stop());
 
     state.phase = 'running';
     state.watchdog.start();
@@ -119,6 +124,9 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
         return state.config;
       },
       socketPath: cfg.control.socket,
+      get consoleUrl() {
+        return webConsole?.url;
+      },
       stop() {
         stopping ??= (async () => {
           state.phase = 'stopping';
@@ -126,7 +134,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
           logger.info('stopping: no new work is taken; in-flight uploads and the current utterance finish or stay in the outbox');
           await notifier.notify({ STOPPING: 1, STATUS: 'draining' });
           await reloader.idle();
-          const drained = await withinBound(Promise.allSettled([control.stop(), state.agent.stop()]).then((results) => {
+          const drained = await withinBound(Promise.allSettled([control.stop(), webConsole?.stop(), state.agent.stop()]).then((results) => {
             for (const r of results) if (r.status === 'rejected') logger.error({ err: r.reason }, 'a component failed while stopping');
           }), STOP_BOUND_MS);
           if (!drained) logger.error({ bound_ms: STOP_BOUND_MS }, 'components did not stop in time; closing the database anyway (unfinished uploads are retried from the outbox at the next start)');

@@ -106,7 +106,8 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
 // What a SIGHUP can change in place. Paths the process is bound to (the state it holds locked, the
 // socket it listens on) need a restart: for those the running values are kept and the operator told.
 
-export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket'] as const;
+// The web console keeps its listener, password and sessions until a restart.
+export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'console'] as const;
 
 export interface ConfigChange {
   /** Dotted keys whose value changed (secret values never included, only their key). */
@@ -121,13 +122,13 @@ export function diffConfig(running: AgentConfig, next: AgentConfig): ConfigChang
   const changed: string[] = [];
   walk(running, next, '', changed);
   const needsRestart = changed.filter((k) => RESTART_ONLY_KEYS.some((r) => k === r || k.startsWith(`${r}.`)));
-  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket } };
+  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket }, console: running.console };
   return { changed: changed.filter((k) => k !== 'file'), needsRestart, effective };
 }
 
 /** True when the change is only the log level (applied without touching any component). */
 export function onlyLogChanged(change: ConfigChange): boolean {
-  return change.changed.every((k) => k.startsWith('log.') || RESTART_ONLY_KEYS.includes(k as (typeof RESTART_ONLY_KEYS)[number]));
+  return change.changed.every((k) => k.startsWith('log.') || RESTART_ONLY_KEYS.some((r) => k === r || k.startsWith(`${r}.`)));
 }
 
 function walk(a: unknown, b: unknown, prefix: string, out: string[]): void {
