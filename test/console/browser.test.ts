@@ -151,10 +151,12 @@ describe('web console in Chromium', () => {
     await page.locator('[data-ready=enrollment]').waitFor();
     await markPage(page);
     await dropFiles(page, [{ name: 'Marie Curie.png', type: 'image/png', bytes: faceImagePng([210, 170, 140], 200) }]);
-    await expect.poll(() => page.locator('[data-testid=uploads] li').first().innerText()).toContain('uploaded');
+    const row = page.locator('[data-testid=uploads] li[data-name="Marie Curie.png"]');
+    await expect.poll(() => row.innerText()).toMatch(/uploaded|sending|enrolled/);
     const done = page.locator('#lane-done li[data-name="Marie Curie.png"]');
     await done.waitFor({ timeout: 20_000 });
     expect(await done.locator('img').count()).toBe(1);
+    await expect.poll(() => row.innerText()).toContain('enrolled');
     expect(await stillSamePage(page)).toBe(true);
 
     const enroll = stack.files.enrollDir;

@@ -29,6 +29,10 @@ interface UploadRow {
   hint?: string;
 }
 
+function whereIs(list: EnrollList, kind: string | undefined, name: string): EnrollState | undefined {
+  return (['failed', 'done', 'in_flight', 'queued'] as const).find((st) => (list[st] ?? []).some((i) => i.kind === kind && i.name === name));
+}
+
 function Preview(props: { item: EnrollItem; playing: string | undefined; onPlay: (url: string | undefined) => void }) {
   const { item } = props;
   const [broken, setBroken] = useState(false);
@@ -140,7 +144,7 @@ export function Enrollment() {
       if (!p.kind) continue;
       try {
         await api.upload(`/api/enroll/upload${query({ kind: p.kind, name: p.file.name })}`, p.file);
-        patch(row.id, { state: 'sent', message: `in ${p.kind}/, waiting for the pipeline` });
+        patch(row.id, { state: 'sent' });
       } catch (e) {
         const err = e as ApiError;
         patch(row.id, { state: 'refused', message: err.message, hint: err.hint });
@@ -174,14 +178,23 @@ export function Enrollment() {
       <DropZone onFiles={(f, k) => void onFiles(f, k)} />
       {uploads.length > 0 && (
         <ul class="uploads" data-testid="uploads" aria-live="polite">
-          {uploads.map((u) => (
-            <li key={u.id} class={u.state} data-name={u.name}>
-              <Badge tone={u.state === 'sent' ? 'ok' : u.state === 'refused' ? 'bad' : 'info'}>{u.state === 'sending' ? 'uploading' : u.state === 'sent' ? 'uploaded' : 'refused'}</Badge>
-              <span class="mono">{u.name}</span>
-              {u.message && <span class="small muted">{u.message}</span>}
-              {u.hint && <span class="small hint">{u.hint}</span>}
-            </li>
-          ))}
+          {uploads.map((u) => {
+            // Once uploaded, the file's state is the pipeline's: follow it in the listing.
+            const now = u.state === 'sent' && data ? whereIs(data, u.kind, u.name) : undefined;
+            const [tone, label, message] = now === 'done' ? ['ok', 'enrolled', `in done/${u.kind}/`] as const
+              : now === 'failed' ? ['bad', 'failed', 'see Failed below'] as const
+                : now === 'in_flight' ? ['info', 'sending', `to the service from ${u.kind}/`] as const
+                  : u.state === 'sent' ? ['info', 'uploaded', `in ${u.kind}/, waiting for the pipeline`] as const
+                    : u.state === 'refused' ? ['bad', 'refused', u.message] as const : ['info', 'uploading', u.message] as const;
+            return (
+              <li key={u.id} class={u.state} data-name={u.name} data-state={now ?? u.state}>
+                <Badge tone={tone}>{label}</Badge>
+                <span class="mono">{u.name}</span>
+                {message && <span class="small muted">{message}</span>}
+                {u.hint && <span class="small hint">{u.hint}</span>}
+              </li>
+            );
+          })}
         </ul>
       )}
       <ErrorBox error={actionError} what="Retry refused" />

@@ -13,6 +13,10 @@ const LIVE_EVENTS = ['faces.synced', 'enroll.queued', 'enroll.started', 'enroll.
 
 const COMPONENT_NAMES: Record<string, string> = { faces: 'Face sync', speech: 'Speech output', voice: 'Voice input', enroll: 'Enrollment', console: 'Web console' };
 
+const PAGE_OF: Record<string, [string, string]> = { faces: ['faces', 'Faces'], enroll: ['enrollment', 'Enrollment'], speech: ['speech', 'Speech'], voice: ['voice', 'Voiceprints'] };
+
+const capitalize = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
+
 const OUTBOX_STATES = ['queued', 'sending', 'unknown', 'training', 'done', 'failed'] as const;
 
 /** A component's status in a word and a colour. */
@@ -58,15 +62,19 @@ function Attention(props: { actions: StatusAction[] }) {
       <div class="banner-body">
         <strong>{props.actions.length === 1 ? 'One thing needs attention' : `${props.actions.length} things need attention`}</strong>
         <ul class="actions">
-          {props.actions.map((a, i) => (
-            <li key={i}>
-              <Badge tone="bad">{a.component}</Badge>
-              <div>
-                <p>{a.problem}</p>
-                {a.fix && <p class="fix"><span class="fix-label">Fix:</span> {a.fix}</p>}
-              </div>
-            </li>
-          ))}
+          {props.actions.map((a, i) => {
+            const page = PAGE_OF[a.component];
+            return (
+              <li key={i}>
+                <Badge tone="bad">{COMPONENT_NAMES[a.component] ?? a.component}</Badge>
+                <div>
+                  <p>{capitalize(a.problem)}</p>
+                  {a.fix && <p class="fix"><span class="fix-label">Fix:</span> {a.fix}</p>}
+                </div>
+                {page && <a class="btn small" href={`#/${page[0]}`}>{page[1]}</a>}
+              </li>
+            );
+          })}
         </ul>
       </div>
     </div>

@@ -101,8 +101,11 @@ export function Speech() {
     setError(undefined);
     setSaid(undefined);
     try {
-      const res = await api.post<{ outcome?: string; cached?: boolean }>('/api/say', params());
-      setSaid(`Played on the terminal${res?.cached ? ' (from the cache)' : ''}.`);
+      const res = await api.post<{ outcome?: string; source?: string; audio_ms?: number }>('/api/say', params());
+      const length = typeof res?.audio_ms === 'number' ? `${(res.audio_ms / 1000).toFixed(1)} s` : '';
+      const from = res?.source === 'cache' ? 'from the cache' : res?.source === 'service' ? 'from the service' : '';
+      const detail = [length, from].filter(Boolean).join(', ');
+      setSaid(res?.outcome === 'interrupted' ? 'Interrupted on the terminal by another phrase.' : `Played on the terminal${detail ? ` (${detail})` : ''}.`);
     } catch (err) {
       setError(err as ApiError);
     } finally {
