@@ -7,6 +7,8 @@ export interface SpeechMetrics {
   firstFrame: Histogram<'source'>;
   cacheHits: Counter;
   cacheMisses: Counter;
+  /** Utterances that failed on the audio device (not on the service). */
+  deviceErrors: Counter<'role'>;
 }
 
 export function createSpeechMetrics(
@@ -49,5 +51,20 @@ export function createSpeechMetrics(
     }),
     cacheHits: new Counter({ name: 'terminal_agent_tts_cache_hits_total', help: 'Utterances played from the TTS cache', registers }),
     cacheMisses: new Counter({ name: 'terminal_agent_tts_cache_misses_total', help: 'Utterances synthesized by the service', registers }),
+    deviceErrors: audioDeviceErrors(registry),
   };
+}
+
+/**
+ * Failures of the sound card, output (speech) and input (voiceprint recordings) on one counter:
+ * speech and voiceprint share the generation's Registry, so the second one reuses the first's.
+ */
+export function audioDeviceErrors(registry: Registry | undefined): Counter<'role'> {
+  const name = 'terminal_agent_audio_device_errors_total';
+  const existing = registry?.getSingleMetric(name) as Counter<'role'> | undefined;
+  if (existing) return existing;
+  const counter = new Counter({ name, help: 'Audio device failures by role: output (speech), input (voiceprint recording)', labelNames: ['role'] as const, registers: registry ? [registry] : [] });
+  // Both series exist from the start, so that increase() sees the first failure.
+  for (const role of ['output', 'input']) counter.inc({ role }, 0);
+  return counter;
 }

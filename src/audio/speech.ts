@@ -1,3 +1,4 @@
+import type { EventPublisher } from '../events/event-bus.js';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
@@ -26,6 +27,8 @@ export interface SpeechDeps {
   /** Player process options (tests give the ALSA environment); `player` replaces it entirely. */
   playerOptions?: Omit<PlayerDeps, 'device' | 'logger'>;
   player?: Player;
+  /** `speech.started` and `speech.finished` go here (events/). */
+  events?: EventPublisher;
   /** How long stop() lets the current utterance finish before cutting it. Default 5 s. */
   stopTimeoutMs?: number;
 }
@@ -153,6 +156,7 @@ export function createSpeech(deps: SpeechDeps): Speech {
         signal: item.abort.signal,
         onSource: (s) => {
           item.source = s;
+          deps.events?.publish('speech.started', { id: item.id, ...(item.params.voice ? { voice: item.params.voice } : {}), cached: s === 'cache' });
           (s === 'cache' ? metrics.cacheHits : metrics.cacheMisses).inc();
         },
         onFirstFrame: () => {
@@ -163,6 +167,7 @@ export function createSpeech(deps: SpeechDeps): Speech {
       playedTotal += 1;
       metrics.utterances.inc({ result: 'played' });
       logger.info({ id: item.id, source: report.source, audio_ms: Math.round(report.audioMs), first_frame_ms: firstFrameMs && Math.round(firstFrameMs), cached: report.cached }, 'utterance played');
+      deps.events?.publish('speech.finished', { id: item.id, outcome: 'played', audio_ms: Math.round(report.audioMs) });
       item.resolve({
         id: item.id,
         outcome: 'played',
@@ -177,14 +182,17 @@ export function createSpeech(deps: SpeechDeps): Speech {
         metrics.utterances.inc({ result: 'interrupted' });
         const reason = item.abort.signal.reason instanceof Error ? item.abort.signal.reason.message : 'stopped';
         logger.info({ id: item.id, reason }, 'utterance interrupted');
+        deps.events?.publish('speech.finished', { id: item.id, outcome: 'interrupted', reason });
         item.resolve({ ...interrupted(item, reason), ...(item.source !== 'pending' ? { source: item.source } : {}) });
         return;
       }
       failedTotal += 1;
       metrics.utterances.inc({ result: 'failed' });
       const code = isAgentError(err) ? err.code : 'TA_ERR_FAILURE';
+      if (code === 'TA_ERR_AUDIO_DEVICE') metrics.deviceErrors.inc({ role: 'output' });
       lastError = { code, message: describeError(err), at: new Date().toISOString() };
       logger.warn({ id: item.id, code, err: describeError(err) }, 'utterance failed');
+      deps.events?.publish('speech.finished', { id: item.id, outcome: 'failed', code, reason: lastError.message });
       item.reject(err);
     }
   }

@@ -10,7 +10,7 @@ import { unknownKeyMessage } from './did-you-mean.js';
 import { configSchema, type AgentConfig } from './schema.js';
 import { resolveSecret, secretEnvName, type ResolvedSecret, type SecretName, type SecretProblem } from './secrets.js';
 import { keyLine, valueLine } from './yaml-locate.js';
-import { parseListen } from './listen.js';
+import { parseConsoleListen } from './listen-address.js';
 
 export interface LoadConfigOptions {
   /** The YAML file; a relative path is taken from `cwd` (default: the process's working dir). */
@@ -130,7 +130,7 @@ async function consolePasswordCredential(env: LoadConfigOptions['env']): Promise
 /** The web console beyond loopback with nobody to log in as: refused, the page would be open to the network. */
 function consoleLoginProblem(c: AgentConfig['console'], credential: string | null): string | undefined {
   if (c.listen.trim() === '') return undefined;
-  const addr = parseListen(c.listen);
+  const addr = parseConsoleListen(c.listen);
   if (typeof addr === 'string' || addr.loopback) return undefined;
   if (c.password_hash !== '' || credential !== null) return undefined;
   return `${c.listen} lets other machines reach the web console, which then needs a login: set console.password_hash (from 'terminal-agent console hash-password'), or pass the password as a systemd credential (LoadCredential=console_password:PATH), or listen on 127.0.0.1 only`;

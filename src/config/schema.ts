@@ -7,8 +7,8 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, secretText, size, text } from './schema-fields.js';
-import { parseListen } from './listen.js';
 import { parsePasswordHash } from '../util/password-hash.js';
+import { isLoopbackListen, listenAddress, parseConsoleListen } from './listen-address.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -89,8 +89,8 @@ const controlShape = {
 
 const consoleShape = {
   /** '' = off. Checked against a login in load-config (a systemd credential may give the password). */
-  listen: text('an address such as 127.0.0.1:8080, or "" for off').default('').refine((v) => v.trim() === '' || typeof parseListen(v) !== 'string', {
-    error: (iss) => String(parseListen(String(iss.input))),
+  listen: text('an address such as 127.0.0.1:8080, or "" for off').default('').refine((v) => v.trim() === '' || typeof parseConsoleListen(v) !== 'string', {
+    error: (iss) => String(parseConsoleListen(String(iss.input))),
   }),
   password_hash: text('an scrypt hash from terminal-agent console hash-password').default('').refine((v) => v === '' || parsePasswordHash(v) !== undefined, {
     error: 'is not a password hash made by `terminal-agent console hash-password` ($scrypt$ln=...,r=...,p=...$SALT$HASH); never write the password itself here',
@@ -110,7 +110,23 @@ const consoleSchema = z
   .transform((c) => ({ ...c, password_credential: null as string | null }))
   .prefault({} as never);
 
-const logShape = { level: choice(LOG_LEVELS).default('info') };
+const metricsShape = {
+  /** Absent: no TCP listener (the control socket still serves /metrics). */
+  listen: listenAddress('127.0.0.1:9464').optional(),
+  allow_remote: bool().default(false),
+};
+
+// /metrics tells whoever reaches it what this terminal holds and does: off the loopback interface
+// only when the operator says so in the same file.
+const metricsSchema = section(metricsShape, 'metrics').refine((m) => m.listen === undefined || m.allow_remote || isLoopbackListen(m.listen), {
+  path: ['listen'],
+  error: (iss) => `${(iss.input as { listen?: string }).listen} is not a loopback address: /metrics would be open to the network; listen on 127.0.0.1:PORT, or set metrics.allow_remote: true to serve it there (and restrict who can reach the port)`,
+});
+
+const logShape = {
+  level: choice(LOG_LEVELS).default('info'),
+  format: choice(['auto', 'json', 'journal'] as const).default('auto'),
+};
 
 type UrlKey = 'base_url' | 'face_base_url';
 
@@ -161,6 +177,7 @@ const rootShape = {
   control: section(controlShape, 'control'),
   console: consoleSchema,
   log: section(logShape, 'log'),
+  metrics: metricsSchema,
 };
 
 export const configSchema = z
@@ -185,4 +202,5 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   control: Object.keys(controlShape),
   console: Object.keys(consoleShape),
   log: Object.keys(logShape),
+  metrics: Object.keys(metricsShape),
 };

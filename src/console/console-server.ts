@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AgentConfig } from '../config/schema.js';
-import { parseListen } from '../config/listen.js';
+import { parseConsoleListen } from '../config/listen-address.js';
 import type { Db } from '../db/database.js';
 import type { ServiceClient } from '../client/types.js';
 import type { Logger } from '../log/logger.js';
@@ -163,7 +163,7 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
     status,
     async start() {
       if (server) return;
-      const addr = parseListen(config.console.listen);
+      const addr = parseConsoleListen(config.console.listen);
       if (typeof addr === 'string') throw new ConfigError([{ path: 'console.listen', message: addr }]);
       const password = await passwordOf(config.console);
       if (!addr.loopback && !password) {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
+import { setMaxListeners } from 'node:events';
 import { chmod, lstat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../log/logger.js';
@@ -20,6 +21,8 @@ export interface ControlHandlers {
   say(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   enrollVoiceprint(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   metrics(): Promise<{ contentType: string; text: string }>;
+  /** GET /events: a Server-Sent Events stream that lasts until the caller or `signal` ends it. */
+  events?(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): void;
 }
 
 export interface ControlServer {
@@ -42,12 +45,21 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   const { socketPath, handlers, logger } = options;
   let server: Server | undefined;
   let stopping: Promise<void> | undefined;
+  // Ends the event streams at stop(): they never finish by themselves.
+  const streams = new AbortController();
+  // One listener per open stream: many programs may follow the stream at once.
+  setMaxListeners(0, streams.signal);
 
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
     const url = new URL(req.url ?? '/', 'http://control');
     const route = `${req.method} ${url.pathname}`;
     try {
+      if (url.pathname === '/events' && handlers.events) {
+        allow(req, 'GET');
+        handlers.events(req, res, streams.signal);
+        return;
+      }
       if (url.pathname === '/metrics') {
         allow(req, 'GET');
         const m = await handlers.metrics();
@@ -89,7 +101,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         allow(req, 'POST');
         return handlers.enrollVoiceprint(await readJson(req), signal);
       default:
-        throw new RouteNotFound(`no such control endpoint ${path}; the daemon serves GET /status, GET /faces, POST /faces/sync, POST /say, POST /voiceprint/enroll, GET /metrics`);
+        throw new RouteNotFound(`no such control endpoint ${path}; the daemon serves GET /status, GET /faces, POST /faces/sync, POST /say, POST /voiceprint/enroll, GET /metrics, GET /events`);
     }
   }
 
@@ -120,6 +132,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       if (!server) return Promise.resolve();
       stopping ??= (async () => {
         const srv = server!;
+        streams.abort();
         // Stop taking new connections; in-flight requests finish as their components drain.
         const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
         srv.closeIdleConnections();

@@ -10,6 +10,7 @@ import { stuckWhileBusy, type ProgressCheck } from './watchdog.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
 import { buildComponents, type Components } from './components.js';
 import type { SayRequest } from '../audio/speech.js';
+import type { EventPublisher } from '../events/event-bus.js';
 
 // One generation of the agent's components, built from one config. The daemon builds one at start
 // and a new one on a reload that changes more than the log level; nothing here is module-level.
@@ -22,6 +23,8 @@ export interface AgentDeps {
   client: ServiceClient;
   /** This generation's Registry: components register their terminal_agent_* metrics on it. */
   metrics: Registry;
+  /** The daemon's event bus (outlives this generation); components publish what they did on it. */
+  events?: EventPublisher;
   /** Environment of the audio child processes (ALSA_CONFIG_PATH, PATH); inherited when absent. */
   env?: NodeJS.ProcessEnv;
   /** How often a component that could not start is tried again, ms (default ENROLL_DIR_RETRY_MS). */
@@ -81,6 +84,7 @@ export function createAgent(deps: AgentDeps): Agent {
       try {
         await start();
         delete degraded[name];
+        deps.events?.publish('component.recovered', { component: name, attempts: attempt + 1 });
         log.info({ component_started: name, attempts: attempt + 1 }, `${name} started after all`);
         return;
       } catch (err) {
@@ -107,6 +111,7 @@ export function createAgent(deps: AgentDeps): Agent {
         } catch (err) {
           if (!optional.has(name) && !retried.has(name)) throw err;
           degraded[name] = describeError(err);
+          deps.events?.publish('component.degraded', { component: name, reason: degraded[name], retrying: retried.has(name) });
           if (retried.has(name)) {
             log.error({ err: degraded[name], component_failed: name, retry_ms: deps.startRetryMs ?? ENROLL_DIR_RETRY_MS }, `${name} could not start; the agent runs without it and tries again`);
             retries.push(retryStart(name, () => comp.start!()));

@@ -45,12 +45,13 @@ export interface Components {
 
 export function buildComponents(deps: AgentDeps): Components {
   const { config, logger, db, client, metrics, env } = deps;
+  const events = deps.events ? { events: deps.events } : {};
   const child = (component: string) => logger.child({ component });
-  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics });
-  const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...(env ? { playerOptions: { env } } : {}) });
-  const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, playback: speech, ...(env ? { env } : {}) });
+  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events });
+  const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}) });
+  const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, ...events, playback: speech, ...(env ? { env } : {}) });
   const enroll = createEnrollment({
-    config, db, client, logger: child('enroll'), metrics,
+    config, db, client, logger: child('enroll'), metrics, ...events,
     // A face this agent created or updated is fetched into the cache at once, not at the next sync.
     onFaceChanged: (faceId) => void faces.refreshFace(faceId).catch(() => {}),
   });

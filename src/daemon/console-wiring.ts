@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.js';
 import { ConfigError, describeError } from '../errors.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
 import type { ConsoleServer } from '../console/console-server.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';
 import { buildStatus, controlHandlers } from './daemon-status.js';
+import { serveEventStream } from '../events/sse.js';
 
 // The web console, when console.listen is set. Imported lazily: with the console off, neither it
 // nor sharp is loaded. A configuration mistake (unreadable certificate or credential) stops the
@@ -20,13 +20,14 @@ export interface ConsoleHandle {
 export async function startConsole(
   state: DaemonState,
   d: Pick<DaemonEnv, 'pid' | 'version' | 'logger'>,
-  extra: { eventStream?: (req: IncomingMessage, res: ServerResponse) => void; retryMs?: number } = {},
+  extra: { retryMs?: number } = {},
 ): Promise<ConsoleHandle | undefined> {
   const cfg = state.config;
   if (cfg.console.listen.trim() === '') return undefined;
   const log: Logger = d.logger.child({ component: 'console' });
   const { createConsoleServer } = await import('../console/console-server.js');
   const control = controlHandlers(state, d);
+  const stopRetry = new AbortController();
   const server: ConsoleServer = createConsoleServer({
     config: cfg,
     logger: d.logger,
@@ -39,9 +40,9 @@ export async function startConsole(
       say: (body, signal) => control.say(body, signal),
       enrollVoiceprint: (body, signal) => control.enrollVoiceprint(body, signal),
     },
-    ...(extra.eventStream ? { eventStream: extra.eventStream } : {}),
+    // The same stream as the control socket's GET /events; stopping the console ends every stream.
+    eventStream: (req, res) => serveEventStream(req, res, state.events, { signal: stopRetry.signal, onSlowClient: () => state.metrics.eventClientsDropped.inc() }),
   });
-  const stopRetry = new AbortController();
   let retrying: Promise<void> | undefined;
   try {
     await server.start();

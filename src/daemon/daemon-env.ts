@@ -6,6 +6,7 @@ import type { AgentConfig } from '../config/schema.js';
 import { createServiceClient } from '../client/service-client.js';
 import { userAgent } from '../version.js';
 import type { DaemonEnv } from './daemon.js';
+import { createJournalDestination, journalTarget } from '../log/journal-destination.js';
 
 // Everything the daemon takes from the outside world, gathered from the CLI context in one place.
 
@@ -20,10 +21,14 @@ export interface DaemonEnvOptions {
 
 export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): DaemonEnv {
   let current = options.config;
+  const stdoutFd = (ctx.io.stdout as { fd?: number }).fd;
+  const journal = options.destination ? undefined : journalTarget(current.log.format, ctx.env, stdoutFd);
+  const destination = options.destination
+    ?? (journal ? createJournalDestination({ socketPath: journal.socketPath, fallback: ctx.io.stdout }) : undefined);
   const logger: Logger = createLogger({
     level: current.log.level,
     secrets: () => configSecrets(current),
-    ...(options.destination ? { destination: options.destination } : {}),
+    ...(destination ? { destination } : {}),
   });
   return {
     configPath: options.configPath,

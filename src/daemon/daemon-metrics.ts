@@ -12,9 +12,11 @@ export interface DaemonMetrics {
   onRequest(event: RequestEvent): void;
   reloads: Counter<'result'>;
   watchdogWithheld: Counter;
+  /** Event-stream clients disconnected for not reading (sse.ts). */
+  eventClientsDropped: Counter;
 }
 
-export function createDaemonMetrics(options: { version: string; queries: () => StateQueries | undefined }): DaemonMetrics {
+export function createDaemonMetrics(options: { version: string; queries: () => StateQueries | undefined; eventClients?: () => number }): DaemonMetrics {
   const registry = new Registry();
   // Standard names (process_*, nodejs_*) so stock Node dashboards work. The event-loop delay
   // histogram samples every 10 ms by default, which wakes an idle daemon 100 times a second.
@@ -63,10 +65,20 @@ export function createDaemonMetrics(options: { version: string; queries: () => S
       this.set(options.queries()?.cachedFaces() ?? 0);
     },
   });
+  const eventClientsDropped = new Counter({ name: 'terminal_agent_event_clients_dropped_total', help: 'Event-stream clients (GET /events) disconnected because they stopped reading.', registers: [registry] });
+  new Gauge({
+    name: 'terminal_agent_event_clients',
+    help: 'Clients connected to the event stream (GET /events).',
+    registers: [registry],
+    collect() {
+      this.set(options.eventClients?.() ?? 0);
+    },
+  });
   return {
     registry,
     reloads,
     watchdogWithheld,
+    eventClientsDropped,
     onRequest(e) {
       requests.inc({ operation: e.operation, outcome: e.outcome, status: e.status === undefined ? 'none' : String(e.status) });
       duration.observe({ operation: e.operation }, e.durationMs / 1000);

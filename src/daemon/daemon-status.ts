@@ -5,6 +5,7 @@ import { formatDuration } from '../util/units.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';
 import { scrape } from './daemon-metrics.js';
 import { iso, pendingPerKind } from './state-queries.js';
+import { serveEventStream } from '../events/sse.js';
 
 // What the daemon tells about itself: GET /status, the STATUS= line systemd shows, and the other
 // control endpoints, which forward to the component of the current generation.
@@ -79,5 +80,6 @@ export function controlHandlers(state: DaemonState, d: Pick<DaemonEnv, 'pid' | '
       return state.agent.enrollVoiceprint(body as VoiceprintEnrollBody, signal);
     },
     metrics: () => scrape([state.metrics.registry, state.agent.metrics]),
+    events: (req, res, signal) => serveEventStream(req, res, state.events, { signal, onSlowClient: () => state.metrics.eventClientsDropped.inc() }),
   };
 }

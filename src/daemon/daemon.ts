@@ -10,13 +10,15 @@ import { createControlServer, type ControlServer } from '../control/control-serv
 import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
-import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
+import { createDaemonMetrics, scrape, type DaemonMetrics } from './daemon-metrics.js';
 import { createStateQueries, type StateQueries } from './state-queries.js';
 import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
 import { startConsole, type ConsoleHandle } from './console-wiring.js';
+import { createEventBus, type EventBus } from '../events/event-bus.js';
+import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
@@ -57,6 +59,8 @@ export interface DaemonState {
   client: ServiceClient;
   agent: Agent;
   metrics: DaemonMetrics;
+  /** One per process: survives reloads, so Last-Event-ID stays meaningful. */
+  events: EventBus;
   notifier: Notifier;
   watchdog: Watchdog;
   reload: { count: number; lastAt: number | null; lastError: string | null };
@@ -78,13 +82,14 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
       db.close();
     });
     const queries = createStateQueries(db);
-    const metrics = createDaemonMetrics({ version: d.version, queries: () => queries });
+    const events = createEventBus();
+    const metrics = createDaemonMetrics({ version: d.version, queries: () => queries, eventClients: () => events.subscribers() });
     const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
     undo.unshift(() => notifier.close());
     const client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), metrics.onRequest);
-    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), env: d.env });
+    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env });
     const state: DaemonState = {
-      config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, notifier,
+      config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, events, notifier,
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
     };
@@ -107,6 +112,8 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
     });
     await control.start();
     undo.unshift(() => control.stop());
+    const metricsServer = await startMetricsServer(cfg, state, d.logger.child({ component: 'metrics' }));
+    undo.unshift(() => metricsServer?.stop());
     const webConsole: ConsoleHandle | undefined = await startConsole(state, d);
     if (webConsole) undo.unshift(() => webConsole.stop());
 
@@ -134,7 +141,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
           logger.info('stopping: no new work is taken; in-flight uploads and the current utterance finish or stay in the outbox');
           await notifier.notify({ STOPPING: 1, STATUS: 'draining' });
           await reloader.idle();
-          const drained = await withinBound(Promise.allSettled([control.stop(), webConsole?.stop(), state.agent.stop()]).then((results) => {
+          const drained = await withinBound(Promise.allSettled([control.stop(), webConsole?.stop(), state.agent.stop(), metricsServer?.stop()]).then((results) => {
             for (const r of results) if (r.status === 'rejected') logger.error({ err: r.reason }, 'a component failed while stopping');
           }), STOP_BOUND_MS);
           if (!drained) logger.error({ bound_ms: STOP_BOUND_MS }, 'components did not stop in time; closing the database anyway (unfinished uploads are retried from the outbox at the next start)');
@@ -173,6 +180,19 @@ export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortS
   d.logger.child({ component: 'daemon' }).info({ signal: String((shutdown.reason as Error)?.message ?? shutdown.reason) }, 'stop requested');
   const clean = await daemon.stop();
   return clean ? 0 : 1;
+}
+
+/** The opt-in TCP listener for Prometheus: a port it cannot take is logged, not fatal. */
+async function startMetricsServer(cfg: AgentConfig, state: DaemonState, logger: Logger): Promise<MetricsServer | undefined> {
+  if (!cfg.metrics.listen) return undefined;
+  const server = createMetricsServer({ listen: cfg.metrics.listen, scrape: () => scrape([state.metrics.registry, state.agent.metrics]), logger });
+  try {
+    await server.start();
+    return server;
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, 'Prometheus cannot scrape this agent over TCP (the control socket still serves /metrics)');
+    return undefined;
+  }
 }
 
 async function withinBound(p: Promise<unknown>, ms: number): Promise<boolean> {

@@ -62,7 +62,7 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
         if (serviceChanged) {
           state.client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), state.metrics.onRequest);
         }
-        state.agent = createAgent({ config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), env: d.env });
+        state.agent = createAgent({ config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), events: state.events, env: d.env });
         state.config = cfg;
         await state.agent.start();
         if (serviceChanged) await oldClient.close().catch(() => {});
@@ -107,7 +107,11 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
 // socket it listens on) need a restart: for those the running values are kept and the operator told.
 
 // The web console keeps its listener, password and sessions until a restart.
-export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'console'] as const;
+export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'log.format', 'metrics', 'console'] as const;
+
+function isRestartOnly(key: string): boolean {
+  return RESTART_ONLY_KEYS.some((r) => key === r || key.startsWith(`${r}.`));
+}
 
 export interface ConfigChange {
   /** Dotted keys whose value changed (secret values never included, only their key). */
@@ -121,14 +125,14 @@ export interface ConfigChange {
 export function diffConfig(running: AgentConfig, next: AgentConfig): ConfigChange {
   const changed: string[] = [];
   walk(running, next, '', changed);
-  const needsRestart = changed.filter((k) => RESTART_ONLY_KEYS.some((r) => k === r || k.startsWith(`${r}.`)));
-  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket }, console: running.console };
+  const needsRestart = changed.filter(isRestartOnly);
+  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket }, log: { ...next.log, format: running.log.format }, metrics: running.metrics, console: running.console };
   return { changed: changed.filter((k) => k !== 'file'), needsRestart, effective };
 }
 
 /** True when the change is only the log level (applied without touching any component). */
 export function onlyLogChanged(change: ConfigChange): boolean {
-  return change.changed.every((k) => k.startsWith('log.') || RESTART_ONLY_KEYS.some((r) => k === r || k.startsWith(`${r}.`)));
+  return change.changed.every((k) => k.startsWith('log.') || isRestartOnly(k));
 }
 
 function walk(a: unknown, b: unknown, prefix: string, out: string[]): void {

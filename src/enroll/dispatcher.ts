@@ -42,6 +42,8 @@ export interface DispatcherDeps {
   /** A row reached done/failed (committed); the caller finalizes its files. */
   onFinal(row: OutboxRow): void;
   onAttempt?(kind: Kind, outcome: 'ok' | 'retry' | 'error', seconds: number): void;
+  /** An upload of this row is about to be sent (each attempt). */
+  onSending?(row: OutboxRow): void;
 }
 
 /** Auth failures wait at least this long: the operator has to fix a credential first. */
@@ -209,6 +211,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       return release;
     };
     try {
+      deps.onSending?.(row);
       let outcome: StepOutcome;
       if (handler.gated) {
         outcome = await handler.upload(row, signal, gate);

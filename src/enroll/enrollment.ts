@@ -16,7 +16,7 @@ import { createPlacer, finalizeRow } from './results.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
-import type { Enrollment, EnrollmentDeps, EnrollmentStatus } from './types.js';
+import type { Enrollment, EnrollmentDeps, EnrollmentStatus, OutboxRow } from './types.js';
 import { createWorkQueue } from './work-queue.js';
 import { createFolderWatcher } from './watcher.js';
 
@@ -52,8 +52,25 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
 
   const finalizer = createWorkQueue<number>(FINALIZE_CONCURRENCY, async (id) => {
     const row = store.get(id);
-    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) await finalizeRow(layout, store, commit, placer, row, syncDir);
+    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) {
+      const resultFile = await finalizeRow(layout, store, commit, placer, row, syncDir);
+      // Announced once the result file is there to be read.
+      publishFinal(row, resultFile);
+    }
   }, (err, id) => logger.warn({ err, id }, 'cannot write the result files of an enrollment file; retrying at the next rescan'));
+
+  function publishFinal(row: OutboxRow, resultFile: string): void {
+    if (!deps.events) return;
+    const base = { kind: row.kind, name: row.name, file: row.source_path, result_file: resultFile };
+    if (row.state === 'failed') {
+      deps.events.publish('enroll.failed', { ...base, code: row.last_error_code ?? 'TA_ERR_FAILURE', reason: row.last_error ?? 'failed' });
+      return;
+    }
+    const result = row.result_json ? (JSON.parse(row.result_json) as Record<string, unknown>) : {};
+    const ids: Record<string, unknown> = {};
+    for (const k of ['face_id', 'voiceprint_id', 'speaker_id']) if (result[k] !== undefined) ids[k] = result[k];
+    deps.events.publish('enroll.done', { ...base, ...ids });
+  }
 
   const dispatcher = createDispatcher({
     commit, store, faces, concurrency: settings.upload_concurrency, retry, graceMs, logger,
@@ -68,13 +85,18 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       finalizer.push(row.id);
     },
     onAttempt: (kind, outcome, seconds) => metrics.attempt(kind, outcome, seconds),
+    onSending: (row) => deps.events?.publish('enroll.started', { kind: row.kind, name: row.name, file: row.source_path, attempt: row.attempts + 1 }),
   });
 
   const claimer = createWorkQueue<string>(CLAIM_CONCURRENCY, async (rel) => {
     const c = classify(rel);
     if (!c) return;
     const r = await claim(c);
-    if (r.outcome === 'queued') dispatcher.wake();
+    if (r.outcome === 'queued') {
+      const row = deps.events ? store.get(r.rowId) : undefined;
+      if (row) deps.events!.publish('enroll.queued', { kind: row.kind, name: row.name, file: row.source_path });
+      dispatcher.wake();
+    }
     else if (r.outcome === 'retry') tracker.touch(rel);
     else if (r.outcome === 'failed' || r.outcome === 'duplicate') {
       const row = store.get(r.rowId);

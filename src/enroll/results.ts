@@ -111,13 +111,16 @@ function writeResultFile(path: string, body: string, syncDir: DirSync): Promise<
   return writeFileAtomic(path, body, { syncDir, dirExists: true });
 }
 
-export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync): Promise<void> {
+/** Moves the original and writes its result file; returns that file's absolute path. */
+export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync): Promise<string> {
   const failed = row.state === 'failed';
   const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
   const body = `${JSON.stringify(failed ? errorFileOf(row) : doneFileOf(row), null, 2)}\n`;
+  let resultFile: string;
   if (row.kind === 'knowledge') {
     // A mirror: the file stays where the operator keeps it; only the latest outcome is recorded.
-    await writeFileAtomic(join(base, `${row.name}${failed ? '.error.json' : '.json'}`), body);
+    resultFile = join(base, `${row.name}${failed ? '.error.json' : '.json'}`);
+    await writeFileAtomic(resultFile, body);
     if (!failed) await rm(join(layout.failed('knowledge'), `${row.name}.error.json`), { force: true });
   } else {
     let target = row.final_path;
@@ -140,9 +143,11 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
       const txtDest = join(base, ...(folder ? folder.split('/') : []), `${stem}.txt`);
       await rename(layout.abs(companion), txtDest).catch(() => undefined);
     }
-    await writeResultFile(resultFilePath(base, target, failed), body, syncDir);
+    resultFile = resultFilePath(base, target, failed);
+    await writeResultFile(resultFile, body, syncDir);
     placer.release(dest);
   }
   await commit(() => store.finalize(row.id));
   if (row.staged_path) await rm(row.staged_path, { force: true });
+  return resultFile;
 }

@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import type { ServiceClient } from '../client/types.js';
 import type { BackoffPolicy } from '../util/backoff.js';
 import type { AgentConfig } from '../config/schema.js';
+import type { EventPublisher } from '../events/event-bus.js';
 
 export type EnrollSettings = AgentConfig['enroll'];
 
@@ -19,6 +20,8 @@ export interface EnrollmentDeps {
   client: ServiceClient;
   logger: Logger;
   metrics?: Registry;
+  /** `enroll.queued`, `enroll.started`, `enroll.done`, `enroll.failed` go here (events/). */
+  events?: EventPublisher;
   /** Called when this agent created or updated a face, so the face cache can refresh it at once. */
   onFaceChanged?(faceId: string): void;
   /** Retry policy for uploads while the service is unreachable (default 1 s doubling to 60 s). */

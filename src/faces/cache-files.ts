@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/fs-atomic.js';
@@ -9,6 +10,18 @@ import type { IndexEntry } from './types.js';
 // it, and an image is deleted only after the index that named it has been replaced.
 
 export const INDEX_FILE = 'index.json';
+/**
+ * Beside index.json (which stays a bare JSON array by contract): the index's version, written
+ * atomically right after each index.json. The version is the first 16 hex digits of the sha256 of
+ * index.json's bytes, so a reader can check that the index it read is the one announced (by this
+ * file or by a `faces.synced` event) and compare two versions for equality; it says nothing about
+ * order. The same index always has the same version, across restarts too.
+ */
+export const INDEX_VERSION_FILE = 'index.version';
+
+export function indexVersion(indexText: string): string {
+  return createHash('sha256').update(indexText).digest('hex').slice(0, 16);
+}
 
 const FACE_ID = /^[0-9a-fA-F]{32}$/;
 
@@ -34,6 +47,14 @@ export function renderIndex(entries: readonly IndexEntry[]): string {
 
 export function createCacheFiles(dir: string) {
   const indexPath = join(dir, INDEX_FILE);
+  const versionPath = join(dir, INDEX_VERSION_FILE);
+
+  async function write(text: string): Promise<string> {
+    const version = indexVersion(text);
+    await writeFileAtomic(indexPath, text);
+    await writeFileAtomic(versionPath, `${version}\n`);
+    return version;
+  }
 
   return {
     dir,
@@ -41,16 +62,23 @@ export function createCacheFiles(dir: string) {
     pathOf(file: string): string {
       return join(dir, file);
     },
-    async writeIndex(rows: readonly FaceRow[]): Promise<void> {
-      await writeFileAtomic(indexPath, renderIndex(indexEntries(rows)));
+    versionPath,
+    /** Replaces index.json, then index.version; returns the new version. */
+    writeIndex(rows: readonly FaceRow[]): Promise<string> {
+      return write(renderIndex(indexEntries(rows)));
     },
-    /** Rewrites index.json only when it differs from what the rows say (start-up repair). */
-    async ensureIndex(rows: readonly FaceRow[]): Promise<boolean> {
+    /** Rewrites index.json (and index.version) only when they differ from what the rows say (start-up repair). */
+    async ensureIndex(rows: readonly FaceRow[]): Promise<{ rewritten: boolean; version: string }> {
       const wanted = renderIndex(indexEntries(rows));
+      const version = indexVersion(wanted);
       const current = await readFile(indexPath, 'utf8').catch(() => undefined);
-      if (current === wanted) return false;
-      await writeFileAtomic(indexPath, wanted);
-      return true;
+      if (current === wanted) {
+        const v = await readFile(versionPath, 'utf8').catch(() => undefined);
+        if (v?.trim() !== version) await writeFileAtomic(versionPath, `${version}\n`);
+        return { rewritten: false, version };
+      }
+      await write(wanted);
+      return { rewritten: true, version };
     },
     /** face_ids of rows whose image file is missing on disk (someone deleted it, or a crash). */
     async missingImages(rows: readonly FaceRow[]): Promise<string[]> {
@@ -65,7 +93,7 @@ export function createCacheFiles(dir: string) {
       const named = new Set(rows.map((r) => r.image_file).filter((f): f is string => f !== null));
       let removed = 0;
       for (const name of await readdir(dir).catch(() => [] as string[])) {
-        if (name === INDEX_FILE) continue;
+        if (name === INDEX_FILE || name === INDEX_VERSION_FILE) continue;
         const stray = name.startsWith('.') ? name.endsWith('.tmp') : !named.has(name) && /^[0-9a-fA-F]{32}\.[a-z]+$/.test(name);
         if (!stray) continue;
         await rm(join(dir, name), { force: true });

@@ -11,7 +11,15 @@ export interface FaceMetrics {
   cached(n: number): void;
 }
 
-export function createFaceMetrics(registry: Registry | undefined): FaceMetrics {
+/** Read at scrape time (the alert rules in contrib/prometheus/ use them). */
+export interface FaceSyncLive {
+  consecutiveFailures(): number;
+  intervalSeconds(): number;
+  /** True while face sync is stopped by a refused credential. */
+  credentialsRefused(): boolean;
+}
+
+export function createFaceMetrics(registry: Registry | undefined, live?: FaceSyncLive): FaceMetrics {
   const registers = registry ? [registry] : [];
   const reuse = <T>(name: string, make: () => T): T => (registry?.getSingleMetric(name) as T | undefined) ?? make();
   const total = reuse('terminal_agent_face_sync_total', () => new Counter({
@@ -36,6 +44,25 @@ export function createFaceMetrics(registry: Registry | undefined): FaceMetrics {
     help: 'GET /faces/{face_id}/image requests sent by face sync',
     registers,
   }));
+  if (live) {
+    const liveGauge = (name: string, help: string, value: () => number) => reuse(name, () => new Gauge({
+      name, help, registers,
+      collect() {
+        this.set(value());
+      },
+    }));
+    liveGauge('terminal_agent_face_sync_consecutive_failures', 'Face syncs failed in a row (0 after a successful one)', live.consecutiveFailures);
+    liveGauge('terminal_agent_face_sync_interval_seconds', 'faces.sync_interval: how often face sync runs when it succeeds', live.intervalSeconds);
+    reuse('terminal_agent_credentials_refused', () => new Gauge({
+      name: 'terminal_agent_credentials_refused',
+      help: '1 while a component is stopped because the service refused the credentials (fix them, then reload)',
+      labelNames: ['component'] as const,
+      registers,
+      collect() {
+        this.set({ component: 'faces' }, live.credentialsRefused() ? 1 : 0);
+      },
+    }));
+  }
   return {
     syncDone(result, seconds) {
       total.inc({ result });

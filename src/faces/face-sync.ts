@@ -6,7 +6,7 @@ import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
 import { createFaceStore, toCachedFace, type SyncRunRow } from './face-store.js';
 import { createStaging, STAGING_DIR } from './staging.js';
-import { runSyncPass } from './sync-run.js';
+import { runSyncPass, type SyncProgress } from './sync-run.js';
 import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
 import { makeDir } from '../util/make-dir.js';
 
@@ -27,7 +27,11 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   const store = createFaceStore(deps.db);
   const files = createCacheFiles(join(deps.config.state_dir, 'faces'));
   const staging = createStaging({ db: deps.db, dir: join(files.dir, STAGING_DIR), logger: log, now, ...(deps.stagingMaxAgeMs !== undefined ? { maxAgeMs: deps.stagingMaxAgeMs } : {}) });
-  const metrics = createFaceMetrics(deps.metrics);
+  const metrics = createFaceMetrics(deps.metrics, {
+    consecutiveFailures: () => consecutiveFailures,
+    intervalSeconds: () => facesConfig.sync_interval / 1000,
+    credentialsRefused: () => authError !== undefined,
+  });
   const lifecycle = new AbortController();
   const forced = new Set<string>();
   const graceMs = deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
@@ -49,6 +53,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   let lastReport: SyncReport | null = reportFromRun(store.lastRun());
   let lastSuccessAt: number | null = store.lastSuccessAt() ?? null;
   let lastError: (SyncErrorInfo & { at: string }) | null = null;
+  let indexVer: string | null = null;
   metrics.cached(cachedCount);
 
   const backoff = (): BackoffPolicy => deps.backoff ?? { initialMs: 5_000, maxMs: Math.max(facesConfig.sync_interval, 30_000) };
@@ -66,7 +71,9 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
         signal: lifecycle.signal, forced: forcedNow, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+        ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
       });
+      if (pass.indexVersion) indexVer = pass.indexVersion;
       for (const id of forcedNow) forced.delete(id);
       Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred });
       indexDirty = false;
@@ -97,6 +104,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         ok: false, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, error: info, failures: [],
       });
       lastError = { ...info, at: report.finished_at };
+      if (!aborted) deps.events?.publish('faces.sync.failed', { reason, code: info.code, message: info.message, consecutive_failures: consecutiveFailures });
     }
     try {
       // A sync cut short by shutdown is not a failure worth showing after the restart.
@@ -110,6 +118,12 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     metrics.syncDone(result, report.duration_ms / 1000);
     lastReport = report;
     if (report.ok) {
+      // Every successful sync is announced; a reader reloads index.json when index_version differs
+      // from the one it has (unchanged when the sync changed nothing).
+      deps.events?.publish('faces.synced', {
+        reason, index_version: indexVer, index_file: files.indexPath, changed: report.changed, total: cachedCount,
+        added: report.added, updated: report.updated, removed: report.removed, failed: report.failed,
+      });
       const level = report.changed || report.failed > 0 ? 'info' : 'debug';
       log[level]({ reason, added: report.added, updated: report.updated, removed: report.removed, failed: report.failed, image_requests: report.image_requests, kept_downloads_used: passExtra.reused, rechecks: passExtra.rechecks, rechecks_deferred: passExtra.rechecksDeferred, duration_ms: report.duration_ms, faces_cached: cachedCount }, 'face sync done');
     }
@@ -200,7 +214,9 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       log.warn({ faces: missing.length }, 'cached face images are missing on disk; they will be downloaded again');
       store.forgetImages(missing);
     }
-    if (await files.ensureIndex(store.servedRows())) log.info({ index: files.indexPath }, 'face index rewritten from agent.db');
+    const ensured = await files.ensureIndex(store.servedRows());
+    indexVer = ensured.version;
+    if (ensured.rewritten) log.info({ index: files.indexPath }, 'face index rewritten from agent.db');
     indexDirty = false;
     const strays = await files.removeStrays(store.allRows());
     if (strays > 0) log.info({ files: strays }, 'removed leftover files from an interrupted face sync');
@@ -252,6 +268,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         last_error: authError ? { ...authError, at: lastError?.at ?? null } : lastError,
         failed_faces: store.failedRows(20).map((r) => ({ face_id: r.face_id, name: r.name, code: r.error_code ?? 'TA_ERR_FAILURE', message: r.error ?? '' })),
         index_file: files.indexPath,
+        index_version: indexVer,
       };
     },
     listCached() {

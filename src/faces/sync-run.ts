@@ -45,7 +45,20 @@ export interface SyncPassContext {
   /** Rewrite index.json even if nothing changed (a previous index write failed). */
   forceIndex: boolean;
   onImageRequest: () => void;
+  /** Images fetched so far in this pass (for live progress; called at most every few hundred ms). */
+  onProgress?(p: SyncProgress): void;
 }
+
+export interface SyncProgress {
+  phase: 'listing' | 'downloading' | 'committing';
+  /** Faces the group lists (known once listed). */
+  faces: number | null;
+  images_done: number;
+  images_total: number;
+  bytes: number;
+}
+
+const PROGRESS_EVERY_MS = 250;
 
 export interface SyncPassResult {
   added: number;
@@ -59,12 +72,15 @@ export interface SyncPassResult {
   rechecks: number;
   rechecksDeferred: number;
   indexWritten: boolean;
+  /** Version of the index.json this pass wrote (cache-files.ts indexVersion); null when it wrote none. */
+  indexVersion: string | null;
   /** Image files the new index no longer names: the caller deletes them (after a grace period). */
   obsolete: string[];
 }
 
 export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult> {
   const t = { start: performance.now(), listed: 0, downloaded: 0, durable: 0, renamed: 0, committed: 0 };
+  ctx.onProgress?.({ phase: 'listing', faces: null, images_done: 0, images_total: 0, bytes: 0 });
   const listed = await ctx.client.listFaces({ signal: ctx.signal });
   t.listed = performance.now();
   const failures: FaceFailure[] = [];
@@ -103,12 +119,25 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   if (jobs.length > 0) await makeDir(ctx.staging.dir);
   let imageRequests = 0;
   let reused = 0;
+  const progress: SyncProgress = { phase: 'downloading', faces: remote.size, images_done: 0, images_total: jobs.length, bytes: 0 };
+  let progressAt = 0;
+  const report = (force: boolean) => {
+    if (!ctx.onProgress || (!force && performance.now() - progressAt < PROGRESS_EVERY_MS)) return;
+    progressAt = performance.now();
+    ctx.onProgress({ ...progress });
+  };
+  report(true);
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
     client: ctx.client, dir: ctx.staging.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger,
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
     onReuse: () => { reused++; },
-  }, job));
+  }, job).then((o) => {
+    progress.images_done++;
+    if (o.kind === 'stored') progress.bytes += o.bytes;
+    report(progress.images_done === progress.images_total);
+    return o;
+  }));
   if (error !== undefined) {
     keepDownloads(ctx);
     throw error;
@@ -175,6 +204,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     }
   }
 
+  ctx.onProgress?.({ ...progress, phase: 'committing' });
   const clearStaging = ctx.staging.dirty();
   try {
     await makeDurable(ctx.files.dir, renames.map(([tmp]) => tmp), ctx.signal, ctx.logger);
@@ -195,7 +225,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   t.committed = performance.now();
   if (clearStaging) await ctx.staging.cleared();
   const indexWritten = added + updated + removed > 0 || ctx.forceIndex;
-  if (indexWritten) await ctx.files.writeIndex(ctx.store.servedRows());
+  const indexVersion = indexWritten ? await ctx.files.writeIndex(ctx.store.servedRows()) : null;
   const ms = (a: number, b: number) => Math.round(b - a);
   ctx.logger.debug({
     list_ms: ms(t.start, t.listed), plan_download_ms: ms(t.listed, t.downloaded), durable_ms: ms(t.downloaded, t.durable),
@@ -205,7 +235,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   if (failures.length > 0) {
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }
-  return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, obsolete };
+  return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, indexVersion, obsolete };
 }
 
 /** The pass is failing: record its downloads so that the next pass (or a restarted agent) uses them. */

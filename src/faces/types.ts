@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Db } from '../db/database.js';
 import type { FaceRecord, ServiceClient } from '../client/types.js';
 import type { BackoffPolicy } from '../util/backoff.js';
+import type { EventPublisher } from '../events/event-bus.js';
 
 /** The slice of AgentConfig face sync reads (structurally a subset of AgentConfig). */
 export interface FaceSyncConfig {
@@ -22,6 +23,8 @@ export interface FaceSyncDeps {
   client: ServiceClient;
   logger: Logger;
   metrics?: Registry;
+  /** `faces.synced`, `faces.sync.failed` and `faces.sync.progress` go here (events/). */
+  events?: EventPublisher;
   /** ms epoch clock, injectable for image recheck tests. */
   now?: () => number;
   /** Backoff after failed syncs; default 5 s doubling, capped at max(sync_interval, 30 s). */
@@ -110,6 +113,8 @@ export interface FaceSyncStatus {
   /** Faces whose last image fetch failed (at most 20). */
   failed_faces: FaceFailure[];
   index_file: string;
+  /** Version of the index.json on disk (cache-files.ts indexVersion); null before start(). */
+  index_version: string | null;
 }
 
 export interface FaceSync {

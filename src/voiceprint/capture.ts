@@ -23,6 +23,8 @@ export interface CaptureOptions {
   signal?: AbortSignal;
   /** Kill a recorder that has not finished this long after the recording should have ended. */
   graceMs?: number;
+  /** Each piece of PCM as it arrives (a live level meter). */
+  onAudio?(chunk: Buffer): void;
 }
 
 export interface Capture {
@@ -94,6 +96,7 @@ export async function capturePcm(o: CaptureOptions): Promise<Capture> {
       const take = chunk.subarray(0, requestedBytes - bytes);
       chunks.push(take);
       bytes += take.length;
+      o.onAudio?.(take);
     });
     const onAbort = () => {
       aborted = true;

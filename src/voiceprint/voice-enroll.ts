@@ -15,6 +15,9 @@ import { auditDir, checkVoiceprintName, newAuditBase, registerVoiceprintWav, typ
 import { createMicLock } from './mic-lock.js';
 import { pruneVoiceprintAudits } from './audit-retention.js';
 import { makeDir } from '../util/make-dir.js';
+import type { EventPublisher } from '../events/event-bus.js';
+import { createLevelMeter } from './level-meter.js';
+import { audioDeviceErrors } from '../audio/speech-metrics.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
 // before the microphone opens, one recording at a time, playback paused while it records, the
@@ -26,6 +29,8 @@ export interface VoiceEnrollDeps {
   client: ServiceClient;
   logger: Logger;
   metrics?: Registry;
+  /** `voiceprint.level` (about 10 a second while recording), `voiceprint.registered`, `voiceprint.failed`. */
+  events?: EventPublisher;
   /** The speech component: playback pauses while the microphone records. */
   playback?: { hold(): Promise<() => void> };
   /** Environment of the recorder child (PATH, ALSA_CONFIG_PATH in tests); the daemon's when absent. */
@@ -83,6 +88,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     registers,
   });
   const lastPeak = new Gauge({ name: 'terminal_agent_voiceprint_last_peak_dbfs', help: 'Peak level of the last voiceprint recording, dBFS', registers });
+  const deviceErrors = audioDeviceErrors(deps.metrics);
   const recording = new Gauge({ name: 'terminal_agent_voiceprint_recording', help: '1 while the microphone records a voiceprint', registers });
 
   async function run(req: EnrollRequest): Promise<EnrollResult> {
@@ -103,8 +109,10 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
       const releasePlayback = deps.playback ? await deps.playback.hold() : undefined;
       recording.set(1);
       logger.info({ name, seconds, device, recorder: config.voiceprint.recorder }, 'recording a voiceprint');
+      const events = deps.events;
+      const meter = events ? createLevelMeter({ sampleRate, seconds, onLevel: (r) => events.publish('voiceprint.level', { name, ...r, rms_dbfs: finite(r.rms_dbfs), peak_dbfs: finite(r.peak_dbfs) }) }) : undefined;
       try {
-        ({ pcm } = await capturePcm({ recorder: config.voiceprint.recorder, device, sampleRate, seconds, ...(deps.env ? { env: deps.env } : {}), ...(deps.recorderGraceMs !== undefined ? { graceMs: deps.recorderGraceMs } : {}), signal }));
+        ({ pcm } = await capturePcm({ ...(meter ? { onAudio: (c: Buffer) => meter.push(c) } : {}), recorder: config.voiceprint.recorder, device, sampleRate, seconds, ...(deps.env ? { env: deps.env } : {}), ...(deps.recorderGraceMs !== undefined ? { graceMs: deps.recorderGraceMs } : {}), signal }));
       } finally {
         recording.set(0);
         releasePlayback?.();
@@ -143,14 +151,17 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
         const result = await p;
         totals.ok++;
         enrollments.inc({ outcome: 'ok' });
+        deps.events?.publish('voiceprint.registered', { name: result.name, voiceprint_id: result.voiceprint_id, levels: result.levels });
         last = { name: result.name, ok: true, at: new Date().toISOString(), ms: Date.now() - started, voiceprint_id: result.voiceprint_id, quality: result.quality, levels: result.levels };
         return result;
       } catch (err) {
         totals.failed++;
         const code = isAgentError(err) ? err.code : 'TA_ERR_FAILURE';
         enrollments.inc({ outcome: outcomeOf(code) });
+        if (code === 'TA_ERR_RECORDER') deviceErrors.inc({ role: 'input' });
         last = { name: req.name, ok: false, at: new Date().toISOString(), error: describeError(err), code };
         logger.warn({ name: req.name, code, err: describeError(err) }, 'voiceprint enrollment failed');
+        deps.events?.publish('voiceprint.failed', { name: req.name, code, reason: describeError(err) });
         throw err;
       } finally {
         inFlight.delete(p);
@@ -197,4 +208,9 @@ function outcomeOf(code: string): string {
     case 'TA_ERR_BAD_INPUT': case 'TA_ERR_USAGE': return 'invalid';
     default: return 'service';
   }
+}
+
+/** JSON has no -Infinity: digital silence is sent as null. */
+function finite(x: number): number | null {
+  return Number.isFinite(x) ? x : null;
 }

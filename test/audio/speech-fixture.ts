@@ -1,3 +1,4 @@
+import { createEventBus, type AgentEvent } from '../../src/events/event-bus.js';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { Registry } from 'prom-client';
@@ -32,6 +33,8 @@ export interface SpeechFixture {
   ttsRequests(): number;
   /** JSON log lines of the speech component (debug and up), as the daemon would write them. */
   logs: Array<Record<string, unknown>>;
+  /** What the speech component published on its event bus. */
+  events: AgentEvent[];
 }
 
 export interface SpeechFixtureOptions {
@@ -64,8 +67,11 @@ export async function speechFixture(opts: SpeechFixtureOptions = {}): Promise<Sp
   const logs: Array<Record<string, unknown>> = [];
   const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) } }).child({ component: 'speech' });
   const speechConfig = opts.stallTimeoutMs ? { ...config, service: { ...config.service, request_timeout: opts.stallTimeoutMs } } : config;
+  const events: AgentEvent[] = [];
+  const bus = createEventBus();
+  bus.subscribe((e) => events.push(e));
   const speech = createSpeech({
-    config: speechConfig, logger, db, client, metrics,
+    config: speechConfig, logger, db, client, metrics, events: bus,
     playerOptions: { ...opts.player, env: { ...alsa.env, ...opts.player?.env }, ...(opts.warm !== undefined ? { warm: opts.warm } : {}) },
     ...(opts.stopTimeoutMs !== undefined ? { stopTimeoutMs: opts.stopTimeoutMs } : {}),
   });
@@ -76,7 +82,7 @@ export async function speechFixture(opts: SpeechFixtureOptions = {}): Promise<Sp
   });
   await speech.start();
   return {
-    dir, alsa, emulator, config, client, db, metrics, speech, logs,
+    dir, alsa, emulator, config, client, db, metrics, speech, logs, events,
     async expectedPcm(text, ratios = {}) {
       const res = await fetch(`${emulator.baseUrl}/tts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text, ...ratios }) });
       const wav = Buffer.from(await res.arrayBuffer());

@@ -32,7 +32,10 @@ describe('speech queue', () => {
     const metrics = await f.metrics.metrics();
     expect(metrics).toMatch(/terminal_agent_speech_utterances_total\{result="played"\} 3/);
     expect(metrics).toMatch(/terminal_agent_tts_cache_misses_total 3/);
-    expect(metrics).toMatch(/terminal_agent_speech_first_frame_seconds_count\{source="service"\} 3/);
+    expect(metrics).toMatch(/terminal_agent_speech_first_frame_seconds_count\{source="service"\} 3/);    // Programs following GET /events saw each phrase start and finish, in order.
+    expect(f.events.map((e) => `${e.type}:${String(e.data.id)}:${String(e.data.outcome ?? e.data.cached)}`)).toEqual([
+      'speech.started:1:false', 'speech.finished:1:played', 'speech.started:2:false', 'speech.finished:2:played', 'speech.started:3:false', 'speech.finished:3:played',
+    ]);
   });
 
   it('interrupt stops the phrase being played and drops the queue; the queued ones resolve as interrupted', async () => {
@@ -53,6 +56,7 @@ describe('speech queue', () => {
     expect(a).toMatchObject({ outcome: 'interrupted', reason: 'interrupted by a newer request', source: 'service' });
     expect(b).toMatchObject({ outcome: 'interrupted' });
     expect(c).toMatchObject({ outcome: 'interrupted' });
+    expect(f.events.filter((e) => e.type === 'speech.finished').map((e) => e.data.outcome)).toEqual(['interrupted', 'played']);
     // The queued phrases were never synthesized.
     expect(f.ttsRequests()).toBe(2);
     const played = await f.alsa.waitPlayed(urgent.length + 1);

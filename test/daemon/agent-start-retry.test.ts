@@ -11,6 +11,7 @@ import { makeTestConfig } from '../helpers/config.js';
 import { startTestEmulator, terminalOf } from '../helpers/emulator.js';
 import { makeTestAlsa } from '../helpers/alsa.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { createEventBus, type AgentEvent } from '../../src/events/event-bus.js';
 import { jpeg, waitFor } from '../enroll/fixtures.js';
 
 // enroll.dir on a USB stick or a share that is not mounted when the agent starts: a dangling
@@ -33,7 +34,10 @@ describe('agent start with enroll.dir not there yet', () => {
     const logger = createLogger({ level: 'debug', destination: new Writable({ write(c: Buffer, _e, cb) { for (const l of c.toString().split('\n')) if (l) lines.push(JSON.parse(l)); cb(); } }) });
     const db = openDatabase({ path: join(config.state_dir, 'agent.db') });
     const client = createServiceClient({ config: config.service, logger, userAgent: 'test' });
-    const agent = createAgent({ config, logger, db, client, metrics: new Registry(), env: makeTestAlsa(root).env, startRetryMs: 200 });
+    const events = createEventBus();
+    const published: AgentEvent[] = [];
+    events.subscribe((e) => published.push(e));
+    const agent = createAgent({ config, logger, db, client, metrics: new Registry(), events, env: makeTestAlsa(root).env, startRetryMs: 200 });
     onTestFinished(async () => {
       await agent.stop();
       await client.close();
@@ -53,6 +57,10 @@ describe('agent start with enroll.dir not there yet', () => {
     expect(enroll().degraded).toBeUndefined();
     expect(emulator.state.faces().map((f) => f.name)).toEqual(['ada']);
     expect(lines.some((l) => l.component_started === 'enroll')).toBe(true);
+    // Programs following GET /events saw the same: degraded, then recovered, then the upload.
+    const types = published.filter((e) => e.type.startsWith('component.') || e.type === 'enroll.done').map((e) => `${e.type}:${String(e.data.component ?? e.data.name)}`);
+    expect(types).toEqual(['component.degraded:enroll', 'component.recovered:enroll', 'enroll.done:ada']);
+    expect(published.find((e) => e.type === 'component.degraded')!.data).toMatchObject({ retrying: true, reason: expect.stringContaining('cannot be used') });
   });
 
   it('stop() during the retries ends them at once', async () => {

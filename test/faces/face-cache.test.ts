@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { indexVersion } from '../../src/faces/cache-files.js';
 import { join } from 'node:path';
 import { readCachedFaces } from '../../src/faces/read-cache.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -63,7 +64,10 @@ describe('the face cache on disk', () => {
     await again.start();
     // Before any network: the index no longer names the missing file, and the crash leftover is gone.
     expect(readIndex(h.facesDir).map((e) => e.face_id)).toEqual([bob!.face_id]);
-    expect(Object.keys(snapshot(h.facesDir).files).sort()).toEqual([`${bob!.face_id}.jpg`, 'index.json'].sort());
+    expect(Object.keys(snapshot(h.facesDir).files).sort()).toEqual([`${bob!.face_id}.jpg`, 'index.json', 'index.version'].sort());
+    // index.version is the version of the repaired index, as status reports it.
+    expect(readFileSync(join(h.facesDir, 'index.version'), 'utf8').trim()).toBe(again.status().index_version);
+    expect(again.status().index_version).toBe(indexVersion(readFileSync(join(h.facesDir, 'index.json'), 'utf8')));
     const report = await again.syncNow(); // joins the sync start() began
     expect(report).toMatchObject({ ok: true, added: 1, image_requests: 1 });
     expect(expectIndexMatchesServer(h.facesDir, h.emu).map((e) => e.name).sort()).toEqual(['alice', 'bob']);
@@ -102,7 +106,7 @@ describe('the face cache on disk', () => {
     await sync.syncNow();
     const files = Object.keys(snapshot(h.facesDir).files);
     expect(files.filter((f) => stale.includes(f))).toEqual([]);
-    expect(files.sort()).toEqual([...readIndex(h.facesDir).map((e) => e.image), 'index.json'].sort());
+    expect(files.sort()).toEqual([...readIndex(h.facesDir).map((e) => e.image), 'index.json', 'index.version'].sort());
   });
 
   it('readCachedFaces (faces list --cached) reads agent.db read-only beside the running sync', async () => {

@@ -96,7 +96,7 @@ describe('face sync failures leave the previous cache whole', () => {
     expect(report.failures.map((f) => [f.name, f.code]).sort()).toEqual([['json-body', 'TA_ERR_BAD_RESPONSE'], ['truncated', 'TA_ERR_BAD_RESPONSE']]);
     expect(report.failures.find((f) => f.name === 'truncated')!.message).toMatch(/truncated/);
     expect(readIndex(h.facesDir).map((e) => e.face_id)).toEqual([good!.face_id]);
-    expect(snapshot(h.facesDir).files).toEqual({ 'index.json': expect.any(String), [`${good!.face_id}.jpg`]: expect.any(String) });
+    expect(snapshot(h.facesDir).files).toEqual({ 'index.json': expect.any(String), 'index.version': expect.any(String), [`${good!.face_id}.jpg`]: expect.any(String) });
     expect(sync.status().failed_faces.map((f) => f.face_id).sort()).toEqual([jsonBody!.face_id, truncated!.face_id].sort());
     expect(await h.registry.metrics()).toContain('terminal_agent_face_sync_total{result="partial"} 1');
 

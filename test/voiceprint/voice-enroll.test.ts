@@ -16,6 +16,7 @@ import { alsaCaptureDevice, makeCaptureInputs, type CaptureInputs } from '../hel
 import { startTestEmulator, type Emulator } from '../helpers/emulator.js';
 import { makeTestConfig } from '../helpers/config.js';
 import { tmpDir, tmpDirManual } from '../helpers/tmp.js';
+import { createEventBus, type AgentEvent } from '../../src/events/event-bus.js';
 
 // Real capture (arecord/sox reading ALSA's file plugin), real SQLite, real HTTP to the emulator.
 
@@ -36,6 +37,7 @@ interface Setup {
   db: ReturnType<typeof openDatabase>;
   metrics: Registry;
   holds: string[];
+  events: AgentEvent[];
 }
 
 async function setup(opts: { input?: string; device?: string; env?: NodeJS.ProcessEnv; recorder?: 'arecord' | 'sox'; micWaitMs?: number; recorderGraceMs?: number } = {}): Promise<Setup> {
@@ -51,6 +53,9 @@ async function setup(opts: { input?: string; device?: string; env?: NodeJS.Proce
   const client = createServiceClient({ config: config.service, logger: silentLogger(), userAgent: 'terminal-agent/test' });
   const metrics = new Registry();
   const holds: string[] = [];
+  const events: AgentEvent[] = [];
+  const bus = createEventBus();
+  bus.subscribe((e) => events.push(e));
   // Stand-in for the speech component's hold(): records when playback is paused and resumed.
   const playback = {
     hold: async () => {
@@ -58,14 +63,14 @@ async function setup(opts: { input?: string; device?: string; env?: NodeJS.Proce
       return () => holds.push(`release@${emulator.requests.length}`);
     },
   };
-  const deps: VoiceEnrollDeps = { config, db, client, logger: silentLogger(), metrics, playback, env: opts.env ?? mic.env, ...(opts.micWaitMs !== undefined ? { micWaitMs: opts.micWaitMs } : {}), ...(opts.recorderGraceMs !== undefined ? { recorderGraceMs: opts.recorderGraceMs } : {}) };
+  const deps: VoiceEnrollDeps = { config, db, client, logger: silentLogger(), metrics, playback, events: bus, env: opts.env ?? mic.env, ...(opts.micWaitMs !== undefined ? { micWaitMs: opts.micWaitMs } : {}), ...(opts.recorderGraceMs !== undefined ? { recorderGraceMs: opts.recorderGraceMs } : {}) };
   const voice = createVoiceEnroll(deps);
   onTestFinished(async () => {
     await voice.stop();
     await client.close();
     db.close();
   });
-  return { emulator, emulatorData, config, voice, db, metrics, holds };
+  return { emulator, emulatorData, config, voice, db, metrics, holds, events };
 }
 
 function voiceprintPosts(s: Setup) {
@@ -120,6 +125,29 @@ describe('voiceprint enrollment from the microphone', () => {
     expect(s.voice.status()).toMatchObject({ state: 'idle', registered: 1, totals: { ok: 1, failed: 0 }, last: { ok: true, voiceprint_id: result.voiceprint_id } });
     expect(await s.metrics.getSingleMetricAsString('terminal_agent_voiceprint_enrollments_total')).toMatch(/outcome="ok"} 1/);
     await s.voice.stop();
+  });
+
+  it('publishes the level ten times a second while recording, with hints, then the verdict', async () => {
+    const s = await setup();
+    const result = await s.voice.enroll({ name: 'Ada' });
+    const levels = s.events.filter((e) => e.type === 'voiceprint.level').map((e) => e.data as { name: string; elapsed_ms: number; remaining_ms: number; rms_dbfs: number | null; hint: string | null });
+    expect(levels).toHaveLength(30); // 3 s in 100 ms windows
+    expect(levels.map((l) => l.elapsed_ms)).toEqual(Array.from({ length: 30 }, (_, i) => (i + 1) * 100));
+    expect(levels.at(-1)).toMatchObject({ name: 'Ada', remaining_ms: 0 });
+    // espeak speech at a normal level: most windows need no hint.
+    expect(levels.filter((l) => l.hint === null).length).toBeGreaterThan(10);
+    expect(s.events.at(-1)).toMatchObject({ type: 'voiceprint.registered', data: { name: 'Ada', voiceprint_id: result.voiceprint_id } });
+  });
+
+  it.each([
+    ['a far-away speaker', () => inputs.quiet, 'closer'],
+    ['clipped audio', () => inputs.clipped, 'too_loud'],
+  ])('hints the person speaking while recording %s, then publishes the failure', async (_label, input, hint) => {
+    const s = await setup({ input: input() });
+    await s.voice.enroll({ name: 'bob' }).catch(() => undefined);
+    const hints = s.events.filter((e) => e.type === 'voiceprint.level').map((e) => e.data.hint);
+    expect(hints.filter((h) => h === hint).length).toBeGreaterThan(hints.length / 2);
+    expect(s.events.at(-1)).toMatchObject({ type: 'voiceprint.failed', data: { name: 'bob', code: 'TA_ERR_AUDIO_QUALITY' } });
   });
 
   it.each([
