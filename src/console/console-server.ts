@@ -148,9 +148,12 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       const status = errorStatus(err);
       if (status >= 500 && !(err instanceof AgentError)) log.error({ err, route: `${method} ${path}` }, 'console request failed');
       else log.debug({ route: `${method} ${path}`, status, code: (err as AgentError).code }, 'console request refused');
+      // A refused upload is not read to its end: close the connection after the answer rather than
+      // drain megabytes; a small unread body is drained so the connection can be reused.
+      const unread = !req.readableEnded && (Number(req.headers['content-length'] ?? 0) > 65536 || req.headers['transfer-encoding'] !== undefined);
+      if (unread && !res.headersSent) res.setHeader('connection', 'close');
       sendError(res, err);
-      // A refused upload is not read to its end: close rather than drain megabytes.
-      if (!req.readableEnded) res.once('finish', () => req.destroy());
+      if (!unread) req.resume();
     } finally {
       log.trace({ route: `${method} ${path}`, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'console request');
     }
