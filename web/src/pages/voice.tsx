@@ -13,8 +13,9 @@ import { Ago, Badge, Card, Empty, ErrorBox, Loading, PageHead, type Tone } from 
 interface Level {
   elapsed_ms: number;
   remaining_ms: number;
-  rms_dbfs: number;
-  peak_dbfs: number;
+  /** null for digital silence. */
+  rms_dbfs: number | null;
+  peak_dbfs: number | null;
   hint: 'closer' | 'louder' | 'too_loud' | null;
 }
 
@@ -29,7 +30,7 @@ interface Verdict {
 
 const HINTS: Record<string, string> = { closer: 'Come closer to the microphone', louder: 'Speak a little louder', too_loud: 'Too loud: step back or speak softer' };
 const FLOOR = -60;
-const pct = (db: number) => `${Math.max(0, Math.min(100, ((db - FLOOR) / -FLOOR) * 100)).toFixed(1)}%`;
+const pct = (db: number | null) => `${db === null ? 0 : Math.max(0, Math.min(100, ((db - FLOOR) / -FLOOR) * 100)).toFixed(1)}%`;
 
 function rows<T>(data: unknown, key: string): T[] {
   if (Array.isArray(data)) return data as T[];
@@ -37,25 +38,40 @@ function rows<T>(data: unknown, key: string): T[] {
   return Array.isArray(v) ? (v as T[]) : [];
 }
 
-function Meter(props: { level: Level | undefined; seconds: number }) {
+function Meter(props: { level: Level | undefined; seconds: number; recording: boolean }) {
   const l = props.level;
   const tone = !l ? 'idle' : l.hint === 'too_loud' ? 'bad' : l.hint ? 'warn' : 'ok';
   const done = l ? l.elapsed_ms / (l.elapsed_ms + l.remaining_ms) : 0;
   return (
     <div class="meter-box" data-testid="meter">
-      <div class={`meter ${tone}`} role="meter" aria-label="Microphone level" aria-valuemin={FLOOR} aria-valuemax={0} aria-valuenow={l?.rms_dbfs ?? FLOOR}>
+      <div class={`meter ${tone}`} role="meter" aria-label="Microphone level" aria-valuemin={FLOOR} aria-valuemax={0} aria-valuenow={l?.rms_dbfs ?? FLOOR} aria-busy={props.recording}>
         <div class="meter-fill" style={{ width: l ? pct(l.rms_dbfs) : '0%' }} />
         <div class="meter-peak" style={{ left: l ? pct(l.peak_dbfs) : '0%' }} />
         <div class="meter-zone" aria-hidden="true" />
       </div>
       <div class="meter-legend small">
         <span>{l ? `level ${dbfs(l.rms_dbfs)}, peak ${dbfs(l.peak_dbfs)}` : 'waiting for the microphone…'}</span>
-        <span>{l ? `${(l.remaining_ms / 1000).toFixed(1)} s left` : `${props.seconds} s`}</span>
+        <span>{!props.recording ? 'loudest moment' : l ? `${(l.remaining_ms / 1000).toFixed(1)} s left` : `${props.seconds} s`}</span>
       </div>
       <div class="progress"><div style={{ width: `${(done * 100).toFixed(1)}%` }} /></div>
-      <p class={`meter-hint ${tone}`} aria-live="polite">{l ? (l.hint ? HINTS[l.hint] : 'Good level: keep talking') : 'Start speaking when the meter moves'}</p>
+      {props.recording && <p class={`meter-hint ${tone}`} aria-live="polite">{l ? (l.hint ? HINTS[l.hint] : 'Good level: keep talking') : 'Start speaking when the meter moves'}</p>}
     </div>
   );
+}
+
+/** The quality figures in words: "2.0 s, speech in 80% (1.6 s), peak 0 dBFS, level -21 dBFS, clipped 0%". */
+function qualityLine(q: Record<string, unknown>): string {
+  const n = (k: string) => (typeof q[k] === 'number' ? (q[k] as number) : undefined);
+  const parts: string[] = [];
+  const sec = n('seconds');
+  if (sec !== undefined) parts.push(`${sec.toFixed(1)} s recorded`);
+  const vs = n('voiced_share');
+  if (vs !== undefined) parts.push(`speech in ${Math.round(vs * 100)}%${n('voiced_seconds') !== undefined ? ` (${n('voiced_seconds')!.toFixed(1)} s)` : ''}`);
+  if (n('peak_dbfs') !== undefined) parts.push(`peak ${dbfs(n('peak_dbfs'))}`);
+  if (n('rms_dbfs') !== undefined) parts.push(`level ${dbfs(n('rms_dbfs'))}`);
+  const cs = n('clipped_share');
+  if (cs !== undefined) parts.push(`clipped ${(cs * 100).toFixed(cs > 0 && cs < 0.01 ? 2 : 0)}%`);
+  return parts.join(' · ');
 }
 
 function Recorder(props: { onDone: () => void }) {
@@ -63,11 +79,15 @@ function Recorder(props: { onDone: () => void }) {
   const [seconds, setSeconds] = useState(8);
   const [recording, setRecording] = useState<string | undefined>(undefined);
   const [level, setLevel] = useState<Level | undefined>(undefined);
+  const [loudest, setLoudest] = useState<Level | undefined>(undefined);
   const [verdict, setVerdict] = useState<Verdict | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
 
   useEvents(['voiceprint.level'], (e) => {
-    if (recording && e.data.name === recording) setLevel(e.data as unknown as Level);
+    if (!recording || e.data.name !== recording) return;
+    const l = e.data as unknown as Level;
+    setLevel(l);
+    setLoudest((m) => (!m || (l.rms_dbfs ?? -Infinity) > (m.rms_dbfs ?? -Infinity) ? l : m));
   });
 
   const start = async (e: Event) => {
@@ -76,6 +96,7 @@ function Recorder(props: { onDone: () => void }) {
     if (!n) return;
     setRecording(n);
     setLevel(undefined);
+    setLoudest(undefined);
     setVerdict(undefined);
     setError(undefined);
     try {
@@ -100,13 +121,14 @@ function Recorder(props: { onDone: () => void }) {
         </div>
         <p class="muted small">The terminal's microphone records; the person speaks normally, about an arm's length away. The recording is checked for level, speech and clipping before it is sent.</p>
       </form>
-      {recording && <Meter level={level} seconds={seconds} />}
+      {/* The last reading stays beside the verdict: it tells why a recording was too quiet or too loud. */}
+      {(recording || loudest) && <Meter level={recording ? level : loudest} seconds={seconds} recording={!!recording} />}
       {verdict && (
-        <div class={`alert ${verdict.ok ? 'ok' : 'bad'}`} role="status" data-testid="verdict">
+        <div class={`alert stack ${verdict.ok ? 'ok' : 'bad'}`} role="status" data-testid="verdict">
           <strong>{verdict.ok ? `Registered ${verdict.voiceprint_id ? `as ${verdict.voiceprint_id}` : ''}` : verdict.error?.message ?? 'Refused'}</strong>
           {verdict.error?.hint && <p class="hint">{verdict.error.hint}</p>}
           {verdict.levels && <p class="small">{verdict.levels}</p>}
-          {q && <p class="small muted">{Object.entries(q).filter(([, v]) => typeof v === 'number').map(([k, v]) => `${k} ${Number(v).toFixed(2)}`).join(' · ')}</p>}
+          {q && <p class="small muted">{qualityLine(q)}</p>}
         </div>
       )}
       <ErrorBox error={error} what="Not registered" />
