@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, api } from '../api';
+import { useEvents } from '../events';
 import { useResource } from '../resource';
 import type { Face, FacesList } from '../types';
 import { Ago, Badge, Empty, ErrorBox, Loading, PageHead } from '../ui';
@@ -9,6 +10,27 @@ import { Ago, Badge, Empty, ErrorBox, Loading, PageHead } from '../ui';
 // they scroll into view, and the full cached image opens only on demand.
 
 const STALE_MS = 60 * 60_000;
+
+interface SyncProgress {
+  phase: 'listing' | 'downloading' | 'committing';
+  faces: number | null;
+  images_done: number;
+  images_total: number;
+}
+
+function Progress(props: { p: SyncProgress }) {
+  const { p } = props;
+  const share = p.phase === 'downloading' && p.images_total > 0 ? p.images_done / p.images_total : p.phase === 'committing' ? 1 : 0;
+  const text = p.phase === 'listing' ? 'Syncing: asking the service for the group’s faces…'
+    : p.phase === 'downloading' ? `Syncing: ${p.images_done} of ${p.images_total} new pictures downloaded`
+      : 'Syncing: saving the cache…';
+  return (
+    <div class="sync-progress" role="status" data-testid="sync-progress">
+      <p class="small">{text}</p>
+      <div class="progress"><div style={{ width: `${(share * 100).toFixed(1)}%` }} /></div>
+    </div>
+  );
+}
 
 function normalize(s: string): string {
   return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
@@ -40,7 +62,9 @@ function Lightbox(props: { face: Face | undefined; onClose: () => void }) {
 }
 
 export function Faces() {
-  const { data, error, reload } = useResource<FacesList>('/api/faces', { refreshOn: ['faces.synced'], intervalMs: 60_000 });
+  const { data, error, reload } = useResource<FacesList>('/api/faces', { refreshOn: ['faces.synced', 'faces.sync.failed'], intervalMs: 60_000 });
+  const [progress, setProgress] = useState<SyncProgress | undefined>(undefined);
+  useEvents(['faces.sync.progress', 'faces.synced', 'faces.sync.failed'], (e) => setProgress(e.type === 'faces.sync.progress' ? (e.data as unknown as SyncProgress) : undefined));
   const [q, setQ] = useState('');
   const [open, setOpen] = useState<Face | undefined>(undefined);
   const [syncing, setSyncing] = useState(false);
@@ -77,6 +101,7 @@ export function Faces() {
           <button class="btn" onClick={() => void syncNow()} disabled={syncing || data.sync_state === 'syncing'}>{syncing || data.sync_state === 'syncing' ? 'Syncing…' : 'Sync now'}</button>
         </>}
       />
+      {progress && <Progress p={progress} />}
       <ErrorBox error={error} what="Showing the faces read before; refreshing failed" />
       <ErrorBox error={syncError} what="The sync failed; the gallery shows the cache as it was" />
       {data.last_sync && !data.last_sync.ok && !syncError && (

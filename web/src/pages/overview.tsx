@@ -8,7 +8,7 @@ import { Ago, Badge, Card, Dot, Empty, ErrorBox, KV, Loading, PageHead, type Ton
 // What `terminal-agent status` says, kept current by the event stream: problems and their fixes
 // first, then the face cache, the outbox, audio, components and the latest failures.
 
-const LIVE_EVENTS = ['faces.synced', 'enroll.queued', 'enroll.started', 'enroll.done', 'enroll.failed', 'speech.started', 'speech.finished',
+const LIVE_EVENTS = ['faces.synced', 'faces.sync.failed', 'enroll.queued', 'enroll.started', 'enroll.done', 'enroll.failed', 'speech.started', 'speech.finished',
   'voiceprint.registered', 'voiceprint.failed', 'component.degraded', 'component.recovered'] as const;
 
 const COMPONENT_NAMES: Record<string, string> = { faces: 'Face sync', speech: 'Speech output', voice: 'Voice input', enroll: 'Enrollment', console: 'Web console' };
