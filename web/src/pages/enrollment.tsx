@@ -97,7 +97,7 @@ function DropZone(props: { onFiles: (files: File[], kind: Kind | undefined) => v
       onDrop={(e) => { e.preventDefault(); setOver(false); take(e.dataTransfer?.files); }}
     >
       <div class="dz-icon" aria-hidden="true">⇪</div>
-      <p class="dz-title">Drop pictures, recordings or texts here</p>
+      <p class="dz-title"><span class="pointer-only">Drop pictures, recordings or texts here</span><span class="touch-only">Add pictures, recordings or texts</span></p>
       <p class="muted small">Pictures go to <code>faces/</code> (named after the person), <code>.wav</code> to <code>voiceprints/</code>, a <code>.wav</code> with a <code>.txt</code> of the same name to <code>speakers/</code>, <code>.txt</code>/<code>.md</code> to <code>knowledge/</code>.</p>
       <div class="dz-controls">
         <label class="small">Folder{' '}
