@@ -203,6 +203,12 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       const host = addr.host.includes(':') ? `[${addr.host}]` : addr.host === '0.0.0.0' ? '127.0.0.1' : addr.host;
       url = `${tls ? 'https' : 'http'}://${host}:${port}/`;
       log.info({ url, listen: config.console.listen, tls, login_required: auth.loginRequired }, 'web console listening');
+      // Tiles of faces removed or changed while the daemon was down; in the background.
+      void (async () => {
+        const faces = (await deps.handlers.faces()) as { face_id: string; image: string; image_sha256: string }[];
+        const removed = await thumbnails.prune(faces.map((f) => ({ faceId: f.face_id, sha256: f.image_sha256, path: join(config.state_dir, 'faces', f.image) })));
+        if (removed > 0) log.debug({ removed }, 'removed thumbnails of faces no longer cached');
+      })().catch(() => undefined);
     },
     stop() {
       if (!server) return Promise.resolve();

@@ -204,6 +204,25 @@ describe('web console API', () => {
     expect(gone.status).toBe(404);
   });
 
+  it('retries a file refused by the service with the same content: the outbox does not take it for a repeat', async () => {
+    emulator.faults.add({ method: 'POST', path: '/v1/api/faces', action: 'status', status: 400, times: 1 });
+    const png = faceImagePng([10, 200, 10], 72);
+    expect((await c.call('POST', '/api/enroll/upload?kind=faces&name=Refused.png', { body: png })).status).toBe(201);
+    const failed = await until('the refusal', async () => {
+      const l = (await c.call('GET', '/api/enroll')).json();
+      return l.failed.find((i: { name: string }) => i.name === 'Refused.png');
+    });
+    expect(failed.error.code).toMatch(/^TA_ERR_/);
+    expect((await c.call('POST', '/api/enroll/retry', { body: { kind: 'faces', name: 'Refused.png' } })).status).toBe(200);
+    const done = await until('the unchanged file in done', async () => {
+      const l = (await c.call('GET', '/api/enroll')).json();
+      return l.done.find((i: { name: string }) => i.name === 'Refused.png');
+    });
+    expect(done.result.face_id).toEqual(expect.any(String));
+    expect(done.result.duplicate_of_upload).toBeUndefined();
+    expect(emulator.state.faces(emulator.terminals[0]!.group_id).filter((f) => f.name === 'Refused')).toHaveLength(1);
+  });
+
   it('plays a phrase in the browser as WAV and lists voices and the registries', async () => {
     const wav = await c.call('GET', '/api/tts?text=Hello%20there&speed=60');
     expect(wav.status).toBe(200);

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
+import { hashPassword } from '../../src/util/password-hash.js';
 import { readFileSync, readdirSync, readlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parsePasswordHash, verifyPassword } from '../../src/util/password-hash.js';
@@ -114,6 +117,36 @@ describe('web console configuration', () => {
     const viaCred = await runCliProcess(['config', 'check', '--config', open.configPath], { env: { CREDENTIALS_DIRECTORY: creds } });
     expect(viaCred.code).toBe(0);
     expect(viaCred.stdout).toContain(`login by systemd credential ${join(creds, 'console_password')}`);
+  });
+
+  it('serves https with a configured certificate: Secure __Host- cookie and HSTS', async () => {
+    const emulator = await startTestEmulator();
+    const dir = tmpDir('ta-console-https-');
+    // A self-signed certificate made by Debian's openssl, as an operator would for a LAN address.
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    const hash = await hashPassword('tls console password', { ln: 10, r: 8, p: 1 });
+    const files = daemonFiles(join(dir, 'agent'), emulator, {
+      extra: ['console:', '  listen: 127.0.0.1:0', `  password_hash: "${hash}"`, `  tls_cert_file: ${join(dir, 'cert.pem')}`, `  tls_key_file: ${join(dir, 'key.pem')}`].join('\n'),
+    });
+    const d = spawnDaemon(files.configPath);
+    await d.waitLog(isReady, 20_000, 'ready');
+    const url = String((await d.waitLog((l) => l.msg === 'web console listening', 5000, 'console listening')).url);
+    expect(url).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/$/);
+    const body = JSON.stringify({ password: 'tls console password' });
+    const res = await new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
+      const req = httpsRequest(new URL('/api/login', url), { method: 'POST', ca: readFileSync(join(dir, 'cert.pem')), headers: { 'content-type': 'application/json', 'content-length': String(body.length) } }, (r) => {
+        r.resume();
+        resolve({ status: r.statusCode ?? 0, headers: r.headers });
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(res.status).toBe(200);
+    expect(String(res.headers['set-cookie'])).toMatch(/^__Host-ta_session=[\w-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/);
+    expect(res.headers['strict-transport-security']).toMatch(/max-age=/);
+    d.signal('SIGTERM');
+    expect((await d.exited).code).toBe(0);
   });
 
   it('refuses half a TLS setup', async () => {
