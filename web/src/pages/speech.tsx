@@ -8,18 +8,22 @@ import { Badge, Card, Empty, ErrorBox, Loading, PageHead } from '../ui';
 // Say a phrase on the terminal's speaker (through the daemon's speech queue, as `terminal-agent say`
 // does) or play it here in the browser; pick the voice from the catalogue with its filters.
 
+/** A ratio the operator has not moved is not sent: the terminal's configured tts.*_ratio applies. */
 interface Ratios {
-  volume: number;
-  speed: number;
-  pitch: number;
+  volume?: number;
+  speed?: number;
+  pitch?: number;
 }
 
-function Slider(props: { label: string; value: number; onChange: (v: number) => void }) {
+function Slider(props: { label: string; value: number | undefined; onChange: (v: number | undefined) => void }) {
   const id = `r-${props.label.toLowerCase()}`;
   return (
     <div class="slider">
-      <label for={id}>{props.label} <span class="muted">{props.value}</span></label>
-      <input id={id} type="range" min="0" max="100" step="1" value={props.value} onInput={(e) => props.onChange(Number(e.currentTarget.value))} />
+      <label for={id}>{props.label}{' '}
+        <span class="muted">{props.value ?? 'as configured'}</span>
+        {props.value !== undefined && <button type="button" class="link small" onClick={() => props.onChange(undefined)} aria-label={`Reset ${props.label.toLowerCase()}`}>reset</button>}
+      </label>
+      <input id={id} type="range" min="0" max="100" step="1" value={props.value ?? 50} onInput={(e) => props.onChange(Number(e.currentTarget.value))} />
     </div>
   );
 }
@@ -83,7 +87,7 @@ export function Speech() {
   const voices = useResource<{ voices: Voice[]; total: number }>('/api/voices');
   const [text, setText] = useState('');
   const [voice, setVoice] = useState('');
-  const [r, setR] = useState<Ratios>({ volume: 50, speed: 50, pitch: 50 });
+  const [r, setR] = useState<Ratios>({});
   const [busy, setBusy] = useState<'say' | 'play' | undefined>(undefined);
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const [said, setSaid] = useState<string | undefined>(undefined);
