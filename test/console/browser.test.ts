@@ -273,4 +273,13 @@ describe('web console in Chromium', () => {
       stack.emulator.faults.clear();
     }
   });
+  test('logging out ends the session: the login form is back and the API refuses the old cookie', async () => {
+    await page.goto('/#/overview');
+    await page.locator('[data-ready=overview]').waitFor();
+    const before = await context.cookies();
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await expect.poll(() => page.getByLabel('Console password').isVisible()).toBe(true);
+    const res = await fetch(new URL('/api/status', stack.url), { headers: { cookie: before.map((c) => `${c.name}=${c.value}`).join('; ') } });
+    expect(res.status).toBe(401);
+  });
 });
