@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AgentError, isAgentError } from '../errors.js';
+import { AgentError, AudioDeviceError, RecorderError, isAgentError } from '../errors.js';
 import { httpStatusFor } from '../control/control-server.js';
 
 // What every console answer shares: the security headers, one JSON error shape
@@ -55,6 +55,8 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 
 export function errorStatus(err: unknown): number {
   if (err instanceof ConsoleHttpError) return err.status;
+  // No sound card or microphone: the terminal cannot do it now, not a bug of the daemon.
+  if (err instanceof AudioDeviceError || err instanceof RecorderError) return 503;
   return httpStatusFor(err);
 }
 

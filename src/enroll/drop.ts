@@ -34,8 +34,10 @@ export function parseKind(v: unknown): Kind {
 export function checkDropName(kind: Kind, name: string): void {
   const parts = name.split('/');
   const bad = parts.some((p) => p === '' || p === '.' || p === '..' || p.startsWith('.') || p.includes('\\') || hasControlChar(p));
-  if (bad || Buffer.byteLength(name) > 240 || !classify(`${kind}/${name}`)) {
-    const takes = kind === 'faces' ? 'NAME.jpg/.jpeg/.png/.bmp/.webp (or NAME/FILE.jpg)' : kind === 'knowledge' ? 'ID.txt or ID.md' : kind === 'speakers' ? 'LABEL.wav' : 'NAME.wav or NAME.pcm';
+  // A speaker's spoken text (LABEL.txt) goes beside LABEL.wav, before it.
+  const companion = kind === 'speakers' && parts.length === 1 && name.toLowerCase().endsWith('.txt');
+  if (bad || Buffer.byteLength(name) > 240 || (!companion && !classify(`${kind}/${name}`))) {
+    const takes = kind === 'faces' ? 'NAME.jpg/.jpeg/.png/.bmp/.webp (or NAME/FILE.jpg)' : kind === 'knowledge' ? 'ID.txt or ID.md' : kind === 'speakers' ? 'LABEL.txt (the spoken text, first) and LABEL.wav' : 'NAME.wav or NAME.pcm';
     throw new UsageError(`"${name}" is not a file name the ${kind} folder takes: it takes ${takes}, no leading dot, no folders beyond one for faces`);
   }
 }

@@ -106,6 +106,7 @@ export async function listEnrollment(layout: Layout, db: Db, opts: { limit?: num
       WHERE finalized = 0 ORDER BY id LIMIT 1000`)
     .all() as { kind: Kind; source_path: string; state: string; size: number; attempts: number; last_error: string | null; last_error_code: string | null; updated_at: number }[];
   const active = new Set(rows.map((r) => r.source_path));
+  const failedRow = db.prepare(`SELECT last_error, last_error_code FROM outbox WHERE kind = ? AND final_path = ? AND state = 'failed' ORDER BY id DESC LIMIT 1`);
   const inFlight: EnrollItem[] = rows.map((r) => ({
     kind: r.kind,
     name: r.source_path.slice(r.kind.length + 1),
@@ -154,7 +155,12 @@ export async function listEnrollment(layout: Layout, db: Db, opts: { limit?: num
         ? join(base, `${item.name}${isFailed ? '.error.json' : '.json'}`)
         : resultFilePath(base, item.name, isFailed);
       const body = await readSidecar(sidecar);
-      if (!body) continue;
+      if (!body) {
+        // The file moved a moment ago and its result file is being written: the outbox knows why.
+        const row = isFailed ? failedRow.get(item.kind, item.name) as { last_error: string | null; last_error_code: string | null } | undefined : undefined;
+        if (row) item.error = { code: row.last_error_code ?? 'TA_ERR_FAILURE', message: row.last_error ?? 'failed' };
+        continue;
+      }
       if (isFailed) item.error = { code: String(body.code ?? 'TA_ERR_FAILURE'), message: String(body.error ?? 'failed') };
       else item.result = body;
     }

@@ -184,7 +184,7 @@ describe('web console API', () => {
     expect(up.status).toBe(201);
     const failed = await until('the failure', async () => {
       const l = (await c.call('GET', '/api/enroll')).json();
-      return l.failed.find((i: { name: string }) => i.name === 'Broken.png');
+      return l.failed.find((i: { name: string; error?: unknown }) => i.name === 'Broken.png' && i.error);
     });
     expect(failed.error.message.length).toBeGreaterThan(5);
     expect(failed.error.code).toMatch(/^TA_ERR_/);
@@ -210,7 +210,7 @@ describe('web console API', () => {
     expect((await c.call('POST', '/api/enroll/upload?kind=faces&name=Refused.png', { body: png })).status).toBe(201);
     const failed = await until('the refusal', async () => {
       const l = (await c.call('GET', '/api/enroll')).json();
-      return l.failed.find((i: { name: string }) => i.name === 'Refused.png');
+      return l.failed.find((i: { name: string; error?: unknown }) => i.name === 'Refused.png' && i.error);
     });
     expect(failed.error.code).toMatch(/^TA_ERR_/);
     expect((await c.call('POST', '/api/enroll/retry', { body: { kind: 'faces', name: 'Refused.png' } })).status).toBe(200);
@@ -235,6 +235,21 @@ describe('web console API', () => {
     expect((await c.call('GET', '/api/speakers')).json()).toEqual({ speakers: expect.any(Array) });
     const badRatio = await c.call('GET', '/api/tts?text=x&volume=300');
     expect(badRatio.status).toBe(400);
+  });
+
+  it('says a phrase on the terminal, or tells clearly that it has no sound card', async () => {
+    const said = await c.call('POST', '/api/say', { body: { text: 'Hello from the console', volume: 40 } });
+    // This machine has no sound card: the answer says so, and the daemon goes on.
+    expect(said.status).toBe(503);
+    expect(said.json().error).toMatchObject({ code: expect.stringMatching(/^TA_ERR_/), message: expect.stringMatching(/audio\.output_device|ALSA/) });
+    expect((await c.call('POST', '/api/say', { body: { text: '' } })).status).toBe(400);
+    expect((await c.call('GET', '/api/status')).json().state).toBe('running');
+  });
+
+  it('takes a speaker sample as its text then its WAV', async () => {
+    const txt = await c.call('POST', '/api/enroll/upload?kind=speakers&name=Narrator.txt', { body: 'Hello, I am the narrator.' });
+    expect(txt.status).toBe(201);
+    expect(existsSync(join(files.enrollDir, 'speakers', 'Narrator.txt'))).toBe(true);
   });
 
   it('streams events from the bus', async () => {
