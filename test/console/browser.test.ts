@@ -268,7 +268,13 @@ describe('web console in Chromium', () => {
       const health = page.locator('[data-testid=health]');
       await expect.poll(() => health.innerText(), { timeout: 10_000 }).toMatch(/need(s)? attention/);
       expect(await health.innerText()).toMatch(/Fix:/);
+      expect(await health.innerText()).toMatch(/face sync failed/i);
       await screenshot(page, 'overview-problem-desktop');
+
+      // The cloud is back: the fix the overview offers, run from the page, clears the problem.
+      stack.emulator.faults.clear();
+      await health.getByRole('button', { name: 'Sync now' }).click();
+      await expect.poll(() => health.innerText(), { timeout: 15_000 }).not.toMatch(/face sync failed/i);
     } finally {
       stack.emulator.faults.clear();
     }

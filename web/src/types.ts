@@ -26,6 +26,8 @@ export interface StatusAction {
   component: string;
   problem: string;
   fix: string;
+  /** A change the console can make at once, e.g. {method: 'POST', path: '/api/faces/sync', label: 'Sync now'}. */
+  action?: { method: 'POST'; path: string; label: string };
 }
 
 export interface Status {

@@ -71,6 +71,7 @@ function ItemRow(props: { item: EnrollItem; playing: string | undefined; onPlay:
           <div class="reason" data-testid="reason">
             <p>{item.error.message}{item.error.code ? <span class="code"> {item.error.code}</span> : null}</p>
             {item.error.hint && <p class="hint">{item.error.hint}</p>}
+            {item.kind === 'knowledge' && <p class="hint">Knowledge files are a mirror: fix the file in <code>knowledge/</code> and save it again; it is sent again by itself.</p>}
           </div>
         )}
       </div>
@@ -213,7 +214,7 @@ export function Enrollment() {
                   {items.length === 0 ? <p class="muted small lane-empty">{s.empty}</p> : (
                     <ul class="items">
                       {items.map((it) => (
-                        <ItemRow key={`${it.kind}/${it.name}`} item={it} playing={playing} onPlay={play} onRetry={s.state === 'failed' ? retry : undefined} retrying={retrying.has(`${it.kind}/${it.name}`)} />
+                        <ItemRow key={`${it.kind}/${it.name}`} item={it} playing={playing} onPlay={play} onRetry={s.state === 'failed' && it.kind !== 'knowledge' ? retry : undefined} retrying={retrying.has(`${it.kind}/${it.name}`)} />
                       ))}
                     </ul>
                   )}

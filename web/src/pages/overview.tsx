@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, api } from '../api';
 import { useResource } from '../resource';
 import { duration, plural } from '../format';
 import type { Failure, Status, StatusAction } from '../types';
@@ -48,7 +49,33 @@ function derivedActions(s: Status): StatusAction[] {
   return out;
 }
 
-function Attention(props: { actions: StatusAction[] }) {
+/** Runs a fix the daemon offered (only POSTs to its own /api/). */
+function ActionButton(props: { action: NonNullable<StatusAction['action']>; onDone: () => void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const a = props.action;
+  if (a.method !== 'POST' || !a.path.startsWith('/api/')) return null;
+  const run = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await api.post(a.path);
+    } catch (e) {
+      setError(e as ApiError);
+    } finally {
+      setBusy(false);
+      props.onDone();
+    }
+  };
+  return (
+    <>
+      <button class="btn small primary" disabled={busy} onClick={() => void run()}>{busy ? `${a.label}…` : a.label}</button>
+      {error && <p class="small bad-text action-error">{error.message}</p>}
+    </>
+  );
+}
+
+function Attention(props: { actions: StatusAction[]; onChange: () => void }) {
   if (props.actions.length === 0) {
     return (
       <div class="banner ok" data-testid="health">
@@ -71,7 +98,10 @@ function Attention(props: { actions: StatusAction[] }) {
                   <p>{capitalize(a.problem)}</p>
                   {a.fix && <p class="fix"><span class="fix-label">Fix:</span> {a.fix}</p>}
                 </div>
-                {page && <a class="btn small" href={`#/${page[0]}`}>{page[1]}</a>}
+                <div class="action-buttons">
+                  {a.action && <ActionButton action={a.action} onDone={props.onChange} />}
+                  {page && <a class="btn small" href={`#/${page[0]}`}>{page[1]}</a>}
+                </div>
               </li>
             );
           })}
@@ -229,7 +259,7 @@ export function Overview() {
     <div data-ready="overview">
       <PageHead title="Overview" sub={<>terminal-agent {s.version} · {s.state} · up {duration(s.uptime_s)}</>} />
       <ErrorBox error={error} what="Showing the last status read; refreshing failed" />
-      <Attention actions={actions} />
+      <Attention actions={actions} onChange={reload} />
       <div class="grid">
         <FacesCard s={s} />
         <OutboxCard s={s} />

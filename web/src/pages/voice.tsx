@@ -136,11 +136,12 @@ function Recorder(props: { onDone: () => void }) {
   );
 }
 
-function speakerState(status: number): { tone: Tone; label: string } {
-  if (status === 1) return { tone: 'ok', label: 'trained' };
-  if (status === 0) return { tone: 'info', label: 'training' };
-  if (status === -1) return { tone: 'bad', label: 'gone from the service' };
-  return { tone: 'idle', label: `status ${status}` };
+/** The service's status (1 trained, 0 training, -1 does not exist) in words; the daemon's status_text when it has one. */
+function speakerState(s: SpeakerRow): { tone: Tone; label: string } {
+  if (s.status === 1 || s.status_text === 'ready') return { tone: 'ok', label: 'trained' };
+  if (s.status === 0 || s.status_text === 'training') return { tone: 'info', label: 'training' };
+  if (s.status === -1 || s.status_text === 'failed') return { tone: 'bad', label: 'failed: not in the service' };
+  return { tone: 'idle', label: s.status_text ?? `status ${s.status}` };
 }
 
 export function Voice() {
@@ -186,7 +187,7 @@ export function Voice() {
                   <thead><tr><th>Label</th><th>Speaker id</th><th class="hide-s">Model</th><th>Training</th><th class="hide-s">Updated</th></tr></thead>
                   <tbody>
                     {speakers.map((s) => {
-                      const st = speakerState(s.status);
+                      const st = speakerState(s);
                       return (
                         <tr key={`${s.model}/${s.speaker_id}`}>
                           <td><strong>{s.label ?? '—'}</strong></td>
