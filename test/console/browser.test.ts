@@ -75,7 +75,8 @@ async function stillSamePage(p: Page): Promise<boolean> {
 
 const facesNamed = (name: string) => stack.emulator.state.faces(stack.groupId).filter((f) => f.name === name);
 
-describe('web console in Chromium', () => {
+// Generous: on a loaded 2-core CI machine Chromium, the daemon and the emulator share the cores with other test files.
+describe('web console in Chromium', { timeout: 60_000 }, () => {
   test('a wrong password is refused, the right one opens the console with an HttpOnly session', async () => {
     await page.goto('/');
     await expect.poll(() => page.getByLabel('Console password').isVisible()).toBe(true);
