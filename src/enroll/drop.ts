@@ -7,7 +7,7 @@ import { AgentError, BusyError, InvalidInputError, UsageError } from '../errors.
 import { fsyncDir } from '../util/fs-atomic.js';
 import { hasControlChar } from '../config/schema-fields.js';
 import { classify, mkdirLikeRoot, splitInner, type Layout } from './layout.js';
-import { resultFilePath } from './results.js';
+import { resultSidecarPath } from './result-sidecar.js';
 import { KINDS, type Kind } from './types.js';
 
 // Files put into the enrollment folders by the agent itself (the web console): an upload is
@@ -163,7 +163,7 @@ export async function retryFailed(layout: Layout, db: Db, kind: Kind, name: stri
     await rename(tmp, from).catch(() => undefined);
     throw err;
   }
-  await rm(resultFilePath(failedBase, name, true), { force: true });
+  await rm(resultSidecarPath(layout, kind, 'failed', name), { force: true });
   await fsyncDir(dirname(dest));
   return { kind, name: original };
 }

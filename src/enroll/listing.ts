@@ -3,7 +3,7 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { Db } from '../db/database.js';
 import { IMAGE_EXTS, classify, isIgnoredName, type Layout } from './layout.js';
-import { resultFilePath } from './results.js';
+import { resultSidecarPath } from './result-sidecar.js';
 import { KINDS, type Kind } from './types.js';
 
 // What the enrollment folders hold, for the web console: files waiting in the inbox, rows of the
@@ -150,10 +150,7 @@ export async function listEnrollment(layout: Layout, db: Db, opts: { limit?: num
   const failedItems = await cut(failed, 'failed');
   for (const [items, isFailed] of [[doneItems, false], [failedItems, true]] as const) {
     for (const item of items) {
-      const base = isFailed ? layout.failed(item.kind) : layout.done(item.kind);
-      const sidecar = item.kind === 'knowledge'
-        ? join(base, `${item.name}${isFailed ? '.error.json' : '.json'}`)
-        : resultFilePath(base, item.name, isFailed);
+      const sidecar = resultSidecarPath(layout, item.kind, isFailed ? 'failed' : 'done', item.name);
       const body = await readSidecar(sidecar);
       if (!body) {
         // The file moved a moment ago and its result file is being written: the outbox knows why.

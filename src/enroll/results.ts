@@ -61,8 +61,7 @@ export function createPlacer(layout: Layout) {
 
 export type Placer = ReturnType<typeof createPlacer>;
 
-/** The NAME.json / NAME.error.json beside a finished file (`targetRel` relative to done/<kind> or failed/<kind>). */
-export function resultFilePath(base: string, targetRel: string, failed: boolean): string {
+function resultFilePath(base: string, targetRel: string, failed: boolean): string {
   const { folder, stem } = splitInner(targetRel);
   return join(base, ...(folder ? folder.split('/') : []), `${stem}${failed ? '.error.json' : '.json'}`);
 }
