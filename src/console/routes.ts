@@ -1,5 +1,5 @@
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { constants, createReadStream } from 'node:fs';
+import { lstat, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -60,10 +60,12 @@ export function createRoutes(deps: RouteDeps) {
     return face;
   }
 
-  async function sendFile(req: IncomingMessage, res: ServerResponse, path: string, type: string, cache: string, etag?: string): Promise<void> {
+  async function sendFile(req: IncomingMessage, res: ServerResponse, path: string, type: string, cache: string, etag?: string, noLinks = false): Promise<void> {
     let size: number;
     try {
-      const st = await stat(path);
+      // In the enrollment folders anyone of the operators' group may put a symlink: never follow
+      // one there (it could point at a file only the agent may read).
+      const st = await (noLinks ? lstat : stat)(path);
       if (!st.isFile()) throw new Error('not a file');
       size = st.size;
     } catch {
@@ -80,7 +82,7 @@ export function createRoutes(deps: RouteDeps) {
       }
     }
     res.writeHead(200, headers);
-    await pipeline(createReadStream(path), res).catch(() => undefined);
+    await pipeline(createReadStream(path, noLinks ? { flags: constants.O_RDONLY | constants.O_NOFOLLOW } : {}), res).catch(() => undefined);
   }
 
   const str = (u: URL, k: string) => {
@@ -148,7 +150,7 @@ export function createRoutes(deps: RouteDeps) {
       const type = FILE_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream';
       // Only previewable types are shown inline; anything else is a download.
       if (type === 'application/octet-stream') res.setHeader('content-disposition', 'attachment');
-      await sendFile(req, res, path, type, 'private, no-cache');
+      await sendFile(req, res, path, type, 'private, no-cache', undefined, true);
     },
 
     async upload(req: IncomingMessage, url: URL) {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -169,6 +169,17 @@ describe('web console API', () => {
     expect(readdirSync(join(files.enrollDir, 'faces'))).toEqual([]);
     const l = (await c.call('GET', '/api/enroll')).json();
     expect([...l.queued, ...l.in_flight, ...l.failed, ...l.done].filter((i: { name: string }) => i.name.startsWith('Cut'))).toEqual([]);
+  });
+
+  it('does not follow a symlink put in an enrollment folder', async () => {
+    const link = join(files.enrollDir, 'done', 'faces', 'Sneaky.png');
+    symlinkSync(files.secretPath, link);
+    try {
+      const r = await c.call('GET', '/api/enroll/file?kind=faces&state=done&name=Sneaky.png');
+      expect(r.status).toBe(404);
+    } finally {
+      unlinkSync(link);
+    }
   });
 
   it('refuses bad names and files over enroll.max_file_size', async () => {
