@@ -1,5 +1,5 @@
-import { constants, createReadStream } from 'node:fs';
-import { lstat, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -61,20 +61,28 @@ export function createRoutes(deps: RouteDeps) {
   }
 
   async function sendFile(req: IncomingMessage, res: ServerResponse, path: string, type: string, cache: string, etag?: string, noLinks = false): Promise<void> {
+    let fh: FileHandle;
     let size: number;
     try {
       // In the enrollment folders anyone of the operators' group may put a symlink: never follow
       // one there (it could point at a file only the agent may read).
-      const st = await (noLinks ? lstat : stat)(path);
+      fh = await open(path, noLinks ? constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK : constants.O_RDONLY);
+    } catch {
+      throw notFound('the file is no longer there', 'reload the page');
+    }
+    try {
+      const st = await fh.stat();
       if (!st.isFile()) throw new Error('not a file');
       size = st.size;
     } catch {
+      await fh.close();
       throw notFound('the file is no longer there', 'reload the page');
     }
     const headers: Record<string, string> = { 'content-type': type, 'cache-control': cache, 'content-length': String(size) };
     if (etag) {
       headers.etag = etag;
       if (req.headers['if-none-match'] === etag) {
+        await fh.close();
         delete headers['content-length'];
         res.writeHead(304, headers);
         res.end();
@@ -82,7 +90,7 @@ export function createRoutes(deps: RouteDeps) {
       }
     }
     res.writeHead(200, headers);
-    await pipeline(createReadStream(path, noLinks ? { flags: constants.O_RDONLY | constants.O_NOFOLLOW } : {}), res).catch(() => undefined);
+    await pipeline(fh.createReadStream(), res).catch(() => undefined);
   }
 
   const str = (u: URL, k: string) => {
