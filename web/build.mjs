@@ -36,6 +36,8 @@ writeFileSync(join(assets, 'app.css'), readFileSync(cssFrom));
 rmSync(cssFrom);
 rmSync(join(assets, 'app-css.js'), { force: true });
 copyFileSync(join(here, 'icon.svg'), join(assets, 'icon.svg'));
+// A phone can keep the console on its home screen.
+copyFileSync(join(here, 'manifest.webmanifest'), join(assets, 'manifest.webmanifest'));
 
 const hash = (file) => createHash('sha256').update(readFileSync(join(assets, file))).digest('hex').slice(0, 10);
 const html = readFileSync(join(here, 'index.html'), 'utf8')
