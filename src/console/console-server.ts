@@ -13,7 +13,7 @@ import { createLayout } from '../enroll/layout.js';
 import { sweepUploads } from '../enroll/drop.js';
 import { hashPassword, parsePasswordHash, type PasswordHash } from '../util/password-hash.js';
 import { createConsoleAuth, type ConsoleAuth } from './auth.js';
-import { ConsoleHttpError, errorStatus, notFound, securityHeaders, sendError, sendJson } from './http.js';
+import { ConsoleHttpError, errorStatus, notFound, securityHeaders, sendError, sendJsonCompressed } from './http.js';
 import { createRoutes, type ConsoleHandlers } from './routes.js';
 import { createStaticFiles } from './static-files.js';
 import { createThumbnails } from './thumbnails.js';
@@ -120,27 +120,27 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       }
       const session = a.require(req);
       if (method !== 'GET' && method !== 'HEAD') a.checkChange(req, session);
-      const json = (v: unknown, status = 200) => sendJson(res, status, v);
+      const json = (v: unknown, status = 200) => sendJsonCompressed(req, res, status, v);
       const face = /^\/api\/faces\/([^/]+)\/(thumb|image)$/.exec(path);
       const route = `${method} ${face ? `/api/faces/:id/${face[2]}` : path}`;
       switch (route) {
         case 'POST /api/logout': return a.logout(req, res);
-        case 'GET /api/status': return json(await routes.status());
+        case 'GET /api/status': return await json(await routes.status());
         case 'GET /api/events': return routes.events(req, res);
-        case 'GET /api/faces': return json(await routes.faces(u));
-        case 'POST /api/faces/sync': return json(await routes.syncFaces());
+        case 'GET /api/faces': return await json(await routes.faces(u));
+        case 'POST /api/faces/sync': return await json(await routes.syncFaces());
         case 'GET /api/faces/:id/thumb': return await routes.faceThumb(req, res, decodeURIComponent(face![1]!));
         case 'GET /api/faces/:id/image': return await routes.faceImage(req, res, decodeURIComponent(face![1]!));
-        case 'GET /api/enroll': return json(await routes.enroll(u));
+        case 'GET /api/enroll': return await json(await routes.enroll(u));
         case 'GET /api/enroll/file': return await routes.enrollFile(req, res, u);
-        case 'POST /api/enroll/upload': return json(await routes.upload(req, u), 201);
-        case 'POST /api/enroll/retry': return json(await routes.retry(req));
-        case 'POST /api/say': return json(await routes.say(req, gone.signal));
+        case 'POST /api/enroll/upload': return await json(await routes.upload(req, u), 201);
+        case 'POST /api/enroll/retry': return await json(await routes.retry(req));
+        case 'POST /api/say': return await json(await routes.say(req, gone.signal));
         case 'GET /api/tts': return await routes.tts(res, u, gone.signal);
-        case 'GET /api/voices': return json(await routes.voices(u, gone.signal));
-        case 'GET /api/voiceprints': return json(routes.voiceprints());
-        case 'GET /api/speakers': return json(routes.speakers());
-        case 'POST /api/voiceprint/enroll': return json(await routes.enrollVoiceprint(req, gone.signal));
+        case 'GET /api/voices': return await json(await routes.voices(u, gone.signal));
+        case 'GET /api/voiceprints': return await json(routes.voiceprints());
+        case 'GET /api/speakers': return await json(routes.speakers());
+        case 'POST /api/voiceprint/enroll': return await json(await routes.enrollVoiceprint(req, gone.signal));
         default:
           throw notFound(`no API endpoint ${method} ${path}`);
       }
