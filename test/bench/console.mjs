@@ -5,6 +5,8 @@
 //   baseline   the daemon unconfined (this machine's cores, shared with whatever else runs)
 //   1/4 core   the daemon moved into a CPU cgroup with a quota of 25 ms per 100 ms (cgroup v2
 //              cpu.max "25000 100000", else v1 cpu.cfs_quota_us=25000): a Pi-class budget.
+// Baseline and confined rounds alternate (the daemon is moved in and out of the cgroup), so both
+// see the same load from other jobs.
 // "first screen" = what the Overview and the gallery's first screen fetch, 6 at a time like a
 // browser: session, status, faces, then 24 thumbnails. Thumbnails are timed cold (made from the
 // 320 px originals) and warm (from the disk cache). Figures: median and p90 in ms, and the ratio
@@ -36,7 +38,14 @@ function quarterCore(pid) {
       mkdirSync(d);
       limit(d);
       writeFileSync(join(d, 'cgroup.procs'), String(pid));
-      if (readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(name)) return { how: `${d} (quota 25000/100000 us)`, undo: () => rmdirSync(d) };
+      if (readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(name)) {
+        return {
+          how: `${d} (quota 25000/100000 us)`,
+          in: () => writeFileSync(join(d, 'cgroup.procs'), String(pid)),
+          out: () => writeFileSync(join(root, 'cgroup.procs'), String(pid)),
+          undo: () => rmdirSync(d),
+        };
+      }
     } catch (err) {
       console.log(`no CPU cgroup at ${d}: ${err.message}`);
     }
@@ -134,34 +143,41 @@ const kinds = {
   'GET thumb (warm)': () => get(thumbs[0]),
 };
 
-async function phase() {
-  const r = {};
+// Baseline and confined rounds alternate, so that both see the same load from other jobs on this
+// shared machine: each round runs once outside the cgroup, then once inside it.
+async function measure(cg) {
+  const b = {};
+  const c = {};
+  const both = async (k, fn) => {
+    b[k] ??= [];
+    c[k] ??= [];
+    cg?.out();
+    b[k].push(await fn());
+    if (cg) {
+      cg.in();
+      c[k].push(await fn());
+    }
+  };
   for (const [k, fn] of Object.entries(kinds)) {
     await fn();
-    const xs = [];
-    for (let i = 0; i < ROUNDS; i++) xs.push((await fn()).ms);
-    r[k] = xs;
+    for (let i = 0; i < ROUNDS; i++) await both(k, async () => (await fn()).ms);
   }
-  const cold = [];
-  const warm = [];
   for (let i = 0; i < Math.max(3, Math.floor(ROUNDS / 6)); i++) {
-    clearThumbs();
-    cold.push(await firstScreen());
-    warm.push(await firstScreen());
+    await both('first screen, 24 thumbs cold', async () => {
+      clearThumbs();
+      return firstScreen();
+    });
+    await both('first screen, 24 thumbs warm', firstScreen);
   }
-  r['first screen, 24 thumbs cold'] = cold;
-  r['first screen, 24 thumbs warm'] = warm;
-  return r;
+  cg?.out();
+  return [b, cg ? c : undefined];
 }
 
 console.log(`daemon pid ${daemon.pid}, ${FACES} faces, ${ROUNDS} rounds; the machine is shared with other jobs, so read the ratios`);
-const baseline = await phase();
 const cg = quarterCore(daemon.pid);
-let confined;
-if (cg) {
-  console.log(`confined: ${cg.how}`);
-  confined = await phase();
-} else console.log('could not confine the daemon to 1/4 core here (no writable CPU cgroup): baseline only');
+if (cg) console.log(`confined rounds: ${cg.how}`);
+else console.log('could not confine the daemon to 1/4 core here (no writable CPU cgroup): baseline only');
+const [baseline, confined] = await measure(cg);
 
 console.log(`\n${'request'.padEnd(32)} ${'baseline med / p90'.padStart(20)} ${'1/4 core med / p90'.padStart(20)} ${'ratio'.padStart(7)}`);
 for (const k of Object.keys(baseline)) {
