@@ -10,6 +10,8 @@ import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-voi
 import { InvalidInputError, TimeoutError, UsageError } from '../errors.js';
 import { wait } from '../util/backoff.js';
 import { formatDuration } from '../util/units.js';
+import { openLiveArea } from './live-area.js';
+import { trainingLine } from './progress-format.js';
 
 // `voices`, `speaker ...`, `voiceprint register|delete`: one command object per API call.
 
@@ -116,17 +118,32 @@ const speakerTrain: CommandSpec = {
         return;
       }
       const { poll_interval: every, poll_timeout: limit } = config.speaker_training;
-      const deadline = Date.now() + limit;
-      for (;;) {
-        const s = await client.speakerStatus(model, created.speaker_id, call);
-        if (s.status !== 0) {
-          printStatus(ctx, args.global.json, s);
-          return s.status === 1 ? 0 : 1;
+      const started = Date.now();
+      const deadline = started + limit;
+      // On a terminal: the status and the time elapsed, redrawn four times a second.
+      const area = await openLiveArea(ctx, args.global.json);
+      let state = 'sent, waiting for the first status';
+      const draw = () => area.update(trainingLine(created.speaker_id, model, state, Date.now() - started));
+      const ticker = area.live ? setInterval(draw, 250) : undefined;
+      if (area.live) draw();
+      try {
+        for (;;) {
+          const s = await client.speakerStatus(model, created.speaker_id, call);
+          if (s.status !== 0) {
+            area.clear();
+            printStatus(ctx, args.global.json, s);
+            return s.status === 1 ? 0 : 1;
+          }
+          state = STATUS_TEXT[0]!;
+          if (area.live) draw();
+          if (Date.now() + every > deadline) {
+            throw new TimeoutError(`speaker ${created.speaker_id} is still training after ${formatDuration(limit)} (speaker_training.poll_timeout); check later with 'speaker status'`, { operation: 'GET /train_speaker' });
+          }
+          if (!(await wait(every, ctx.shutdown))) return 130;
         }
-        if (Date.now() + every > deadline) {
-          throw new TimeoutError(`speaker ${created.speaker_id} is still training after ${formatDuration(limit)} (speaker_training.poll_timeout); check later with 'speaker status'`, { operation: 'GET /train_speaker' });
-        }
-        if (!(await wait(every, ctx.shutdown))) return 130;
+      } finally {
+        clearInterval(ticker);
+        area.clear();
       }
     });
   },

@@ -17,6 +17,7 @@ import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
 import { startConsole, type ConsoleHandle } from './console-wiring.js';
+import { configSecrets } from '../config/load-config.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
 import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 
@@ -82,7 +83,9 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
       db.close();
     });
     const queries = createStateQueries(db);
-    const events = createEventBus();
+    // Secrets of the config in use, which a reload may change (state.config is set below).
+    let secretsOf: () => readonly string[] = () => configSecrets(cfg);
+    const events = createEventBus({ secrets: () => secretsOf() });
     const metrics = createDaemonMetrics({ version: d.version, queries: () => queries, eventClients: () => events.subscribers() });
     const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
     undo.unshift(() => notifier.close());
@@ -93,6 +96,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
     };
+    secretsOf = () => configSecrets(state.config);
     state.watchdog = createWatchdog({
       notifier,
       watchdogMs: watchdogIntervalMs(d.env, d.pid),

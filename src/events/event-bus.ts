@@ -1,3 +1,5 @@
+import { scrubSecrets } from '../log/logger.js';
+
 // What happened in the agent, in order, for programs on the terminal (GET /events on the control
 // socket, the web console). One bus per daemon process: it outlives a SIGHUP reload, so a client's
 // Last-Event-ID still means something after the components were rebuilt.
@@ -34,6 +36,11 @@ export interface EventBusOptions {
   /** Id of the first event; default Date.now(), so that ids keep growing across restarts. */
   firstId?: number;
   now?: () => number;
+  /**
+   * Returns the secret values in use: any found in an event's data is replaced, as in log lines.
+   * Event data carries error messages, which may quote whatever a library put in them.
+   */
+  secrets?: () => readonly string[];
 }
 
 /**
@@ -44,6 +51,12 @@ export interface EventBusOptions {
 export const TRANSIENT_TYPES: ReadonlySet<string> = new Set(['voiceprint.level', 'faces.sync.progress']);
 
 export const DEFAULT_CAPACITY = 1000;
+
+function scrubData(data: Record<string, unknown>, secrets: readonly string[]): Record<string, unknown> {
+  const text = JSON.stringify(data);
+  const clean = scrubSecrets(text, secrets);
+  return clean === text ? data : (JSON.parse(clean) as Record<string, unknown>);
+}
 
 export function createEventBus(opts: EventBusOptions = {}): EventBus {
   const capacity = Math.max(1, opts.capacity ?? DEFAULT_CAPACITY);
@@ -58,7 +71,8 @@ export function createEventBus(opts: EventBusOptions = {}): EventBus {
   const listeners = new Set<(e: AgentEvent) => void>();
 
   return {
-    publish(type, data) {
+    publish(type, raw) {
+      const data = opts.secrets ? scrubData(raw, opts.secrets()) : raw;
       const event: AgentEvent = { id: nextId++, type, at: new Date(now()).toISOString(), data };
       if (!TRANSIENT_TYPES.has(type)) {
         if (ring.length < capacity) ring.push(event);

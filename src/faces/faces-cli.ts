@@ -12,6 +12,10 @@ import { formatDuration } from '../util/units.js';
 import { createFaceSync } from './face-sync.js';
 import { readCachedFaces, type CachedFaceView } from './read-cache.js';
 import type { SyncReport } from './types.js';
+import { openLiveArea } from '../cli/live-area.js';
+import { syncProgressLine, type SyncProgressView } from '../cli/progress-format.js';
+import { openEventStream } from '../events/sse-client.js';
+import { createEventBus, type AgentEvent } from '../events/event-bus.js';
 
 // The face-sync side of `faces list --cached` and `faces sync` (wired in src/cli/faces-commands.ts).
 
@@ -39,16 +43,25 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
   const session = await clientFromConfig(args, ctx, { requireSecrets: false });
   let report: SyncReport;
   let via: 'daemon' | 'local';
+  const progress = await syncProgress(ctx, args.global.json);
   try {
     const control = await tryConnectControl(session.config.control.socket);
     if (control) {
       via = 'daemon';
-      report = (await control.syncFaces()) as SyncReport;
+      const stream = progress.live ? openEventStream({ socketPath: session.config.control.socket, types: ['faces.sync.progress'], onEvent: progress.onEvent }) : undefined;
+      // A daemon from before GET /events answers 404: the sync runs all the same, without progress.
+      await stream?.ready.catch(() => undefined);
+      try {
+        report = (await control.syncFaces()) as SyncReport;
+      } finally {
+        stream?.close();
+      }
     } else {
       via = 'local';
-      report = await syncOnce(session, ctx);
+      report = await syncOnce(session, ctx, progress.live ? progress.onEvent : undefined);
     }
   } finally {
+    progress.clear();
     await session.client.close();
   }
   if (args.global.json) writeJson(ctx, { ...report, via });
@@ -62,11 +75,30 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
   return report.failed > 0 ? ExitCode.failure : ExitCode.ok;
 }
 
-async function syncOnce(session: Awaited<ReturnType<typeof clientFromConfig>>, ctx: CliContext): Promise<SyncReport> {
+/** The live line of `faces sync` on a terminal: images done / total, bytes and rate. */
+async function syncProgress(ctx: CliContext, json: boolean) {
+  const area = await openLiveArea(ctx, json);
+  let downloadingSince: number | undefined;
+  if (area.live) area.update('face sync: starting...');
+  return {
+    live: area.live,
+    clear: () => area.clear(),
+    onEvent(e: AgentEvent) {
+      if (e.type !== 'faces.sync.progress') return;
+      const p = e.data as unknown as SyncProgressView;
+      if (p.phase !== 'listing') downloadingSince ??= Date.now();
+      area.update(syncProgressLine(p, downloadingSince === undefined ? 0 : Date.now() - downloadingSince));
+    },
+  };
+}
+
+async function syncOnce(session: Awaited<ReturnType<typeof clientFromConfig>>, ctx: CliContext, onEvent?: (e: AgentEvent) => void): Promise<SyncReport> {
   const { config, client } = session;
   const logger = createLogger({ level: 'warn', destination: ctx.io.stderr as unknown as DestinationStream, secrets: () => configSecrets(config) });
   const db = openDatabase({ path: join(config.state_dir, 'agent.db') });
-  const sync = createFaceSync({ config, db, client, logger: logger.child({ component: 'faces' }), deleteGraceMs: 0 });
+  const events = onEvent ? createEventBus() : undefined;
+  if (events && onEvent) events.subscribe(onEvent);
+  const sync = createFaceSync({ config, db, client, logger: logger.child({ component: 'faces' }), deleteGraceMs: 0, ...(events ? { events } : {}) });
   const onAbort = () => void sync.stop();
   ctx.shutdown.addEventListener('abort', onAbort, { once: true });
   try {

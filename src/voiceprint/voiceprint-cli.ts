@@ -15,6 +15,10 @@ import { createVoiceEnroll, MAX_SECONDS, MIN_SECONDS, type EnrollResult } from '
 import { createVoiceprintRegistry, type VoiceprintRow } from './registry.js';
 import { pruneVoiceprintAudits } from './audit-retention.js';
 import type { WavFileInfo } from './wav-check.js';
+import { openLiveArea } from '../cli/live-area.js';
+import { levelLines, steadyHint, type LevelView } from '../cli/progress-format.js';
+import { openEventStream } from '../events/sse-client.js';
+import { createEventBus, type AgentEvent } from '../events/event-bus.js';
 import { checkVoiceprintName, deleteVoiceprintEverywhere, recordSentFile, type RegisterOutcome, type SentAudio } from './register.js';
 
 // `voiceprint enroll` and `voiceprint list`, and what `voiceprint register|delete` (the client's
@@ -50,6 +54,23 @@ function printEnrolled(ctx: CliContext, json: boolean, r: EnrollResult): void {
   writeLine(ctx, `  kept for audit: ${r.audit.file}`);
 }
 
+/** The live countdown and level meter of `voiceprint enroll` on a terminal, with hints for the speaker. */
+async function levelMeter(ctx: CliContext, json: boolean, name: string) {
+  const area = await openLiveArea(ctx, json);
+  const hints: LevelView['hint'][] = [];
+  return {
+    live: area.live,
+    clear: () => area.clear(),
+    onEvent(e: AgentEvent) {
+      if (e.type !== 'voiceprint.level' || e.data.name !== name) return;
+      const level = e.data as unknown as LevelView;
+      hints.push(level.hint);
+      if (hints.length > 5) hints.shift();
+      area.update(levelLines(name, level, steadyHint(hints)));
+    },
+  };
+}
+
 const enroll: CommandSpec = {
   path: ['voiceprint', 'enroll'],
   summary: 'record someone from the microphone and register their voiceprint (through the daemon when it runs)',
@@ -69,19 +90,31 @@ whole recording. A refused recording says what was measured (peak, level, share 
     const seconds = secondsOption(args);
     const config = await loadLocalConfig(args, ctx);
     const control = await tryConnectControl(config.control.socket);
+    const meter = await levelMeter(ctx, args.global.json, name);
     if (control) {
       if (!args.global.json) writeLine(ctx, `recording ${seconds ?? config.voiceprint.seconds} s through the daemon: speak now`);
-      const r = (await control.enrollVoiceprint({ name, ...(seconds !== undefined ? { seconds } : {}) })) as EnrollResult;
+      const stream = meter.live ? openEventStream({ socketPath: config.control.socket, types: ['voiceprint.level'], onEvent: meter.onEvent }) : undefined;
+      await stream?.ready.catch(() => undefined); // a daemon without GET /events: no meter
+      let r: EnrollResult;
+      try {
+        r = (await control.enrollVoiceprint({ name, ...(seconds !== undefined ? { seconds } : {}) })) as EnrollResult;
+      } finally {
+        stream?.close();
+        meter.clear();
+      }
       return printEnrolled(ctx, args.global.json, r);
     }
     await withClient(args, ctx, async ({ client, config: cfg }) => {
       const db = agentDb(cfg);
-      const voice = createVoiceEnroll({ config: cfg, db, client, logger: silentLogger(), env: ctx.env, micWaitMs: 0 });
+      const events = meter.live ? createEventBus() : undefined;
+      events?.subscribe(meter.onEvent);
+      const voice = createVoiceEnroll({ config: cfg, db, client, logger: silentLogger(), env: ctx.env, micWaitMs: 0, ...(events ? { events } : {}) });
       const onAbort = () => void voice.stop();
       ctx.shutdown.addEventListener('abort', onAbort, { once: true });
       try {
         if (!args.global.json) writeLine(ctx, `recording ${seconds ?? cfg.voiceprint.seconds} s from ${cfg.audio.input_device}: speak now`);
-        printEnrolled(ctx, args.global.json, await voice.enroll({ name, ...(seconds !== undefined ? { seconds } : {}) }));
+        const result = await voice.enroll({ name, ...(seconds !== undefined ? { seconds } : {}) }).finally(() => meter.clear());
+        printEnrolled(ctx, args.global.json, result);
       } finally {
         ctx.shutdown.removeEventListener('abort', onAbort);
         await voice.stop();
