@@ -2,11 +2,11 @@
 // the status on screen (the page's `console-interactive` performance mark), in a fresh browser
 // profile each round (no cached assets), against the built daemon with the emulator.
 //   npm run build && node test/bench/console-page.mjs        (ROUNDS=7 by default)
-// Rows, all in the same run:
-//   daemon unconfined                      the baseline: this machine's full cores
-//   daemon on 1/4 core                     a Pi-class budget: the daemon's cgroup gets 25 ms of CPU per 100 ms
-//   ... + 100 ms round trip                a phone on Wi-Fi (Chromium's network emulation)
-//   ... + 100 ms, browser CPU x4 slower    a cheap phone (Chromium's CPU throttling)
+// Each row alternates rounds with the daemon unconfined (the baseline: this machine's full cores) and
+// with it in a CPU cgroup that gets 25 ms per 100 ms (a Pi-class budget), so both see the same load:
+//   no added latency
+//   + 100 ms round trip                    a phone on Wi-Fi (Chromium's network emulation)
+//   + 100 ms, browser CPU x4 slower        a cheap phone (Chromium's CPU throttling)
 // Target: under 1000 ms on the 1/4-core rows. The browser is not confined: it runs on the
 // operator's phone or laptop, not on the terminal.
 import { spawn } from 'node:child_process';
@@ -25,29 +25,43 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { faceImagePng } = await import(join(ROOT, 'dist/daemon/sample-images.js'));
 
-/** Moves `pid` into a CPU cgroup limited to `quotaUs` per 100 ms (cgroup v2 cpu.max, else v1 cfs quota). */
-function confine(pid, quotaUs) {
+/**
+ * A CPU cgroup limited to `quotaUs` per 100 ms (cgroup v2 cpu.max, else v1's cfs quota) that `pid` can be
+ * moved into and out of, so that confined and unconfined rounds alternate under the same machine load.
+ */
+function cpuCgroup(pid, quotaUs) {
   const name = `ta-bench-console-${process.pid}`;
   const tries = [
-    { dir: `/sys/fs/cgroup/${name}`, write: (d) => writeFileSync(join(d, 'cpu.max'), `${quotaUs} 100000`) },
-    { dir: `/sys/fs/cgroup/cpu/${name}`, write: (d) => { writeFileSync(join(d, 'cpu.cfs_period_us'), '100000'); writeFileSync(join(d, 'cpu.cfs_quota_us'), String(quotaUs)); } },
+    { root: '/sys/fs/cgroup', write: (d) => writeFileSync(join(d, 'cpu.max'), `${quotaUs} 100000`) },
+    { root: '/sys/fs/cgroup/cpu', write: (d) => { writeFileSync(join(d, 'cpu.cfs_period_us'), '100000'); writeFileSync(join(d, 'cpu.cfs_quota_us'), String(quotaUs)); } },
   ];
   for (const t of tries) {
+    const dir = join(t.root, name);
     try {
-      mkdirSync(t.dir);
+      mkdirSync(dir);
     } catch {
       continue;
     }
     try {
       // A plain folder (a tmpfs where cgroup v2 is not mounted) is no cgroup: its files do nothing.
-      if (!existsSync(join(t.dir, 'cgroup.procs'))) throw new Error('not a cgroup file system');
-      t.write(t.dir);
-      writeFileSync(join(t.dir, 'cgroup.procs'), String(pid));
-      if (!readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(name)) throw new Error('the process did not move');
-      return { how: t.dir, stat: () => { try { return readFileSync(join(t.dir, 'cpu.stat'), 'utf8').trim().replace(/\n/g, ', '); } catch { return ''; } }, release: () => { try { rmdirSync(t.dir); } catch { /* still has the process */ } } };
+      if (!existsSync(join(dir, 'cgroup.procs'))) throw new Error('not a cgroup file system');
+      t.write(dir);
+      const move = (to) => {
+        writeFileSync(join(to, 'cgroup.procs'), String(pid));
+        if (readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(name) !== (to === dir)) throw new Error('the process did not move');
+      };
+      move(dir);
+      move(t.root);
+      return {
+        how: dir,
+        enter: () => move(dir),
+        leave: () => move(t.root),
+        stat: () => { try { return readFileSync(join(dir, 'cpu.stat'), 'utf8').trim().replace(/\n/g, ', '); } catch { return ''; } },
+        release: () => { try { rmdirSync(dir); } catch { /* still has the process */ } },
+      };
     } catch (err) {
-      try { rmdirSync(t.dir); } catch { rmSync(t.dir, { recursive: true, force: true }); }
-      console.log(`cannot confine with ${t.dir}: ${err.message}`);
+      try { rmdirSync(dir); } catch { rmSync(dir, { recursive: true, force: true }); }
+      console.log(`(cgroup at ${dir} not usable: ${err.message})`);
     }
   }
   return undefined;
@@ -125,15 +139,29 @@ function cpuMs(pid) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const p90 = (xs) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * 0.9) - 1)];
 
-async function row(label, opts) {
+const fmt = (runs) => {
+  const i = runs.map((x) => x.interactive);
+  return `${median(i).toFixed(0).padStart(5)} ms (p90 ${p90(i).toFixed(0).padStart(5)}, first paint ${median(runs.map((x) => x.fcp)).toFixed(0).padStart(4)})`;
+};
+
+/** ROUNDS pairs for one condition: unconfined and confined alternate, so both see the same machine load. */
+async function pair(label, opts, cg) {
   await once(opts); // warm the daemon's own caches (assets read once, gzipped once)
-  const runs = [];
-  const cpu0 = cpuMs(daemon.pid);
-  for (let i = 0; i < ROUNDS; i++) runs.push(await once(opts));
-  const daemonCpu = (cpuMs(daemon.pid) - cpu0) / ROUNDS;
-  const r = { label, interactive: median(runs.map((x) => x.interactive)), p90: p90(runs.map((x) => x.interactive)), fcp: median(runs.map((x) => x.fcp)), dcl: median(runs.map((x) => x.dcl)) };
-  console.log(`${label.padEnd(44)} interactive ${r.interactive.toFixed(0).padStart(5)} ms (p90 ${r.p90.toFixed(0).padStart(5)})   first paint ${r.fcp.toFixed(0).padStart(5)} ms   DOMContentLoaded ${r.dcl.toFixed(0).padStart(5)} ms   daemon CPU ${daemonCpu.toFixed(0)} ms/load`);
-  return r;
+  const free = [];
+  const quarter = [];
+  let cpu = 0;
+  for (let i = 0; i < ROUNDS; i++) {
+    cg.leave();
+    free.push(await once(opts));
+    cg.enter();
+    const c0 = cpuMs(daemon.pid);
+    quarter.push(await once(opts));
+    cpu += cpuMs(daemon.pid) - c0;
+  }
+  cg.leave();
+  const ratio = median(quarter.map((x) => x.interactive)) / median(free.map((x) => x.interactive));
+  console.log(`${label.padEnd(34)} unconfined ${fmt(free)}   1/4 core ${fmt(quarter)}   ratio ${ratio.toFixed(2)}x   daemon CPU ${(cpu / ROUNDS).toFixed(0)} ms/load`);
+  return median(quarter.map((x) => x.interactive));
 }
 
 const assets = ['index.html', 'assets/app.js', 'assets/app.css'].map((f) => {
@@ -141,25 +169,20 @@ const assets = ['index.html', 'assets/app.js', 'assets/app.css'].map((f) => {
   return `${f} ${(statSync(join(ROOT, 'dist/web', f)).size / 1024).toFixed(1)} KiB (${(gzipSync(b, { level: 9 }).length / 1024).toFixed(1)} KiB gzipped)`;
 });
 console.log(`assets: ${assets.join(', ')}`);
-console.log(`rounds: ${ROUNDS} per row, a fresh browser context each (nothing cached), phone viewport; medians`);
+console.log(`rounds: ${ROUNDS} pairs per row, a fresh browser context each (nothing cached), phone viewport; medians`);
 
 let release;
 try {
-  const base = await row('daemon unconfined (baseline)', {});
-  const c = confine(daemon.pid, 25_000);
-  if (!c) {
-    console.log('could not confine the daemon (no writable cpu cgroup): the 1/4-core rows are skipped');
-  } else {
-    release = c.release;
-    console.log(`daemon confined to 1/4 core via ${c.how}`);
-    const q = await row('daemon on 1/4 core', {});
-    const ql = await row('daemon on 1/4 core, +100 ms round trip', { latencyMs: 100 });
-    const qlc = await row('daemon on 1/4 core, +100 ms, browser CPU x4', { latencyMs: 100, cpuSlowdown: 4 });
-    console.log(`cgroup cpu.stat after the confined rows: ${c.stat()}`);
-    console.log(`ratios to the baseline: 1/4 core ${(q.interactive / base.interactive).toFixed(2)}x, +latency ${(ql.interactive / base.interactive).toFixed(2)}x, +slow browser ${(qlc.interactive / base.interactive).toFixed(2)}x`);
-    const worst = Math.max(q.interactive, ql.interactive);
-    console.log(`target: first page interactive under 1000 ms with the daemon on 1/4 core: ${worst < 1000 ? 'met' : 'MISSED'} (${worst.toFixed(0)} ms)`);
-  }
+  const cg = cpuCgroup(daemon.pid, 25_000);
+  if (!cg) throw new Error('no writable CPU cgroup (v2 cpu.max or v1 cpu.cfs_quota_us): the daemon cannot be confined here; run as root on a machine with cgroups');
+  release = cg.release;
+  console.log(`daemon moves in and out of ${cg.how} (25 ms of CPU per 100 ms) between rounds`);
+  const plain = await pair('no added latency', {}, cg);
+  const slowNet = await pair('+100 ms round trip', { latencyMs: 100 }, cg);
+  await pair('+100 ms, browser CPU x4 slower', { latencyMs: 100, cpuSlowdown: 4 }, cg);
+  console.log(`cgroup cpu.stat: ${cg.stat()}`);
+  const worst = Math.max(plain, slowNet);
+  console.log(`target: first page interactive under 1000 ms with the daemon on 1/4 core: ${worst < 1000 ? 'met' : 'MISSED'} (${worst.toFixed(0)} ms)`);
 } finally {
   await browser.close();
   daemon.kill('SIGTERM');
