@@ -6,6 +6,7 @@ import { knowledgeCommands } from './knowledge-commands.js';
 import { voiceCommands } from './voice-commands.js';
 import { speechCommands } from './speech-commands.js';
 import { daemonCommands } from './daemon-commands.js';
+import { consoleCommands } from './console-commands.js';
 
 /** Every command of the product contract, in the order `--help` lists them. */
 export const COMMANDS: readonly CommandSpec[] = [
@@ -16,4 +17,5 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...knowledgeCommands,
   ...speechCommands,
   ...voiceCommands,
+  ...consoleCommands,
 ];

@@ -36,6 +36,8 @@ export function configSummary(loaded: LoadedConfig): Record<string, string> {
     tts: `voice ${c.tts.voice || '(service default)'}, cache ${formatSize(c.tts.cache_size)}`,
     audio: `out ${c.audio.output_device}, in ${c.audio.input_device}`,
     control_socket: c.control.socket,
+    console: c.console.listen.trim() === '' ? 'off'
+      : `${c.console.listen}${c.console.tls_cert_file ? ' (https)' : ''}, login ${c.console.password_credential ? `by systemd credential ${c.console.password_credential}` : c.console.password_hash ? 'by password_hash' : 'none (loopback only)'}`,
     log_level: c.log.level,
   };
 }

@@ -1,7 +1,8 @@
 // Reads the YAML config, resolves secrets, validates everything through the schema and reports
 // EVERY problem at once as a ConfigError whose problems carry file, line, key path and the fix.
 // `env` is passed in (only src/main.ts reads process.env).
-import { dirname, resolve } from 'node:path';
+import { access } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { LineCounter, parseDocument, visit, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError, type ConfigProblem } from '../errors.js';
@@ -10,6 +11,7 @@ import { configSchema, type AgentConfig } from './schema.js';
 import { resolveSecret, secretEnvName, type ResolvedSecret, type SecretName, type SecretProblem } from './secrets.js';
 import { keyLine, valueLine } from './yaml-locate.js';
 import { readConfigFile } from './read-config-file.js';
+import { parseConsoleListen } from './listen-address.js';
 
 export interface LoadConfigOptions {
   /** The YAML file; a relative path is taken from `cwd` (default: the process's working dir). */
@@ -80,9 +82,17 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
     });
   }
 
+  let consoleCredential: string | null = null;
+  if (parsed.success && requireSecrets) {
+    consoleCredential = await consolePasswordCredential(opts.env);
+    const p = consoleLoginProblem(parsed.data.console, consoleCredential);
+    if (p) problems.push({ path: 'console.listen', message: p, ...at('console.listen') });
+  }
+
   if (!parsed.success || problems.length > 0) throw new ConfigError(sortProblems(problems));
 
   const config: AgentConfig = { ...parsed.data, file };
+  config.console.password_credential = consoleCredential;
   resolvePaths(config, baseDir);
   return {
     config,
@@ -91,6 +101,28 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
       api_key: { source: apiKey.source, origin: apiKey.origin },
     },
   };
+}
+
+/** $CREDENTIALS_DIRECTORY/console_password when systemd passed one (LoadCredential=console_password:PATH). */
+async function consolePasswordCredential(env: LoadConfigOptions['env']): Promise<string | null> {
+  const dir = env.CREDENTIALS_DIRECTORY;
+  if (!dir) return null;
+  const path = join(dir, 'console_password');
+  try {
+    await access(path);
+    return path;
+  } catch {
+    return null;
+  }
+}
+
+/** The web console beyond loopback with nobody to log in as: refused, the page would be open to the network. */
+function consoleLoginProblem(c: AgentConfig['console'], credential: string | null): string | undefined {
+  if (c.listen.trim() === '') return undefined;
+  const addr = parseConsoleListen(c.listen);
+  if (typeof addr === 'string' || addr.loopback) return undefined;
+  if (c.password_hash !== '' || credential !== null) return undefined;
+  return `${c.listen} lets other machines reach the web console, which then needs a login: set console.password_hash (from 'terminal-agent console hash-password'), or pass the password as a systemd credential (LoadCredential=console_password:PATH), or listen on 127.0.0.1 only`;
 }
 
 /** Syntax problems reported at most; the rest are one line (a garbage file gives thousands). */
@@ -166,6 +198,8 @@ function resolvePaths(config: AgentConfig, baseDir: string): void {
   config.enroll.dir = resolve(baseDir, config.enroll.dir);
   config.control.socket = resolve(baseDir, config.control.socket);
   if (config.service.ca_file) config.service.ca_file = resolve(baseDir, config.service.ca_file);
+  if (config.console.tls_cert_file) config.console.tls_cert_file = resolve(baseDir, config.console.tls_cert_file);
+  if (config.console.tls_key_file) config.console.tls_key_file = resolve(baseDir, config.console.tls_key_file);
 }
 
 function issuesToProblems(issues: readonly z.core.$ZodIssue[], doc: Document, counter: LineCounter, file: string): ConfigProblem[] {

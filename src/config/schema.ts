@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { DEFAULT_CONTROL_SOCKET } from './control-socket.js';
 import * as z from 'zod';
 import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, minFree, secretText, size, text } from './schema-fields.js';
-import { isLoopbackListen, listenAddress } from './listen-address.js';
+import { parsePasswordHash } from '../util/password-hash.js';
+import { isLoopbackListen, listenAddress, parseConsoleListen } from './listen-address.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -87,6 +88,29 @@ const controlShape = {
     .default(DEFAULT_CONTROL_SOCKET),
 };
 
+const consoleShape = {
+  /** '' = off. Checked against a login in load-config (a systemd credential may give the password). */
+  listen: text('an address such as 127.0.0.1:8080, or "" for off').default('').refine((v) => v.trim() === '' || typeof parseConsoleListen(v) !== 'string', {
+    error: (iss) => String(parseConsoleListen(String(iss.input))),
+  }),
+  password_hash: text('an scrypt hash from terminal-agent console hash-password').default('').refine((v) => v === '' || parsePasswordHash(v) !== undefined, {
+    error: 'is not a password hash made by `terminal-agent console hash-password` ($scrypt$ln=...,r=...,p=...$SALT$HASH); never write the password itself here',
+  }),
+  tls_cert_file: text('the path of a PEM certificate (chain), or "" for plain http').default(''),
+  tls_key_file: text('the path of the PEM private key of tls_cert_file, or ""').default(''),
+  session_ttl: duration(1 * MINUTE, 30 * DAY).default(12 * HOUR),
+};
+
+const consoleSchema = z
+  .strictObject(consoleShape, { error: () => 'must be a mapping of keys (e.g. console:\n  listen: 127.0.0.1:8080), or be removed for the defaults' })
+  .refine((c) => (c.tls_cert_file === '') === (c.tls_key_file === ''), {
+    path: ['tls_key_file'],
+    error: 'tls_cert_file and tls_key_file go together: set both for https, or neither for plain http',
+  })
+  // Filled in by load-config from $CREDENTIALS_DIRECTORY/console_password (never from the YAML).
+  .transform((c) => ({ ...c, password_credential: null as string | null }))
+  .prefault({} as never);
+
 const metricsShape = {
   /** Absent: no TCP listener (the control socket still serves /metrics). */
   listen: listenAddress('127.0.0.1:9464').optional(),
@@ -153,6 +177,7 @@ const rootShape = {
   voiceprint: section(voiceprintShape, 'voiceprint'),
   speaker_training: section(speakerTrainingShape, 'speaker_training'),
   control: section(controlShape, 'control'),
+  console: consoleSchema,
   log: section(logShape, 'log'),
   metrics: metricsSchema,
 };
@@ -177,6 +202,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   voiceprint: Object.keys(voiceprintShape),
   speaker_training: Object.keys(speakerTrainingShape),
   control: Object.keys(controlShape),
+  console: Object.keys(consoleShape),
   log: Object.keys(logShape),
   metrics: Object.keys(metricsShape),
 };

@@ -17,6 +17,7 @@ import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
+import { startConsole, type ConsoleHandle } from './console-wiring.js';
 import { configSecrets } from '../config/load-config.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
 import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
@@ -44,6 +45,8 @@ export interface DaemonEnv {
 export interface RunningDaemon {
   readonly config: AgentConfig;
   readonly socketPath: string;
+  /** The web console's address, when console.listen is set and it is listening. */
+  readonly consoleUrl: string | undefined;
   /** Drains and closes everything; true when it finished within STOP_BOUND_MS. Safe to call twice. */
   stop(): Promise<boolean>;
 }
@@ -121,6 +124,8 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
     undo.unshift(() => control.stop());
     const metricsServer = await startMetricsServer(cfg, state, d.logger.child({ component: 'metrics' }));
     undo.unshift(() => metricsServer?.stop());
+    const webConsole: ConsoleHandle | undefined = await startConsole(state, d);
+    if (webConsole) undo.unshift(() => webConsole.stop());
 
     state.phase = 'running';
     state.watchdog.start();
@@ -137,6 +142,9 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
         return state.config;
       },
       socketPath: cfg.control.socket,
+      get consoleUrl() {
+        return webConsole?.url;
+      },
       stop() {
         stopping ??= (async () => {
           state.phase = 'stopping';
@@ -144,7 +152,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
           logger.info('stopping: no new work is taken; in-flight uploads and the current utterance finish or stay in the outbox');
           await notifier.notify({ STOPPING: 1, STATUS: 'draining' });
           await reloader.idle();
-          const drained = await withinBound(Promise.allSettled([control.stop(), state.agent.stop(), metricsServer?.stop()]).then((results) => {
+          const drained = await withinBound(Promise.allSettled([control.stop(), webConsole?.stop(), state.agent.stop(), metricsServer?.stop()]).then((results) => {
             for (const r of results) if (r.status === 'rejected') logger.error({ err: r.reason }, 'a component failed while stopping');
           }), STOP_BOUND_MS);
           if (!drained) logger.error({ bound_ms: STOP_BOUND_MS }, 'components did not stop in time; closing the database anyway (unfinished uploads are retried from the outbox at the next start)');

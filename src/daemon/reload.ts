@@ -106,7 +106,8 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
 // What a SIGHUP can change in place. Paths the process is bound to (the state it holds locked, the
 // socket it listens on) need a restart: for those the running values are kept and the operator told.
 
-export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'log.format', 'metrics'] as const;
+// The web console keeps its listener, password and sessions until a restart.
+export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'log.format', 'metrics', 'console'] as const;
 
 function isRestartOnly(key: string): boolean {
   return RESTART_ONLY_KEYS.some((r) => key === r || key.startsWith(`${r}.`));
@@ -125,7 +126,7 @@ export function diffConfig(running: AgentConfig, next: AgentConfig): ConfigChang
   const changed: string[] = [];
   walk(running, next, '', changed);
   const needsRestart = changed.filter(isRestartOnly);
-  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket }, log: { ...next.log, format: running.log.format }, metrics: running.metrics };
+  const effective: AgentConfig = { ...next, state_dir: running.state_dir, control: { ...next.control, socket: running.control.socket }, log: { ...next.log, format: running.log.format }, metrics: running.metrics, console: running.console };
   return { changed: changed.filter((k) => k !== 'file'), needsRestart, effective };
 }
 

@@ -34,6 +34,15 @@ describe('terminal-agent demo', () => {
     expect((said.json() as { error: string }).error).toMatch(/cannot play on ALSA device "default" \(audio.output_device\)/);
     expect(d.child.exitCode).toBeNull();
 
+    // The web console is on, on loopback, at the address the banner prints.
+    const consoleUrl = /web console {3}(http:\/\/127\.0\.0\.1:\d+\/)/.exec(d.stdout())?.[1];
+    expect(consoleUrl).toBeDefined();
+    const session = await fetch(new URL('/api/session', consoleUrl));
+    expect(await session.json()).toMatchObject({ authenticated: true, login_required: false });
+    const faces = await fetch(new URL('/api/faces', consoleUrl), { headers: { cookie: String(session.headers.get('set-cookie')).split(';')[0]! } });
+    expect(((await faces.json()) as { total: number }).total).toBe(3);
+    expect(readFileSync(join(demoDir, 'config.yaml'), 'utf8')).toMatch(/^console:\n {2}listen: 127\.0\.0\.1:(8080|0)/m);
+
     d.signal('SIGINT');
     expect((await d.exited).code).toBe(0);
     expect(d.stdout()).toContain('demo stopped;');
