@@ -57,7 +57,9 @@ describe('agent start with enroll.dir not there yet', () => {
     expect(enroll().degraded).toBeUndefined();
     expect(emulator.state.faces().map((f) => f.name)).toEqual(['ada']);
     expect(lines.some((l) => l.component_started === 'enroll')).toBe(true);
-    // Programs following GET /events saw the same: degraded, then recovered, then the upload.
+    // Programs following GET /events saw the same: degraded, then recovered, then the upload
+    // (announced once its result file is written and the row finalized, just after ada.json appears).
+    await waitFor('enroll.done published', () => published.some((e) => e.type === 'enroll.done'));
     const types = published.filter((e) => e.type.startsWith('component.') || e.type === 'enroll.done').map((e) => `${e.type}:${String(e.data.component ?? e.data.name)}`);
     expect(types).toEqual(['component.degraded:enroll', 'component.recovered:enroll', 'enroll.done:ada']);
     expect(published.find((e) => e.type === 'component.degraded')!.data).toMatchObject({ retrying: true, reason: expect.stringContaining('cannot be used') });
