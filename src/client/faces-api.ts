@@ -84,9 +84,10 @@ export function parseFaceListing(list: readonly unknown[], invalidUtf8: boolean)
   list.forEach((x, index) => {
     const r = parseFaceRecord(x, invalidUtf8);
     if ('skip' in r) skipped.push({ index, reason: r.skip, ...(r.face_id !== undefined ? { face_id: r.face_id } : {}) });
-    else if (seen.has(r.face_id.toLowerCase())) skipped.push({ index, reason: 'duplicate_face_id', face_id: r.face_id });
+    // Keyed as the sync keys its map (the id as listed); lower-casing 200,000 ids cost more than the parse.
+    else if (seen.has(r.face_id)) skipped.push({ index, reason: 'duplicate_face_id', face_id: r.face_id });
     else {
-      seen.add(r.face_id.toLowerCase());
+      seen.add(r.face_id);
       faces.push(r);
     }
   });
