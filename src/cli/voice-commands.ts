@@ -2,10 +2,10 @@ import { stat } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import { boolOpt, stringOpt, type CliContext, type CommandSpec } from './command.js';
 import { writeJson, writeLine, writeTable, type Column, writeErr } from './output.js';
+import { listEveryVoice, VOICE_PAGE_SIZE } from '../client/voice-catalogue.js';
 import { checkNameArg, intOption, withClient } from './api-client.js';
 import { checkWavFile } from '../voiceprint/wav-check.js';
 import { deleteAndForget, keepRegistered, voiceprintCommands } from '../voiceprint/voiceprint-cli.js';
-import { createDiskFloor } from '../disk/disk-floor.js';
 import { speakerListCommands } from '../enroll/speaker-cli.js';
 import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client/types.js';
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-limits.js';
@@ -26,7 +26,6 @@ const VOICE_COLUMNS: Column<VoiceItem>[] = [
   { header: 'tags', value: (v) => (Array.isArray(v.tags) ? v.tags.join(',') : v.tags) },
 ];
 
-const ALL_PAGE_SIZE = 100;
 
 const voices: CommandSpec = {
   path: ['voices'],
@@ -38,7 +37,7 @@ const voices: CommandSpec = {
     name: { type: 'string', description: 'fuzzy match on the voice name', valueName: 'N' },
     provider: { type: 'string', description: 'provider, e.g. baidu, bytedance, aliyun', valueName: 'P' },
     tags: { type: 'string', description: 'tags, comma separated', valueName: 'a,b' },
-    all: { type: 'boolean', description: `full records, every page (${ALL_PAGE_SIZE} per request unless --top)` },
+    all: { type: 'boolean', description: `full records, every page (${VOICE_PAGE_SIZE} per request unless --top)` },
     skip: { type: 'string', description: 'start at this offset (default 0)', valueName: 'N' },
     top: { type: 'string', description: 'items per page (service default 10)', valueName: 'N' },
   },
@@ -56,25 +55,9 @@ const voices: CommandSpec = {
       if (v !== undefined) filters[k] = v;
     }
     await withClient(args, ctx, async ({ client, call }) => {
-      let page = await client.listVoices({ ...filters, ...(all ? { all: true } : {}), skip, top: all ? (top ?? ALL_PAGE_SIZE) : top }, call);
-      const speakers = [...page.speakers];
-      let skipped = page.skipped;
-      let total = page.total_speakers_count;
-      if (all) {
-        // Paging to the end: skip until skip >= total (spec-notes.md). An empty page also ends it,
-        // so a service whose total overstates the list cannot loop forever. Malformed items left
-        // out of a page still count for the offset.
-        let got = page.speakers.length + page.skipped;
-        let next = (skip ?? 0) + got;
-        while (next < total && got > 0) {
-          page = await client.listVoices({ ...filters, all: true, skip: next, top: top ?? ALL_PAGE_SIZE }, call);
-          speakers.push(...page.speakers);
-          skipped += page.skipped;
-          total = page.total_speakers_count;
-          got = page.speakers.length + page.skipped;
-          next += got;
-        }
-      }
+      const { speakers, skipped, total } = all
+        ? await listEveryVoice(client, filters, call, { ...(skip !== undefined ? { skip } : {}), ...(top !== undefined ? { top } : {}) })
+        : await client.listVoices({ ...filters, skip, top }, call).then((p) => ({ speakers: p.speakers, skipped: p.skipped, total: p.total_speakers_count }));
       if (skipped > 0) writeErr(ctx, `warning: ${skipped} malformed voice record(s) in the service's answer were left out (not an object, or no string voice and name)`);
       if (args.global.json) return writeJson(ctx, { speakers, speakers_count: speakers.length, total_speakers_count: total });
       // Without --all the service sends name and voice only: leave out columns nobody filled.
@@ -199,6 +182,7 @@ const voiceprintRegister: CommandSpec = {
     const wav = pcm ? undefined : await checkWavFile(path);
     await withClient(args, ctx, async ({ client, call, config }) => {
       // The audit copy kept after it is registered must fit above state_min_free: check before sending.
+      const { createDiskFloor } = await import('../disk/disk-floor.js');
       await createDiskFloor(config.state_dir, config.state_min_free).assertRoom((await stat(path)).size, 'voiceprint audit copies');
       const audio: FileUpload = { path, contentType: pcm ? 'application/octet-stream' : 'audio/wav' };
       const r = await client.registerVoiceprint({

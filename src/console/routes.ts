@@ -7,6 +7,7 @@ import type { AgentConfig } from '../config/schema.js';
 import type { AgentStatus } from '../control/types.js';
 import type { Db } from '../db/database.js';
 import type { ServiceClient, VoiceQuery } from '../client/types.js';
+import { listEveryVoice } from '../client/voice-catalogue.js';
 import type { CachedFace } from '../faces/types.js';
 import { BusyError } from '../errors.js';
 import { createLayout, type Layout } from '../enroll/layout.js';
@@ -219,13 +220,13 @@ export function createRoutes(deps: RouteDeps) {
     },
 
     async voices(url: URL, signal: AbortSignal) {
-      const q: VoiceQuery = { all: true };
+      const q: VoiceQuery = {};
       for (const k of ['language', 'gender', 'name', 'provider', 'tags'] as const) {
         const v = str(url, k);
         if (v) q[k] = v;
       }
-      const page = await deps.client().listVoices(q, { signal });
-      return { voices: page.speakers, total: page.total_speakers_count, matched: page.speakers_count };
+      const all = await listEveryVoice(deps.client(), q, { signal });
+      return { voices: all.speakers, total: all.total, matched: all.speakers.length };
     },
 
     voiceprints: () => ({

@@ -1,7 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RequestEvent } from '../client/types.js';
 import type { StateQueries } from './state-queries.js';
-import { registerDiskGauges, type DiskReading } from '../disk/disk-floor.js';
+import type { DiskReading } from '../disk/disk-floor.js';
+import { registerDiskGauges } from '../disk/disk-metrics.js';
 
 // The daemon's own Registry lives as long as the process: process figures, HTTP exchanges (fed by
 // the service client's onRequest, which survives client rebuilds on reload), and outbox/sync

@@ -1,6 +1,5 @@
 import { statfsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
-import { Gauge, type Registry } from 'prom-client';
 import { DiskFullError } from '../errors.js';
 import { formatSize } from '../util/units.js';
 
@@ -127,20 +126,4 @@ export function createDiskFloor(dir: string, minFree: MinFree): DiskFloor {
 export function describeDisk(r: DiskReading): string {
   const head = `${formatSize(r.free_bytes)} free of ${formatSize(r.total_bytes)} on ${r.dir}, floor ${formatSize(r.min_free_bytes)} (state_min_free)`;
   return r.nearly_full ? `DISK NEARLY FULL: ${head}; face images, TTS audio and voiceprint copies are not cached until space is freed` : head;
-}
-
-/** Free space, the floor, and a 0/1 "nearly full" on /metrics, read at scrape time. */
-export function registerDiskGauges(registry: Registry, read: () => DiskReading | undefined): void {
-  let last: DiskReading | undefined;
-  const gauge = (name: string, help: string, value: (r: DiskReading) => number) => new Gauge({
-    name, help, registers: [registry],
-    collect() {
-      // One statfs per scrape: the first gauge reads, the others reuse it.
-      if (name === 'terminal_agent_state_free_bytes') last = read();
-      if (last) this.set(value(last));
-    },
-  });
-  gauge('terminal_agent_state_free_bytes', 'Free bytes on the file system of state_dir (for the agent\'s user).', (r) => r.free_bytes);
-  gauge('terminal_agent_state_min_free_bytes', 'Free space the agent keeps on that file system (state_min_free).', (r) => r.min_free_bytes);
-  gauge('terminal_agent_disk_nearly_full', '1 when free space on state_dir is below state_min_free: caches stop growing (disk nearly full).', (r) => (r.nearly_full ? 1 : 0));
 }

@@ -45,6 +45,10 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
   let burst = false;
   let kick: (() => void) | undefined;
 
+  // Each kind of watcher error is said once while this watcher lives: with thousands of files each
+  // one fails alike, and the watcher is closed and opened again around every burst of files.
+  const said = new Set<string>();
+
   function emit(absPath: string): void {
     const rel = toRel(layout.root, absPath);
     if (rel) deps.onCandidate(rel);
@@ -69,8 +73,6 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
     w.on('unlink', (p: string) => {
       if (toRel(layout.root, p)?.startsWith('knowledge/')) deps.onKnowledgeScan();
     });
-    // Said once per opening of the watcher: with thousands of files each one fails alike.
-    const said = new Set<string>();
     w.on('error', (err: unknown) => {
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
       if (said.has(code)) return;

@@ -17,7 +17,7 @@ import type { WavFileInfo } from './wav-check.js';
 import { openLiveArea } from '../cli/live-area.js';
 import { levelLines, steadyHint, type LevelView } from '../cli/progress-format.js';
 import { openEventStream } from '../events/sse-client.js';
-import { createEventBus, type AgentEvent } from '../events/event-bus.js';
+import type { AgentEvent } from '../events/event-bus.js';
 import { checkVoiceprintName, deleteVoiceprintEverywhere, recordSentFile, type RegisterOutcome, type SentAudio } from './register.js';
 
 // `voiceprint enroll` and `voiceprint list`, and what `voiceprint register|delete` (the client's
@@ -110,7 +110,7 @@ whole recording. A refused recording says what was measured (peak, level, share 
     }
     await withClient(args, ctx, async ({ client, config: cfg }) => {
       const [db, { createVoiceEnroll }, { silentLogger }] = await Promise.all([agentDb(cfg), import('./voice-enroll.js'), import('../log/logger.js')]);
-      const events = meter.live ? createEventBus() : undefined;
+      const events = meter.live ? (await import('../events/event-bus.js')).createEventBus() : undefined;
       events?.subscribe(meter.onEvent);
       const voice = createVoiceEnroll({ config: cfg, db, client, logger: silentLogger(), env: ctx.env, micWaitMs: 0, ...(events ? { events } : {}) });
       const onAbort = () => void voice.stop();

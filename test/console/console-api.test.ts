@@ -92,7 +92,8 @@ describe('web console API', () => {
     expect(s.console).toMatchObject({ url: base, tls: false, login_required: true });
     const faces = await until('the first sync', async () => {
       const f = (await c.call('GET', '/api/faces')).json();
-      return f.total === SAMPLE_FACES.length ? f : undefined;
+      // The rows are committed a moment before the sync is recorded as finished: wait for both.
+      return f.total === SAMPLE_FACES.length && f.synced_at ? f : undefined;
     });
     expect(faces.synced_at).toMatch(/^\d{4}-/);
     expect(faces.faces[0]).toMatchObject({ thumb_url: expect.stringMatching(/^\/api\/faces\/\w+\/thumb\?v=/), image_url: expect.stringMatching(/\/image\?v=/) });
