@@ -145,17 +145,10 @@ build_arch() { # deb-arch
   install -D -m 0644 "$SRC/config/config.example.yaml" "$root/etc/$PKG/config.yaml"
   install -D -m 0644 "$SRC/config/config.example.yaml" "$root/usr/share/doc/$PKG/examples/config.example.yaml"
 
-  # The unit: the checkout's, pointed at the bundled node and this prefix. Checked, so an edit of
-  # the unit that breaks the rewrite fails here rather than on a terminal.
-  local unit="$root/usr/lib/systemd/system/$PKG.service"
-  install -d "$(dirname "$unit")"
-  sed -e "s#^ExecStart=/usr/bin/node /opt/terminal-agent/#ExecStart=$PREFIX/bin/node $PREFIX/#" \
-      -e "s#^Documentation=.*#Documentation=man:terminal-agent(1) file:///usr/share/doc/$PKG/README.md.gz#" \
-      -e "s#^\# Installed by systemd/install.sh.*#\# Installed by the terminal-agent Debian package.#" \
-      "$SRC/systemd/$PKG.service" >"$unit"
-  grep -q "^ExecStart=$PREFIX/bin/node $PREFIX/dist/main.js run " "$unit" \
-    || { echo "build.sh: could not point ExecStart of systemd/$PKG.service at $PREFIX/bin/node" >&2; exit 1; }
-  if grep -q '/opt/terminal-agent' "$unit"; then echo "build.sh: $unit still names /opt/terminal-agent" >&2; exit 1; fi
+  # The unit: the checkout's, pointed at the bundled node and this prefix (unit.sh fails if an
+  # edit of the unit breaks the rewrite, rather than a terminal failing to start).
+  install -d "$root/usr/lib/systemd/system"
+  "$SRC/packaging/unit.sh" "$SRC/systemd/$PKG.service" "$PREFIX" >"$root/usr/lib/systemd/system/$PKG.service"
 
   local doc="$root/usr/share/doc/$PKG"
   gzip -9n -c "$SRC/README.md" >"$doc/README.md.gz"

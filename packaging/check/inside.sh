@@ -185,5 +185,17 @@ purge_pkg() {
   note "purge: state, config, credentials, user, group and statoverrides gone"
 }
 
+status() { terminal-agent status --config "$CONF" | grep -E '^(terminal-agent|outbox)' || true; }
+
+kept_after_upgrade() { # new-version
+  local v; v=$(dpkg-query -W -f='${Version}' terminal-agent)
+  [ "$v" = "$1" ] || fail "installed version is $v, expected $1"
+  grep -q "^  base_url: http://127.0.0.1:$PORT\$" "$CONF" || fail "the upgrade changed $CONF"
+  [ -f "$CONF.dpkg-dist" ] && fail "dpkg left $CONF.dpkg-dist"
+  [ "$(cat /etc/terminal-agent/credentials/terminal_secret)" = "$SECRET" ] || fail "the upgrade changed the credentials"
+  mode_is "$CONF" "root:terminal-agent 640"
+  note "upgraded to $v: config (edited) and credentials kept, agent.db $(stat -c %s "$STATE/agent.db") bytes"
+}
+
 step=$1; shift
 "$step" "$@"
