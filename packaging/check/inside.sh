@@ -185,7 +185,7 @@ purge_pkg() {
   note "purge: state, config, credentials, user, group and statoverrides gone"
 }
 
-status() { terminal-agent status --config "$CONF" | grep -E '^(terminal-agent|outbox)' || true; }
+status() { terminal-agent status --config "$CONF" | sed -n -e '/^terminal-agent/p' -e '/^outbox/,/^audio/p' | grep -v '^audio' || true; }
 
 kept_after_upgrade() { # new-version
   local v; v=$(dpkg-query -W -f='${Version}' terminal-agent)
