@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The package under a real systemd: a fresh Debian 12 amd64 root with systemd, booted as PID 1 of
+# its own PID namespace (unshare + chroot; systemd-nspawn needs a host systemd/D-Bus, which this
+# kind of machine lacks). Then, with systemd itself running the unit:
+#   install N          postinst enables and starts the unit; with empty credentials it fails with
+#                      exit 78 naming them, and is not restarted (RestartPreventExitStatus)
+#   configure          systemctl restart: READY (Type=notify) timed from systemd's own timestamps
+#   faces uploading    emulator with --latency, then apt-get install N+1: postinst restarts the
+#                      unit (SIGTERM drain, new start), every face reaches done/ and the emulator once
+#   remove / purge     remove stops the unit and keeps state; purge removes it all
+#
+#   sudo packaging/check-systemd.sh [DEB_N [DEB_N+1]]   (N+1 built with build.sh --version when absent)
+# One drop-in is needed here: PrivateUsers=no (this machine cannot give systemd a user namespace
+# inside the PID namespace: 217/USER); every other hardening option of the unit stays on.
+set -euo pipefail
+. "$(dirname "$0")/check/lib.sh"
+[ "$(id -u)" -eq 0 ] || { echo "check-systemd.sh: run as root (unshare, chroot, mount)" >&2; exit 77; }
+FACES=${FACES:-40}; LATENCY=${LATENCY:-1500ms}
+DEB_N=${1:-$(deb_for amd64)}
+V_N=$(dpkg-deb -f "$DEB_N" Version)
+if [ -n "${2:-}" ]; then DEB_N1=$2; else
+  DEB_N1="$PKGDIR/../dist-pkg/upgrade/terminal-agent_$V_N+upgradetest_amd64.deb"
+  [ -f "$DEB_N1" ] || DEB_N1=$("$PKGDIR/build.sh" --arch amd64 --version "$V_N+upgradetest" --out "$PKGDIR/../dist-pkg/upgrade" | tail -n 1)
+fi
+V_N1=$(dpkg-deb -f "$DEB_N1" Version)
+
+# The base root with systemd, made once.
+sdbase="$CACHE/base-bookworm-amd64-systemd"
+if [ ! -x "$sdbase/lib/systemd/systemd" ]; then
+  rm -rf "$sdbase.tmp"; cp -a "$(base_root bookworm amd64)" "$sdbase.tmp"
+  cp /etc/resolv.conf "$sdbase.tmp/etc/resolv.conf"
+  chroot "$sdbase.tmp" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd systemd-sysv dbus >/dev/null'
+  mv "$sdbase.tmp" "$sdbase"
+fi
+root="$CACHE/run-systemd-bookworm-amd64"
+SDPID=""
+finish() {
+  if [ -n "$SDPID" ]; then kill -KILL "$SDPID" 2>/dev/null || true; sleep 1; fi # PID 1 of the namespace: all in it end
+  cleanup_root "$root"
+}
+trap finish EXIT
+cleanup_root "$root"
+cp -a "$sdbase" "$root"
+mkdir -p "$root/root/check" "$root/etc/systemd/system/terminal-agent.service.d"
+cp "$PKGDIR/check/inside.sh" "$DEB_N" "$DEB_N1" "$root/root/check/"
+echo 8796 >"$root/root/check/port"
+make_faces "$root" sd "$FACES"
+printf '[Service]\n# check-systemd.sh: no user namespace inside this PID namespace\nPrivateUsers=no\n' \
+  >"$root/etc/systemd/system/terminal-agent.service.d/check.conf"
+
+# Boot: systemd as PID 1 of a new PID namespace, its own mounts (gone with the namespace).
+unshare --pid --fork --mount --uts --ipc sh -c "
+  mount --make-rprivate / && mount --bind '$root' '$root' && mount -t proc proc '$root/proc' &&
+  mount -t sysfs sysfs '$root/sys' && mount -t tmpfs tmpfs '$root/sys/fs/cgroup' &&
+  mkdir '$root/sys/fs/cgroup/unified' '$root/sys/fs/cgroup/systemd' &&
+  mount -t cgroup2 cgroup2 '$root/sys/fs/cgroup/unified' &&
+  mount -t cgroup -o none,name=systemd cgroup '$root/sys/fs/cgroup/systemd' &&
+  mount --bind /dev '$root/dev' &&
+  exec chroot '$root' /lib/systemd/systemd --system --log-target=journal" >"$CACHE/systemd-boot.log" 2>&1 &
+unshare_pid=$!
+for _ in $(seq 60); do SDPID=$(pgrep -P "$unshare_pid" || true); [ -n "$SDPID" ] && break; sleep 0.5; done
+[ -n "$SDPID" ] || { echo "check-systemd.sh: systemd did not start" >&2; exit 1; }
+E=(nsenter -t "$SDPID" -a -r -w)
+for _ in $(seq 120); do
+  state=$("${E[@]}" systemctl is-system-running 2>/dev/null || true)
+  case "$state" in running|degraded) break ;; esac; sleep 1
+done
+echo "check: == systemd $("${E[@]}" systemctl --version | head -n 1 | cut -d' ' -f2) booted as PID 1 of a PID namespace ($state)"
+in_sd() { "${E[@]}" /root/check/inside.sh "$@"; }
+show() { "${E[@]}" systemctl show -p "$1" --value terminal-agent; }
+
+in_sd install_pkg "/root/check/$(basename "$DEB_N")"
+for _ in $(seq 30); do [ "$(show ActiveState)" = failed ] && break; sleep 1; done
+[ "$(show ActiveState)" = failed ] && [ "$(show ExecMainStatus)" = 78 ] \
+  || { echo "check: FAIL: unconfigured unit is $(show ActiveState), status $(show ExecMainStatus); expected failed, 78" >&2; exit 1; }
+"${E[@]}" journalctl -u terminal-agent -o cat --no-pager | grep -m1 'terminal_secret from systemd credential terminal_secret is empty' >/dev/null \
+  || { echo "check: FAIL: the journal does not name the empty credential" >&2; exit 1; }
+echo "check: fresh install: unit enabled, started by postinst, failed with 78 naming the empty credentials, not restarted"
+
+in_sd configure >/dev/null
+in_sd start_emulator "$LATENCY"
+"${E[@]}" systemctl restart terminal-agent
+ready_ms=$((($(show ActiveEnterTimestampMonotonic) - $(show ExecMainStartTimestampMonotonic)) / 1000))
+echo "systemd-bookworm-amd64 start_to_ready_ms=$ready_ms" >>"$CACHE/results.txt"
+echo "check: systemctl restart: active ($(show SubState)), ExecMainStart to READY $ready_ms ms; STATUS=$(show StatusText)"
+pid_n=$(show MainPID)
+
+in_sd drop_faces sd
+in_sd wait_some_done sd 3
+in_sd status
+in_sd install_pkg "/root/check/$(basename "$DEB_N1")" upgrade
+pid_n1=$(show MainPID)
+[ "$pid_n1" != "$pid_n" ] && [ "$(show ActiveState)" = active ] \
+  || { echo "check: FAIL: after the upgrade MainPID $pid_n1 (was $pid_n), $(show ActiveState)" >&2; exit 1; }
+"${E[@]}" journalctl -u terminal-agent -o cat --no-pager | grep -E '"msg":"(draining|drained|stopping|stopped)' | tail -n 3 | cut -c1-220 || true
+echo "check: postinst restarted the unit: MainPID $pid_n -> $pid_n1"
+in_sd status
+in_sd wait_done sd "$FACES" 900
+in_sd exactly_once sd "$FACES"
+in_sd kept_after_upgrade "$V_N1"
+
+"${E[@]}" apt-get remove -y -q terminal-agent >/dev/null
+[ "$(show ActiveState)" = inactive ] || { echo "check: FAIL: unit $(show ActiveState) after apt remove" >&2; exit 1; }
+"${E[@]}" test -f /var/lib/terminal-agent/agent.db || { echo "check: FAIL: remove lost agent.db" >&2; exit 1; }
+echo "check: apt remove stopped the unit (inactive) and kept /var/lib/terminal-agent"
+in_sd purge_pkg
+in_sd stop_emulator
+echo "check-systemd.sh: passed"

@@ -1,0 +1,201 @@
+#!/bin/bash
+# The install checks' steps, run inside a fresh Debian root (chroot, as root) by
+# packaging/check-*.sh:  /root/check/inside.sh STEP [ARGS]
+# Everything lives in /root/check (the package, faces, logs; results in /root/check/results).
+# systemd does not run in the chroot, so run-daemon starts the daemon the way the unit does:
+# the unit's own ExecStart=, Environment=, User=, UMask=, WorkingDirectory=, RuntimeDirectory= and
+# LoadCredential= (credentials copied into a private folder for the service user).
+set -euo pipefail
+
+C=/root/check
+SECRET=check-terminal-secret-0123456789abcdef
+GROUP=check-group
+APIKEY=check-api-key-0123456789
+CONF=/etc/terminal-agent/config.yaml
+STATE=/var/lib/terminal-agent
+UNIT=/usr/lib/systemd/system/terminal-agent.service
+NODE=/usr/lib/terminal-agent/bin/node
+export DEBIAN_FRONTEND=noninteractive
+# Each check's emulator has its own port (roots share the host's network; checks may overlap).
+PORT=$(cat "$C/port" 2>/dev/null || echo 8780)
+
+ms() { echo $(($(date +%s%N) / 1000000)); }
+note() { echo "check: $*"; }
+fail() { echo "check: FAIL: $*" >&2; exit 1; }
+result() { echo "$1=$2" >>"$C/results"; note "$1=$2"; }
+creds() { CREDENTIALS_DIRECTORY=/etc/terminal-agent/credentials "$@"; }
+mode_is() { # path "owner:group mode"
+  local got; got=$(stat -c '%U:%G %a' "$1")
+  [ "$got" = "$2" ] || fail "$1 is $got, expected $2"
+}
+wait_for() { # seconds description command...
+  local secs=$1 deadline=$(($(date +%s) + $1)) what=$2; shift 2
+  until "$@" >/dev/null; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for $what"
+    sleep 0.5
+  done
+}
+
+install_pkg() { # deb [tag]
+  apt-get update -qq >/dev/null
+  local t0; t0=$(ms)
+  apt-get install -y -q "$1" >"$C/apt-install.log" 2>&1 || { tail -n 40 "$C/apt-install.log"; fail "apt-get install $1"; }
+  result "${2:-install}_ms" $(($(ms) - t0))
+  grep -A5 "next steps" "$C/apt-install.log" || true
+  dpkg-query -W -f='check: installed ${Package} ${Version} ${Architecture}\n' terminal-agent
+  getent passwd terminal-agent >/dev/null || fail "no terminal-agent user"
+  mode_is /etc/terminal-agent "root:terminal-agent 750"
+  mode_is "$CONF" "root:terminal-agent 640"
+  mode_is /etc/terminal-agent/credentials "root:root 700"
+  mode_is /etc/terminal-agent/credentials/terminal_secret "root:root 600"
+  mode_is "$STATE" "terminal-agent:terminal-agent 750"
+  for d in faces voiceprints speakers knowledge done failed; do mode_is "$STATE/enroll/$d" "terminal-agent:terminal-agent 2770"; done
+  [ -L /etc/systemd/system/multi-user.target.wants/terminal-agent.service ] || fail "unit not enabled"
+  grep -q "^ExecStart=$NODE " "$UNIT" || fail "ExecStart does not use the bundled node"
+  for t in gcc cc make npm node nodejs; do ! command -v "$t" >/dev/null || fail "$t is installed: the check wants a root without it"; done
+  note "no compiler, no npm, no system node; terminal-agent $(terminal-agent --version 2>&1 | head -n 1)"
+}
+
+configure() {
+  sed -i -e "s#^  base_url: .*#  base_url: http://127.0.0.1:$PORT#" \
+    -e "s#^  face_base_url: .*#  face_base_url: http://127.0.0.1:$PORT/v1/api#" \
+    -e 's#^  output_device: default#  output_device: "null"#' -e 's#^  input_device: default#  input_device: "null"#' \
+    -e 's#^  settle_time: 1s#  settle_time: 300ms#' "$CONF"
+  grep -q "^  base_url: http://127.0.0.1:$PORT\$" "$CONF" || fail "could not set service.base_url in $CONF"
+  # No sound card in a chroot: ALSA's default device becomes a null sink (speaker opens "default"
+  # when it loads, whatever audio.output_device says, and aborts when it cannot).
+  [ -e /etc/asound.conf ] || printf 'pcm.!default { type null }\nctl.!default { type hw card 0 }\n' >/etc/asound.conf
+  printf '%s\n' "$SECRET" >/etc/terminal-agent/credentials/terminal_secret
+  # The unit loads both credentials, and the agent refuses an empty one: the api_key is needed too.
+  printf '%s\n' "$APIKEY" >/etc/terminal-agent/credentials/api_key
+  creds terminal-agent config check --config "$CONF"
+}
+
+start_emulator() { # [latency]
+  local args=(emulator --port "$PORT" --data "$C/emulator-data" --terminal "$SECRET:$GROUP" --api-key "$APIKEY" --json)
+  [ -n "${1:-}" ] && args+=(--latency "$1")
+  : >"$C/emulator.out"
+  setsid terminal-agent "${args[@]}" >"$C/emulator.out" 2>"$C/emulator.err" </dev/null &
+  echo $! >"$C/emulator.pid"
+  wait_for 180 "the emulator" grep -q base_url "$C/emulator.out"
+  note "emulator: $(head -c 120 "$C/emulator.out")"
+}
+
+doctor() {
+  local rc=0
+  creds terminal-agent doctor >"$C/doctor.txt" 2>&1 || rc=$?
+  cat "$C/doctor.txt"
+  [ "$rc" -eq 0 ] || fail "doctor exited $rc"
+}
+
+run_daemon() { # start the daemon as the unit would, wait for READY
+  local exec_start envs=() cred name path gid
+  exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
+  while IFS= read -r e; do envs+=("$e"); done < <(sed -n 's/^Environment=//p' "$UNIT")
+  install -d -m 0750 -o terminal-agent -g terminal-agent /run/terminal-agent
+  cred=/run/credentials/terminal-agent.service
+  rm -rf "$cred"; install -d -m 0500 -o terminal-agent -g terminal-agent "$cred"
+  while IFS=: read -r name path; do
+    install -m 0400 -o terminal-agent -g terminal-agent "$path" "$cred/$name"
+  done < <(sed -n 's/^LoadCredential=//p' "$UNIT")
+  gid=$(getent group audio | cut -d: -f3)
+  local t0; t0=$(ms)
+  echo "$t0" >"$C/daemon.start"
+  # shellcheck disable=SC2086 # ExecStart= is split on spaces, as systemd does for this unit
+  (cd "$STATE" && umask 0027 && exec setsid setpriv --reuid=terminal-agent --regid=terminal-agent --groups="$gid" \
+    env "${envs[@]}" CREDENTIALS_DIRECTORY="$cred" $exec_start >>"$C/daemon.log" 2>&1 </dev/null) &
+  echo $! >"$C/daemon.pid"
+  wait_for 180 "READY (daemon.log: terminal-agent is ready)" ready_since "$t0"
+  local ready_at; ready_at=$(ready_since "$t0")
+  result "${1:-start}_to_ready_ms" $((ready_at - t0))
+  terminal-agent status --config "$CONF" | head -n 8
+}
+ready_since() { # prints the time (ms) of the first ready line logged after $1
+  "$NODE" -e '
+    const since = Number(process.argv[1]);
+    for (const l of require("fs").readFileSync(process.argv[2], "utf8").split("\n")) {
+      try { const j = JSON.parse(l); const t = typeof j.time === "number" ? j.time : Date.parse(j.time);
+        if (j.msg === "terminal-agent is ready" && t >= since) { console.log(t); process.exit(0); } } catch {}
+    }
+    process.exit(1);' "$1" "$C/daemon.log"
+}
+
+stop_daemon() {
+  local pid t0; pid=$(cat "$C/daemon.pid"); t0=$(ms)
+  kill -TERM "$pid"
+  wait_for 40 "the daemon to drain and exit" sh -c "! kill -0 $pid 2>/dev/null"
+  result drain_ms $(($(ms) - t0))
+  ! grep -q '"level":60' "$C/daemon.log" || fail "the daemon logged a fatal error"
+}
+
+stop_emulator() { kill -TERM "$(cat "$C/emulator.pid")" 2>/dev/null || true; }
+
+drop_faces() { # prefix count
+  local f
+  for f in "$C/faces/$1"-*.png; do cp "$f" "$STATE/enroll/faces/.$(basename "$f").part"; mv "$STATE/enroll/faces/.$(basename "$f").part" "$STATE/enroll/faces/$(basename "$f")"; done
+  note "dropped $(ls "$C/faces/$1"-*.png | wc -l) faces into $STATE/enroll/faces"
+}
+done_count() { find "$STATE/enroll/done/faces" -name "$1-*.png" 2>/dev/null | wc -l; }
+wait_done() { # prefix count [timeout]
+  wait_for "${3:-300}" "$2 faces in done/" sh -c "[ \$(find $STATE/enroll/done/faces -name '$1-*.png' 2>/dev/null | wc -l) -ge $2 ]"
+  [ -z "$(find "$STATE/enroll/failed" -type f | head -n 5)" ] || fail "files in failed/: $(find "$STATE/enroll/failed" -type f | head -n 5)"
+  note "all $2 '$1' faces reached done/faces"
+}
+wait_some_done() { # prefix count
+  wait_for 300 "$2 faces in done/" sh -c "[ \$(find $STATE/enroll/done/faces -name '$1-*.png' 2>/dev/null | wc -l) -ge $2 ]"
+  note "$(done_count "$1") '$1' faces done, the rest in flight or waiting"
+}
+
+exactly_once() { # prefix count: every face exists exactly once on the emulator
+  creds terminal-agent faces list --json --config "$CONF" >"$C/faces.json"
+  "$NODE" -e '
+    const [file, prefix, n] = process.argv.slice(1);
+    const faces = JSON.parse(require("fs").readFileSync(file, "utf8"));
+    const counts = new Map();
+    for (const f of faces) if (f.name.startsWith(prefix + "-")) counts.set(f.name, (counts.get(f.name) ?? 0) + 1);
+    const dup = [...counts].filter(([, c]) => c !== 1);
+    if (counts.size !== Number(n) || dup.length) { console.error("check: FAIL: expected", n, "faces once each, got", counts.size, "names, repeated:", JSON.stringify(dup)); process.exit(1); }
+    console.log("check: the emulator holds each of the", n, prefix, "faces exactly once");' "$C/faces.json" "$1" "$2"
+}
+
+say_wav() {
+  creds terminal-agent say "hello from the package check" --out "$C/hello.wav" --config "$CONF"
+  [ "$(head -c 4 "$C/hello.wav")" = RIFF ] && [ "$(head -c 12 "$C/hello.wav" | tail -c 4)" = WAVE ] || fail "say --out wrote no WAV"
+  note "say --out wrote a WAV of $(stat -c %s "$C/hello.wav") bytes"
+}
+
+remove_pkg() {
+  apt-get remove -y -q terminal-agent >"$C/apt-remove.log" 2>&1 || { tail "$C/apt-remove.log"; fail "apt-get remove"; }
+  dpkg-query -W -f='${Status}\n' terminal-agent | grep -q 'config-files' || fail "not in config-files state after remove"
+  [ ! -e /usr/lib/terminal-agent ] && [ ! -e /usr/bin/terminal-agent ] || fail "code left after remove"
+  [ -f "$STATE/agent.db" ] && [ -f "$CONF" ] && [ -s /etc/terminal-agent/credentials/terminal_secret ] || fail "remove lost state or config"
+  getent passwd terminal-agent >/dev/null || fail "remove deleted the user"
+  note "remove: code gone; $STATE/agent.db, $CONF, credentials and the user kept"
+}
+
+purge_pkg() {
+  apt-get purge -y -q terminal-agent >"$C/apt-purge.log" 2>&1 || { tail "$C/apt-purge.log"; fail "apt-get purge"; }
+  ! dpkg-query -W terminal-agent >/dev/null 2>&1 || dpkg-query -W -f='${Status}\n' terminal-agent | grep -q not-installed || fail "still known to dpkg"
+  for p in "$STATE" /etc/terminal-agent /etc/systemd/system/multi-user.target.wants/terminal-agent.service; do
+    [ ! -e "$p" ] || fail "$p left after purge"
+  done
+  ! getent passwd terminal-agent >/dev/null || fail "user left after purge"
+  ! getent group terminal-agent >/dev/null || fail "group left after purge"
+  ! dpkg-statoverride --list | grep -q terminal-agent || fail "statoverrides left after purge"
+  note "purge: state, config, credentials, user, group and statoverrides gone"
+}
+
+status() { terminal-agent status --config "$CONF" | sed -n -e '/^terminal-agent/p' -e '/^outbox/,/^audio/p' | grep -v '^audio' || true; }
+
+kept_after_upgrade() { # new-version
+  local v; v=$(dpkg-query -W -f='${Version}' terminal-agent)
+  [ "$v" = "$1" ] || fail "installed version is $v, expected $1"
+  grep -q "^  base_url: http://127.0.0.1:$PORT\$" "$CONF" || fail "the upgrade changed $CONF"
+  [ -f "$CONF.dpkg-dist" ] && fail "dpkg left $CONF.dpkg-dist"
+  [ "$(cat /etc/terminal-agent/credentials/terminal_secret)" = "$SECRET" ] || fail "the upgrade changed the credentials"
+  mode_is "$CONF" "root:terminal-agent 640"
+  note "upgraded to $v: config (edited) and credentials kept, agent.db $(stat -c %s "$STATE/agent.db") bytes"
+}
+
+step=$1; shift
+"$step" "$@"

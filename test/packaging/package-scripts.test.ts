@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../helpers/cli.js';
+
+// What can be checked of the Debian packaging without building it (npm run package takes minutes
+// and cross-compiles) or emulating arm64: packaging/check-*.sh do that by hand (see README).
+const PKG = join(REPO_ROOT, 'packaging');
+const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: 'utf8', cwd: REPO_ROOT });
+
+describe('Debian packaging', () => {
+  it.each(['postinst', 'prerm', 'postrm'])('maintainer script %s parses with /bin/sh and is executable', (name) => {
+    const file = join(PKG, 'debian', name);
+    const r = run('sh', ['-n', file]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(readFileSync(file, 'utf8').split('\n')[0]).toBe('#!/bin/sh');
+    expect(run('test', ['-x', file]).status).toBe(0);
+  });
+
+  it.each(['build.sh', 'check-amd64.sh', 'check-arm64.sh', 'check-upgrade.sh', 'check/inside.sh', 'check/lib.sh'])('%s parses with bash', (name) => {
+    const r = run('bash', ['-n', join(PKG, name)]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('points the packaged unit at the bundled node and the package prefix', () => {
+    const r = run(join(PKG, 'unit.sh'), ['systemd/terminal-agent.service', '/usr/lib/terminal-agent']);
+    expect(r.status, r.stderr).toBe(0);
+    const execStart = r.stdout.split('\n').filter((l) => l.startsWith('ExecStart='));
+    expect(execStart).toEqual(['ExecStart=/usr/lib/terminal-agent/bin/node /usr/lib/terminal-agent/dist/main.js run --config /etc/terminal-agent/config.yaml']);
+    expect(r.stdout).not.toContain('/opt/terminal-agent');
+    expect(r.stdout).toContain('LoadCredential=terminal_secret:/etc/terminal-agent/credentials/terminal_secret');
+  });
+
+  it('refuses a unit whose ExecStart it cannot rewrite, naming the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ta-unit-'));
+    const unit = join(dir, 'terminal-agent.service');
+    writeFileSync(unit, readFileSync(join(REPO_ROOT, 'systemd/terminal-agent.service'), 'utf8').replace(/^ExecStart=.*$/m, 'ExecStart=/usr/local/bin/terminal-agent run'));
+    const r = run(join(PKG, 'unit.sh'), [unit, '/usr/lib/terminal-agent']);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`could not point ExecStart= of ${unit} at /usr/lib/terminal-agent/bin/node`);
+  });
+
+  it('marks only the config as a conffile, and ships no secret', () => {
+    expect(readFileSync(join(PKG, 'debian', 'conffiles'), 'utf8')).toBe('/etc/terminal-agent/config.yaml\n');
+    const build = readFileSync(join(PKG, 'build.sh'), 'utf8');
+    expect(build).toContain('"$SRC/config/config.example.yaml" "$root/etc/$PKG/config.yaml"');
+    expect(build).not.toMatch(/credentials\/(terminal_secret|api_key)/);
+    expect(readFileSync(join(PKG, 'debian', 'postinst'), 'utf8')).toContain('(umask 077; : >"$ETC/credentials/$c")');
+  });
+
+  it('pins a Node.js 20 runtime that meets engines >= 20.19', () => {
+    const v = readFileSync(join(PKG, 'node-version'), 'utf8').trim().split('.').map(Number);
+    expect(v[0]).toBe(20);
+    expect(v[1]).toBeGreaterThanOrEqual(19);
+  });
+});
