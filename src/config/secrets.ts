@@ -108,8 +108,12 @@ export async function resolveSecret(
   if (credDir) {
     const credFile = join(credDir, name);
     const r = await readSecretFile(credFile);
-    if (r.ok) return accept(r.value, 'credentials', credFile, `systemd credential ${name}`, `service.${name}`, credFile);
-    if (r.code !== 'ENOENT') {
+    // An empty api_key credential means "none": the unit always loads both credentials (a missing
+    // file fails the unit), and the package installs them empty, so a terminal that makes no
+    // knowledge calls leaves this one empty. The terminal secret is required: empty stays a problem.
+    const optionalAndEmpty = name === 'api_key' && r.ok && r.value.trim() === '';
+    if (r.ok && !optionalAndEmpty) return accept(r.value, 'credentials', credFile, `systemd credential ${name}`, `service.${name}`, credFile);
+    if (!r.ok && r.code !== 'ENOENT') {
       problems.push({ path: `service.${name}`, file: credFile, message: readFailure(name, credFile, r.code, `$CREDENTIALS_DIRECTORY`) });
       return { source: 'credentials', origin: credFile, failed: true };
     }

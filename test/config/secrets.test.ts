@@ -76,6 +76,23 @@ describe('secret sources and their precedence: env > credentials dir > *_file > 
     expect(configSecrets(cfg)).toEqual(['only-ts']);
   });
 
+  it('an empty api_key credential counts as none (the package installs both credentials empty); an empty terminal secret does not', async () => {
+    const dir = tmpDir();
+    const credDir = join(dir, 'creds');
+    mkdirSync(credDir);
+    writeFileSync(join(credDir, 'terminal_secret'), 'from-creds-ts\n');
+    writeFileSync(join(credDir, 'api_key'), '');
+    const path = join(dir, 'c.yaml');
+    writeFileSync(path, URLS);
+    const cfg = await loadConfig({ path, env: { CREDENTIALS_DIRECTORY: credDir } });
+    expect(cfg.service.api_key).toBeUndefined();
+    expect(configSecrets(cfg)).toEqual(['from-creds-ts']);
+    writeFileSync(join(credDir, 'terminal_secret'), '');
+    const err = await loadConfig({ path, env: { CREDENTIALS_DIRECTORY: credDir } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(String((err as ConfigError).message)).toMatch(/terminal_secret from systemd credential terminal_secret is empty/);
+  });
+
   it('a higher source makes an unreadable *_file irrelevant (it is not read)', async () => {
     const dir = tmpDir();
     const path = join(dir, 'c.yaml');
