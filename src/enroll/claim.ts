@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { lstat, open, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { lstat, open, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
 import { formatSize } from '../util/units.js';
@@ -9,7 +9,8 @@ import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
-import { EnrollInputError, checkImage, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
+import { sha256Of, stagedInMemory } from './staged-body.js';
+import { EnrollInputError, checkImage, checkImageHead, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
 import { wavHeader } from '../audio/wav.js';
 
 // Taking a stable file into the outbox: refuse what can be refused unread, copy it under state_dir
@@ -160,7 +161,19 @@ export function createClaimer(deps: ClaimDeps) {
 
     const pcm = c.kind === 'voiceprints' && c.ext === '.pcm';
     const staged = join(layout.staging, `${randomUUID()}${pcm ? '.wav' : c.ext}`);
-    const { sha256, bytes } = await copyAndHash(abs, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
+    // A small face image: read once, staged from memory without fsync (staged-body.ts says why).
+    const inMemory = stagedInMemory(c.kind, size);
+    let head: Buffer | undefined;
+    let sha256: string;
+    let bytes: number;
+    if (inMemory) {
+      head = await readAtMost(abs, size + 1);
+      bytes = head.length;
+      sha256 = sha256Of(head);
+      if (bytes === size) await writeFile(staged, head, { flag: 'wx', mode: 0o600 });
+    } else {
+      ({ sha256, bytes } = await copyAndHash(abs, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined));
+    }
     const after = await stat(abs).catch(() => undefined);
     if (bytes !== size || !after || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
       // Still being written after all: wait for another quiet period.
@@ -168,7 +181,7 @@ export function createClaimer(deps: ClaimDeps) {
       return { outcome: 'retry' };
     }
     try {
-      if (c.kind === 'faces') meta.contentType = await checkImage(staged, shown);
+      if (c.kind === 'faces') meta.contentType = head ? checkImageHead(head, shown) : await checkImage(staged, shown);
       if (c.kind === 'voiceprints' || c.kind === 'speakers') {
         const wav = await checkWav(staged, shown);
         meta.sampleRate = wav.sampleRate;
@@ -180,7 +193,7 @@ export function createClaimer(deps: ClaimDeps) {
       if (err instanceof EnrollInputError) return refuse(c, size, mtimeMs, err, meta);
       throw err;
     }
-    await deps.syncDir(layout.staging);
+    if (!inMemory) await deps.syncDir(layout.staging);
 
     // Durable only when it finishes the file at once (a duplicate): see commit-batcher.ts.
     const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, c.name, sha256) !== undefined;

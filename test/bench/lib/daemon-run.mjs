@@ -12,11 +12,16 @@ const require = createRequire(join(ROOT, 'package.json'));
 const unix = require('unix-dgram');
 const CLK_TCK = 100; // Linux USER_HZ
 
-/** utime + stime of one process, ms. */
+/** utime + stime of one process (all its threads), ms. */
 export function procCpuMs(pid) {
+  const t = procCpuSplitMs(pid);
+  return t.user + t.sys;
+}
+
+export function procCpuSplitMs(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(f[11]) + Number(f[12])) / CLK_TCK) * 1000;
+  return { user: (Number(f[11]) / CLK_TCK) * 1000, sys: (Number(f[12]) / CLK_TCK) * 1000 };
 }
 
 /** Peak resident set (VmHWM) of a live process, MB. */
@@ -65,6 +70,9 @@ export function createPiBudget(name) {
 
 /** spawn(node, args) — inside `budget` (a createPiBudget result) when given. */
 export function spawnNode(args, opts, budget) {
+  // BENCH_STRACE=FILE: syscall counts of the daemon and its threads (strace -c -f); profiling only,
+  // the CPU and RSS figures are then strace's.
+  if (process.env.BENCH_STRACE && args.includes(MAIN)) return spawn('strace', ['-c', '-f', '-o', process.env.BENCH_STRACE, process.execPath, ...args], opts);
   if (!budget) return spawn(process.execPath, args, opts);
   const quoted = [process.execPath, ...args].map((a) => `'${String(a).replace(/'/g, `'\\''`)}'`).join(' ');
   return spawn('/bin/sh', ['-c', `echo $$ > '${join(budget.dir, 'cgroup.procs')}' && exec ${quoted}`], opts);
@@ -100,7 +108,7 @@ export function spawnDaemon(dir, config, { budget, extraArgs = [] } = {}) {
   const ready = new Promise((resolve) => sock.on('message', (buf) => { if (buf.toString().includes('READY=1')) resolve(); }));
   sock.bind(notifyPath);
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
-  const child = spawnNode([...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', 'ignore', 'inherit'] }, budget);
+  const child = spawnNode([...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore', 'inherit'] }, budget);
   const exited = new Promise((resolve) => child.once('close', resolve));
   const failed = exited.then((code) => { throw new Error(`the daemon exited (${code}) before READY=1`); });
   return {
