@@ -232,7 +232,9 @@ async function main() {
   }
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+function median(xs) {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+}
 
 /** The plain loop in its own process: list, then GET + write each image; ms from its spawn to its answer. */
 async function plainGetLoop(emu, work, concurrency, budget) {
