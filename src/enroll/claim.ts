@@ -9,7 +9,7 @@ import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
-import { sha256Of, stagedInMemory } from './staged-body.js';
+import { readAtMost, sha256Of, stagedInMemory } from './staged-body.js';
 import { EnrollInputError, checkImage, checkImageHead, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
 import { wavHeader } from '../audio/wav.js';
 
@@ -38,24 +38,6 @@ const PCM_CHANNELS = 1;
 
 /** Files up to this size are read in one go (a stream costs a round trip per 64 KB and more JS). */
 const WHOLE_READ_MAX = 1024 * 1024;
-
-/** At most `max` bytes (one more than expected shows that the file grew: the caller retries). */
-async function readAtMost(path: string, max: number): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(max);
-    let n = 0;
-    for (;;) {
-      const { bytesRead } = await fh.read(buf, n, max - n, n);
-      if (bytesRead === 0) break;
-      n += bytesRead;
-      if (n === max) break;
-    }
-    return buf.subarray(0, n);
-  } finally {
-    await fh.close();
-  }
-}
 
 async function copyAndHash(src: string, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
   const hash = createHash('sha256');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { open, stat, writeFile } from 'node:fs/promises';
 import type { Kind, OutboxRow } from './types.js';
 import { EnrollInputError } from './validators.js';
 
@@ -22,20 +22,36 @@ export function stagedInMemory(kind: Kind, size: number): boolean {
   return kind === 'faces' && size <= IN_MEMORY_MAX;
 }
 
+/**
+ * At most `max` bytes (one more than expected shows that the file grew: the caller retries). One
+ * read: a short read of a regular file is its end, and where it is not (a network file system)
+ * the byte count differs from the size and the caller simply tries again later.
+ */
+export async function readAtMost(path: string, max: number): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(max);
+    const { bytesRead } = await fh.read(buf, 0, max, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
 export const sha256Of = (buf: Buffer): string => createHash('sha256').update(buf).digest('hex');
 
-async function readIfHash(path: string, sha256: string): Promise<Buffer | undefined> {
-  const buf = await readFile(path).catch(() => undefined);
-  return buf && sha256Of(buf) === sha256 ? buf : undefined;
+async function readIfHash(path: string, size: number, sha256: string): Promise<Buffer | undefined> {
+  const buf = await readAtMost(path, size + 1).catch(() => undefined);
+  return buf && buf.length === size && sha256Of(buf) === sha256 ? buf : undefined;
 }
 
 /** The bytes to upload for a row staged in memory mode (see above); throws EnrollInputError when gone. */
 export async function loadStaged(row: OutboxRow, originalPath: string): Promise<Buffer> {
-  const staged = await readIfHash(row.staged_path!, row.content_sha256);
+  const staged = await readIfHash(row.staged_path!, row.size, row.content_sha256);
   if (staged) return staged;
   const st = await stat(originalPath).catch(() => undefined);
   const original = st && st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms
-    ? await readIfHash(originalPath, row.content_sha256)
+    ? await readIfHash(originalPath, row.size, row.content_sha256)
     : undefined;
   if (!original) {
     throw new EnrollInputError('TA_ERR_STAGED_COPY_LOST', `the agent's copy of ${row.source_path} was lost (a power failure before it reached the disk) and the original has changed or is gone since it was taken; drop the file again`);

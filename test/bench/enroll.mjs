@@ -74,7 +74,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const plain = await runPlainLoop(service, budget);
 
     const config = writeDaemonConfig(dir, emulator, terminals[1]);
-    const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [])];
+    const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     const daemon = spawnDaemon(dir, config, { budget, extraArgs: prof });
     await daemon.ready;
     const inbox = join(dir, 'enroll', 'faces');
@@ -114,7 +114,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const allOnce = names.every((n) => perName.get(n) === 1) && faces.length === COUNT;
     const lists = emulator.requests.filter((r) => r.method === 'GET' && r.path === '/v1/api/faces').length;
     // Where the wall time goes: when the uploads ran, against the copy's start.
-    const posts = emulator.requests.filter((r) => r.method === 'POST' && r.path === '/v1/api/faces');
+    const posts = emulator.requests.filter((r) => r.method === 'POST' && r.path === '/v1/api/faces' && r.at >= epoch0);
     const firstPost = Math.min(...posts.map((p) => p.at)) - epoch0;
     const lastPost = Math.max(...posts.map((p) => p.at + p.durationMs)) - epoch0;
     const r = { plainMs: plain.ms, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, allOnce, lists };

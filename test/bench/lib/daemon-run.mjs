@@ -107,7 +107,8 @@ export function spawnDaemon(dir, config, { budget, extraArgs = [] } = {}) {
   const sock = unix.createSocket('unix_dgram');
   const ready = new Promise((resolve) => sock.on('message', (buf) => { if (buf.toString().includes('READY=1')) resolve(); }));
   sock.bind(notifyPath);
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
+  // BENCH_DAEMON_ENV='{"NAME":"value"}': extra environment for trying settings before they go in the unit.
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, ...JSON.parse(process.env.BENCH_DAEMON_ENV ?? '{}'), NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
   const child = spawnNode([...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore', 'inherit'] }, budget);
   const exited = new Promise((resolve) => child.once('close', resolve));
   const failed = exited.then((code) => { throw new Error(`the daemon exited (${code}) before READY=1`); });
