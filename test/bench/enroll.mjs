@@ -10,7 +10,6 @@
 // daemon and the plain loop each confined to a quarter of one core (see lib/daemon-run.mjs).
 //   npm run build && node test/bench/enroll.mjs [COUNT]
 //   env RUNS=3 (runs per variant), VARIANTS=0,20,pi, BENCH_PROF=DIR (--cpu-prof of the daemon)
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
