@@ -264,7 +264,7 @@ async function daemonFirstSync(emu, work, n, budget) {
   emu.clearRequests();
   const index = join(dir, 'state', 'faces', 'index.json');
   const t0 = performance.now();
-  const extraArgs = process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [];
+  const extraArgs = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const daemon = spawnDaemon(dir, config, { budget, extraArgs });
   daemon.ready.catch(() => {});
   let lastMtime = 0;
