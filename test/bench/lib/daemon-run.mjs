@@ -12,16 +12,17 @@ const require = createRequire(join(ROOT, 'package.json'));
 const unix = require('unix-dgram');
 const CLK_TCK = 100; // Linux USER_HZ
 
-/** utime + stime of one process (all its threads), ms. */
+/** utime + stime of one process (all its threads) and its reaped children, ms. */
 export function procCpuMs(pid) {
   const t = procCpuSplitMs(pid);
   return t.user + t.sys;
 }
 
+/** Its own and its reaped children's (a `sync` it spawned is the daemon's cost too). */
 export function procCpuSplitMs(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: (Number(f[11]) / CLK_TCK) * 1000, sys: (Number(f[12]) / CLK_TCK) * 1000 };
+  return { user: ((Number(f[11]) + Number(f[13])) / CLK_TCK) * 1000, sys: ((Number(f[12]) + Number(f[14])) / CLK_TCK) * 1000 };
 }
 
 /** Peak resident set (VmHWM) of a live process, MB. */
