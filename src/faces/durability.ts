@@ -13,12 +13,12 @@ import { runPool } from './image-download.js';
 const run = promisify(execFile);
 
 /**
- * From this many new files on, one syncfs is cheaper than a fdatasync each. Spawning `sync` is
- * not free either: ~15-20 ms of the daemon's own CPU (fork of a large process), measured in the
- * enroll benchmark, where each face the agent uploads starts a small refresh sync; a fdatasync
- * costs the event loop ~0.1 ms, and its I/O runs in the thread pool.
+ * From this many new files on, one syncfs is cheaper than a fdatasync each. 256 was tried, to
+ * spare the refresh syncs enrollment starts the fork of `sync` (~15-20 ms of CPU each): the
+ * fdatasyncs then tied up the thread pool and cost the burst more CPU and time than the forks
+ * (test/bench/enroll.mjs, runs alternated with the old code).
  */
-export const SYNCFS_THRESHOLD = 256;
+export const SYNCFS_THRESHOLD = 32;
 const FDATASYNC_CONCURRENCY = 4; // the libuv thread pool's default size
 
 export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger): Promise<void> {
