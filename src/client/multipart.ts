@@ -6,7 +6,8 @@ import type { FileUpload } from './types.js';
 import { readHead, sniffMediaType } from './media-types.js';
 
 // Multipart bodies that stream their file part from disk (fs.openAsBlob): a 50 MB WAV is never
-// held in memory, and undici still knows the total length. Every file part carries a filename
+// held in memory, and undici still knows the total length. A caller that holds the bytes already
+// (enrollment's small images) passes them: no open, no file-backed blob reads per upload. Every file part carries a filename
 // and the Content-Type of its bytes; text fields are plain parts; nothing else is added.
 
 export type TextFields = Record<string, string | number | undefined>;
@@ -15,7 +16,7 @@ export type TextFields = Record<string, string | number | undefined>;
 export async function checkUpload(field: string, file: FileUpload): Promise<void> {
   let head: Buffer;
   try {
-    head = await readHead(file.path, 64);
+    head = file.bytes ? file.bytes.subarray(0, 64) : await readHead(file.path, 64);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new InvalidInputError(`${field}: cannot read ${file.path} (${code})`, { cause: err, details: { path: file.path } });
@@ -48,7 +49,7 @@ export function multipartBody(fields: TextFields, files: Record<string, FileUplo
     for (const [name, value] of Object.entries(fields)) if (value !== undefined) form.append(name, String(value));
     for (const [name, file] of Object.entries(files)) {
       if (!file) continue;
-      const blob = await openAsBlob(file.path, { type: file.contentType });
+      const blob = file.bytes ? new Blob([file.bytes], { type: file.contentType }) : await openAsBlob(file.path, { type: file.contentType });
       form.append(name, blob, file.filename ?? basename(file.path));
     }
     return form;

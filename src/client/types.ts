@@ -35,6 +35,11 @@ export interface FileUpload {
   filename?: string;
   /** MIME type matching the bytes (image/jpeg, audio/wav...). */
   contentType: string;
+  /**
+   * The file's content, already read by the caller (a small image): sent from memory, so the
+   * file is neither opened again nor able to change under the upload. `path` only names it.
+   */
+  bytes?: Buffer;
 }
 
 export interface CallOptions {

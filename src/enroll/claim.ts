@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { lstat, open, readFile, realpath, rm, stat, type FileHandle } from 'node:fs/promises';
+import { lstat, open, readFile, realpath, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { NotRegularFileError, fileTypeOf, openRegularFile } from '../util/safe-open.js';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
@@ -9,7 +9,8 @@ import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
-import { EnrollInputError, checkImage, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
+import { sha256Of, stagedInMemory } from './staged-body.js';
+import { EnrollInputError, checkImage, checkImageHead, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
 import { wavHeader } from '../audio/wav.js';
 import { canonicalName, nameProblem } from '../client/names.js';
 
@@ -72,6 +73,23 @@ async function copyAndHash(src: string, ino: number, dest: string, size: number,
   } finally {
     await input.close();
   }
+}
+
+/**
+ * A small face image read once into memory and staged from there, without fsync (staged-body.ts
+ * says why); undefined when the name now holds another file, as for copyAndHash.
+ */
+async function readAndStage(src: string, ino: number, dest: string, size: number): Promise<{ sha256: string; bytes: number; head: Buffer } | undefined> {
+  const { fh, st } = await openRegularFile(src);
+  let head: Buffer;
+  try {
+    if (st.ino !== ino) return undefined;
+    head = await readAtMost(fh, size + 1);
+  } finally {
+    await fh.close();
+  }
+  if (head.length === size) await writeFile(dest, head, { flag: 'wx', mode: 0o600 });
+  return { sha256: sha256Of(head), bytes: head.length, head };
 }
 
 async function copyFrom(input: FileHandle, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
@@ -212,15 +230,18 @@ export function createClaimer(deps: ClaimDeps) {
 
     const pcm = c.kind === 'voiceprints' && c.ext === '.pcm';
     const staged = join(layout.staging, `${randomUUID()}${pcm ? '.wav' : c.ext}`);
-    let copied;
+    let copied: { sha256: string; bytes: number; head?: Buffer } | undefined;
     try {
-      copied = await copyAndHash(abs, st.ino, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
+      // A small face image: read once, staged from memory without fsync (staged-body.ts says why).
+      copied = stagedInMemory(c.kind, size)
+        ? await readAndStage(abs, st.ino, staged, size)
+        : await copyAndHash(abs, st.ino, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
     } catch (err) {
       // Replaced by something that is not a file since the lstat: look again after a quiet period.
       if (err instanceof NotRegularFileError) copied = undefined;
       else throw err;
     }
-    const { sha256, bytes } = copied ?? { sha256: '', bytes: -1 };
+    const { sha256, bytes, head } = copied ?? { sha256: '', bytes: -1, head: undefined };
     const after = await stat(abs).catch(() => undefined);
     // The same inode, size and mtime after the copy: what was copied is what lies there (a file
     // replaced by rename with the same size and mtime is caught by the inode).
@@ -230,7 +251,7 @@ export function createClaimer(deps: ClaimDeps) {
       return { outcome: 'retry' };
     }
     try {
-      if (c.kind === 'faces') meta.contentType = await checkImage(staged, shown);
+      if (c.kind === 'faces') meta.contentType = head ? checkImageHead(head, shown) : await checkImage(staged, shown);
       if (c.kind === 'voiceprints' || c.kind === 'speakers') {
         const wav = await checkWav(staged, shown);
         meta.sampleRate = wav.sampleRate;
@@ -242,7 +263,7 @@ export function createClaimer(deps: ClaimDeps) {
       if (err instanceof EnrollInputError) return refuse(c, size, mtimeMs, err, meta);
       throw err;
     }
-    await deps.syncDir(layout.staging);
+    if (!head) await deps.syncDir(layout.staging);
 
     // Durable only when it finishes the file at once (a duplicate): see commit-batcher.ts.
     const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, name, sha256) !== undefined;

@@ -45,7 +45,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   let requestAc = new AbortController();
   let loop: Promise<void> | undefined;
 
-  const faces = createFaceUploader({ client, store, commit, settings, logger, onFaceChanged: deps.onFaceChanged });
+  const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
   const claim = createClaimer({ layout, store, commit, config, place: placer.place, syncDir });

@@ -1,4 +1,4 @@
-import type { FaceRecord, ServiceClient } from '../client/types.js';
+import type { FaceRecord, FileUpload, ServiceClient } from '../client/types.js';
 import type { Logger } from '../log/logger.js';
 import type { Applied } from './failure.js';
 import type { Commit } from './commit-batcher.js';
@@ -6,6 +6,7 @@ import type { SendGate } from './dispatcher.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { canonicalName } from '../client/names.js';
+import { loadStaged, stagedInMemory } from './staged-body.js';
 import type { EnrollSettings, OutboxRow, StepOutcome } from './types.js';
 
 // Faces: POST /faces returns no face_id (spec-notes.md), so the group listing is how the agent
@@ -29,6 +30,8 @@ export interface FaceUploaderDeps {
   commit: Commit;
   settings: Pick<EnrollSettings, 'on_existing_face'>;
   logger: Logger;
+  /** Absolute path of a file under enroll.dir. */
+  abs(rel: string): string;
   onFaceChanged?: (faceId: string) => void;
 }
 
@@ -98,7 +101,8 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
       const existing = v.faces.filter((f) => canonicalName(f.name) === row.name).sort((a, b) => b.id - a.id);
       const mode = deps.settings.on_existing_face;
       const meta = parseMeta(row);
-      const image = { path: row.staged_path!, filename: row.source_path.split('/').at(-1)!, contentType: meta.contentType ?? 'image/jpeg' };
+      const image: FileUpload = { path: row.staged_path!, filename: row.source_path.split('/').at(-1)!, contentType: meta.contentType ?? 'image/jpeg' };
+      if (stagedInMemory(row.kind, row.size)) image.bytes = await loadStaged(row, deps.abs(row.source_path));
       const first = existing[0];
       if (first && mode === 'skip') {
         return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'skipped', reason: `a face named ${row.name} already exists (enroll.on_existing_face: skip)` } };

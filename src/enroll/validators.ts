@@ -26,7 +26,12 @@ export function sniffImage(head: Buffer): ImageType | undefined {
 }
 
 export async function checkImage(path: string, shownAs: string): Promise<ImageType> {
-  const type = sniffImage(await readHead(path, 32));
+  return checkImageHead(await readHead(path, 32), shownAs);
+}
+
+/** checkImage on bytes already in memory (the first 32 are enough). */
+export function checkImageHead(head: Buffer, shownAs: string): ImageType {
+  const type = sniffImage(head);
   if (!type) {
     throw new EnrollInputError('TA_ERR_BAD_IMAGE', `${shownAs} is not a JPEG, PNG, BMP or WebP image (its first bytes say otherwise); export it again as JPEG or PNG and drop it again`);
   }

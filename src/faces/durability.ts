@@ -12,7 +12,12 @@ import { runPool } from './image-download.js';
 
 const run = promisify(execFile);
 
-/** From this many new files on, one syncfs is cheaper than a fdatasync each. */
+/**
+ * From this many new files on, one syncfs is cheaper than a fdatasync each. 256 was tried, to
+ * spare the refresh syncs enrollment starts the fork of `sync` (~15-20 ms of CPU each): the
+ * fdatasyncs then tied up the thread pool and cost the burst more CPU and time than the forks
+ * (test/bench/enroll.mjs, runs alternated with the old code).
+ */
 export const SYNCFS_THRESHOLD = 32;
 const FDATASYNC_CONCURRENCY = 4; // the libuv thread pool's default size
 

@@ -23,7 +23,7 @@ export interface ImageJob {
 
 export type ImageOutcome =
   /** `checkedAt`: when the server gave these bytes, if not during this pass (a kept download). */
-  | { kind: 'stored'; tmp: string; ext: string; sha256: string; bytes: number; etag: string | null; lastModified: string | null; checkedAt?: number }
+  | { kind: 'stored'; tmp: string; ext: string; sha256: string; bytes: number; etag: string | null; lastModified: string | null; checkedAt?: number; synced?: boolean }
   | { kind: 'unchanged'; etag: string | null; lastModified: string | null; checkedAt?: number }
   /** A problem with this face only (bad bytes, face gone): recorded, the sync goes on. */
   | { kind: 'bad'; error: AgentError };
@@ -37,6 +37,8 @@ export interface DownloadContext {
   onRequest: () => void;
   /** The free-space floor of state_dir: a download never writes into it. */
   disk?: DiskFloor;
+  /** fdatasync each temp file before closing it (a small pass: durability.ts). */
+  syncEach?: boolean;
 }
 
 /** Retries of a body that broke off mid-way; failures before the body are the client's to retry. */
@@ -93,7 +95,7 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
     throw err;
   }) : undefined;
   try {
-    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap, ctx.disk, room);
+    stored = await writeTemp(join(ctx.dir, `${faceId}.img`), res.body, tap, ctx.disk, room, ctx.syncEach === true);
   } catch (err) {
     await res.cancel().catch(() => {});
     throw classifyBodyError(err, faceId, ctx.dir, ctx.signal);
@@ -114,18 +116,18 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
     await rm(stored.tmp, { force: true });
     return { kind: 'unchanged', etag, lastModified };
   }
-  return { kind: 'stored', tmp: stored.tmp, ext: extensionFor(verdict.type), sha256, bytes: stored.bytes, etag, lastModified };
+  return { kind: 'stored', tmp: stored.tmp, ext: extensionFor(verdict.type), sha256, bytes: stored.bytes, etag, lastModified, ...(ctx.syncEach ? { synced: true } : {}) };
 }
 
 const WRITE_BATCH = 64 * 1024;
 
 /**
  * Like fs-atomic's streamToTemp, with fewer system calls per file (one open, writes batched to
- * 64 KB) and without its fsync: the sync makes the whole batch durable at once before any rename
- * (durability.ts), then fsyncs the folder once after the renames.
+ * 64 KB) and, in a large pass, without its fsync: the sync makes the whole batch durable at once
+ * before any rename (durability.ts), then fsyncs the folder once after the renames.
  */
 async function writeTemp(
-  path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined,
+  path: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined, sync: boolean,
 ): Promise<{ tmp: string; bytes: number }> {
   const tmp = tempPathFor(path);
   const fh = await open(tmp, 'wx', 0o644);
@@ -152,6 +154,8 @@ async function writeTemp(
       if (pendingBytes >= WRITE_BATCH) await flush();
     }
     if (pendingBytes > 0) await flush();
+    // On the open handle: a separate pass would open and close every file once more.
+    if (sync) await fh.datasync();
     done = true;
   } finally {
     await fh.close();

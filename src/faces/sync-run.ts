@@ -7,7 +7,7 @@ import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import type { FaceRow, FaceStore } from './face-store.js';
-import { makeDurable } from './durability.js';
+import { makeDurable, SYNCFS_THRESHOLD } from './durability.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
 import { firstRecheckAt, pickRechecks, recheckDueAt, rechecksPerPass } from './recheck.js';
@@ -122,6 +122,9 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   if (jobs.length > 0) await makeDir(ctx.staging.dir);
   let imageRequests = 0;
   let reused = 0;
+  // A small pass (the refreshes enrollment starts) syncs each image as it is written: cheaper
+  // than a syncfs for a few files (durability.ts).
+  const syncEach = jobs.length < SYNCFS_THRESHOLD;
   const progress: SyncProgress = { phase: 'downloading', faces: remote.size, images_done: 0, images_total: jobs.length, bytes: 0 };
   let progressAt = 0;
   const report = (force: boolean) => {
@@ -131,7 +134,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   };
   report(true);
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
-    client: ctx.client, dir: ctx.staging.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger,
+    client: ctx.client, dir: ctx.staging.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
     ...(ctx.disk ? { disk: ctx.disk } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
@@ -159,6 +162,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   const deletes: string[] = [];
   const obsolete: string[] = [];
   const renames: Array<[string, string]> = [];
+  const unsynced: string[] = [];
   let added = 0;
   let updated = 0;
   let removed = 0;
@@ -179,6 +183,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
       const file = imageFileName(id, outcome.ext);
       const checkedAt = outcome.checkedAt ?? ctx.nowMs;
       renames.push([outcome.tmp, file]);
+      if (!outcome.synced) unsynced.push(outcome.tmp);
       if (prev?.image_file && prev.image_file !== file) obsolete.push(prev.image_file);
       Object.assign(row, {
         image_file: file, image_sha256: outcome.sha256, image_bytes: outcome.bytes, image_etag: outcome.etag,
@@ -215,7 +220,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   ctx.onProgress?.({ ...progress, phase: 'committing' });
   const clearStaging = ctx.staging.dirty();
   try {
-    await makeDurable(ctx.files.dir, renames.map(([tmp]) => tmp), ctx.signal, ctx.logger);
+    await makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger);
     t.durable = performance.now();
     // A rename that fails leaves already-renamed new images as strays (removed at start-up), the
     // rows, index and old images untouched, and the other downloads kept for the next pass.

@@ -1,32 +1,34 @@
-// Enrollment benchmark: 1,000 face images copied into faces/ at once, uploaded by the real
-// enrollment (compiled, in its own process so its peak RSS is its own) against the emulator,
-// next to a baseline measured in the same run: a plain loop posting the same files through the
-// same client with the same concurrency. Run: npm run build && node test/bench/enroll.mjs [COUNT]
-import { spawn } from 'node:child_process';
+// Enrollment benchmark, end to end as a user sees it: the real daemon (dist/main.js run, default
+// settings, as the systemd unit runs it) is started, COUNT face images (~30 KB of random pixels)
+// are copied at once into enroll/faces/, and the clock stops when the last original is in
+// done/faces/. Beside it, in the same run, a plain loop (its own process) POSTs the same files with
+// the same concurrency (4). Target: end to end <= settle_time + 1.25 x the plain loop.
+// Also printed: the daemon's own CPU per file (utime+stime from /proc/PID/stat, from the copy to
+// the moment every result file and the face cache are written, so all the work the files caused)
+// and its peak RSS (VmHWM).
+// Variants: no added latency (the one that counts), 20 ms of service latency, and "Pi budget": the
+// daemon and the plain loop each confined to a quarter of one core (see lib/daemon-run.mjs).
+//   npm run build && node test/bench/enroll.mjs [COUNT]
+//   env RUNS=3 (runs per variant), VARIANTS=0,20,pi, BENCH_PROF=DIR (--cpu-prof of the daemon)
 import { randomBytes } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { startEmulator } from '../../dist/emulator/index.js';
-import { createServiceClient } from '../../dist/client/service-client.js';
-import { configSchema } from '../../dist/config/schema.js';
-import { silentLogger } from '../../dist/log/logger.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createPiBudget, procCpuSplitMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
+
+const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
+const { configSchema } = await import(join(ROOT, 'dist/config/schema.js'));
 
 const COUNT = Number(process.argv[2] ?? 1000);
 const CONCURRENCY = 4;
-const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 20);
-const IMAGE_BYTES = 32 * 1024;
-const WORKER = new URL('../enroll/fixtures/enroll-worker.mjs', import.meta.url).pathname;
+const IMAGE_BYTES = 30 * 1024;
+const RUNS = Number(process.env.RUNS ?? 2);
+const VARIANTS = (process.env.VARIANTS ?? '0,20,pi').split(',');
+const SETTLE_MS = configSchema.parse({ service: { base_url: 'https://x', face_base_url: 'https://x/v1/api', terminal_secret: 'x' }, state_dir: '/x' }).enroll.settle_time;
+const PLAIN = join(ROOT, 'test/bench/lib/plain-loops.mjs');
 
 const root = await mkdtemp(join(tmpdir(), 'ta-bench-enroll-'));
-const terminals = [
-  { terminal_secret: `ts_${randomBytes(16).toString('hex')}`, group_id: 'bench-baseline' },
-  { terminal_secret: `ts_${randomBytes(16).toString('hex')}`, group_id: 'bench-enroll' },
-];
-// Latency stands in for a real network: with none, both sides measure only local CPU.
-const emulator = await startEmulator({ port: 0, terminals, chaos: { latencyMs: LATENCY_MS } });
-
 const source = join(root, 'source');
 await mkdir(source);
 const names = Array.from({ length: COUNT }, (_, i) => `person-${String(i).padStart(4, '0')}`);
@@ -34,110 +36,128 @@ for (const n of names) {
   await writeFile(join(source, `${n}.jpg`), Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(IMAGE_BYTES - 6), Buffer.from([0xff, 0xd9])]));
 }
 
-function serviceConfig(t) {
-  return { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, terminal_secret: t.terminal_secret, request_timeout: '15s' };
+function runPlainLoop(service, budget) {
+  return new Promise((resolve, reject) => {
+    const child = spawnNode([PLAIN, 'post'], { env: { ...process.env, BENCH_ARGS: JSON.stringify({ service, dir: source, names, concurrency: CONCURRENCY }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.once('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`plain loop exited ${code}`))));
+  });
 }
 
-// ---- Baseline: a plain loop, CONCURRENCY posts at a time.
-const client = createServiceClient({ config: configSchema.parse({ service: serviceConfig(terminals[0]), state_dir: join(root, 'x') }).service, logger: silentLogger(), userAgent: 'bench' });
-const t0 = performance.now();
-let next = 0;
-await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-  while (next < names.length) {
-    const n = names[next++];
-    await client.createFace({ name: n, image: { path: join(source, `${n}.jpg`), contentType: 'image/jpeg' } }, { retries: 0 });
+async function countFiles(dir, pred) {
+  try {
+    return (await readdir(dir)).filter(pred).length;
+  } catch {
+    return 0;
   }
-}));
-const baselineMs = performance.now() - t0;
-const baselinePosts = emulator.requests.filter((r) => r.method === 'POST' && r.path === '/v1/api/faces');
-await client.close();
+}
 
-// ---- The enrollment, in its own process.
-const stateDir = join(root, 'state');
-const config = configSchema.parse({
-  service: serviceConfig(terminals[1]),
-  state_dir: stateDir,
-  enroll: { upload_concurrency: CONCURRENCY },
-  control: { socket: join(root, 'control.sock') },
-});
-const worker = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : []), WORKER], {
-  env: { ...process.env, ENROLL_WORKER_CONFIG: JSON.stringify(config), ENROLL_WORKER_EXIT_WHEN: String(COUNT) },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
-let buffered = '';
-const lines = [];
-let onLine = () => {};
-worker.stdout.on('data', (d) => {
-  buffered += d.toString();
-  let i;
-  while ((i = buffered.indexOf('\n')) >= 0) {
-    lines.push(JSON.parse(buffered.slice(0, i)));
-    buffered = buffered.slice(i + 1);
-    onLine();
+async function indexCount(path) {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')).length;
+  } catch {
+    return 0;
   }
-});
-const waitLine = (event) => new Promise((resolve) => {
-  const check = () => {
-    const l = lines.find((x) => x.event === event);
-    if (l) resolve(l);
-  };
-  onLine = check;
-  check();
-});
-await waitLine('ready');
-const enrollStartLog = emulator.requests.length;
-const c0 = performance.now();
-const copyStartedAt = Date.now();
-for (const n of names) await copyFile(join(source, `${n}.jpg`), join(config.enroll.dir, 'faces', `${n}.jpg`));
-const copyMs = performance.now() - c0;
-const finished = await waitLine('finished');
-const endToEndMs = Date.now() - copyStartedAt;
-
-// ---- Figures.
-const posts = emulator.requests.slice(enrollStartLog).filter((r) => r.method === 'POST' && r.path === '/v1/api/faces');
-const lists = emulator.requests.slice(enrollStartLog).filter((r) => r.method === 'GET' && r.path === '/v1/api/faces');
-const uploadPhaseMs = Math.max(...posts.map((r) => r.at + r.durationMs)) - Math.min(...posts.map((r) => r.at));
-const faces = emulator.state.faces(terminals[1].group_id);
-const perName = new Map();
-for (const f of faces) perName.set(f.name, (perName.get(f.name) ?? 0) + 1);
-const allOnce = names.every((n) => perName.get(n) === 1) && faces.length === COUNT;
-
-const db = new Database(join(stateDir, 'agent.db'), { readonly: true });
-const rows = db.prepare("SELECT name, source_path, started_at, state FROM outbox WHERE kind = 'faces'").all();
-db.close();
-const doneDir = join(config.enroll.dir, 'done', 'faces');
-const latencies = [];
-for (const r of rows) {
-  const st = await stat(join(doneDir, `${r.name}.jpg`));
-  latencies.push(r.started_at - st.mtimeMs);
 }
-latencies.sort((a, b) => a - b);
-const median = latencies[Math.floor(latencies.length / 2)];
-const doneJson = (await readdir(doneDir)).filter((f) => f.endsWith('.json')).length;
 
-const ratio = baselineMs / uploadPhaseMs;
-const avg = (rs) => rs.reduce((n, r) => n + r.durationMs, 0) / rs.length;
-// Time per upload slot beyond the service's own answer time: what each side adds per file.
-const overhead = (ms, rs) => (ms * CONCURRENCY) / rs.length - avg(rs);
-// Mean number of requests the service had open over the phase: CONCURRENCY when no slot idles.
-const inFlight = (rs, ms) => rs.reduce((n, r) => n + r.durationMs, 0) / ms;
-const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
-console.log(`enroll benchmark: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB, concurrency ${CONCURRENCY}, emulator latency ${LATENCY_MS} ms, settle_time ${config.enroll.settle_time} ms`);
-console.log(`  all uploaded once:           ${allOnce ? 'yes' : 'NO'} (${faces.length} faces on the service, ${doneJson} done/*.json, ${posts.length} POSTs, ${lists.length} listings)`);
-console.log(`  baseline (plain loop):       ${fmt(baselineMs)}  ${(COUNT / (baselineMs / 1000)).toFixed(0)} files/s`);
-console.log(`  enrollment upload phase:     ${fmt(uploadPhaseMs)}  ${(COUNT / (uploadPhaseMs / 1000)).toFixed(0)} files/s  ratio ${ratio.toFixed(2)} (target >= 0.8)`);
-console.log(`  per upload, beyond the answer: baseline ${overhead(baselineMs, baselinePosts).toFixed(1)} ms, enrollment ${overhead(uploadPhaseMs, posts).toFixed(1)} ms (answer ${avg(baselinePosts).toFixed(1)} / ${avg(posts).toFixed(1)} ms)`);
-console.log(`  requests in flight (mean):   baseline ${inFlight(baselinePosts, baselineMs).toFixed(2)}, enrollment ${inFlight(posts, uploadPhaseMs).toFixed(2)} of ${CONCURRENCY}`);
-if (process.env.BENCH_BINS) {
-  const first = Math.min(...posts.map((r) => r.at));
-  const bins = [];
-  for (const r of posts) bins[Math.floor((r.at - first) / 1000)] = (bins[Math.floor((r.at - first) / 1000)] ?? 0) + 1;
-  console.log(`  POSTs started per second:    ${Array.from(bins, (n) => n ?? 0).join(' ')}`);
+async function oneRun(latencyMs, budget, runNo) {
+  const dir = await mkdtemp(join(root, 'run-'));
+  const terminals = [
+    { terminal_secret: `ts_${randomBytes(16).toString('hex')}`, group_id: 'bench-baseline' },
+    { terminal_secret: `ts_${randomBytes(16).toString('hex')}`, group_id: 'bench-enroll' },
+  ];
+  const emulator = await startEmulator({ port: 0, terminals, tts: 'tone', chaos: { latencyMs } });
+  try {
+    const service = configSchema.parse({ service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, terminal_secret: terminals[0].terminal_secret }, state_dir: '/x' }).service;
+    const plain = await runPlainLoop(service, budget);
+
+    const config = writeDaemonConfig(dir, emulator, terminals[1]);
+    const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+    const daemon = spawnDaemon(dir, config, { budget, extraArgs: prof });
+    await daemon.ready;
+    const inbox = join(dir, 'enroll', 'faces');
+    const doneDir = join(dir, 'enroll', 'done', 'faces');
+    const index = join(dir, 'state', 'faces', 'index.json');
+    // Let the start-up face sync finish: its cost is the daemon's, not the files'.
+    await sleep(1500);
+    const pid = daemon.child.pid;
+    const cpu0 = procCpuSplitMs(pid);
+    const t0 = performance.now();
+    const epoch0 = Date.now();
+    for (const n of names) await copyFile(join(source, `${n}.jpg`), join(inbox, `${n}.jpg`));
+    const copyMs = performance.now() - t0;
+    let endMs;
+    let doneAllMs;
+    for (;;) {
+      const originals = await countFiles(doneDir, (f) => f.endsWith('.jpg'));
+      if (endMs === undefined && originals >= COUNT) endMs = performance.now() - t0;
+      if (endMs !== undefined) {
+        const results = await countFiles(doneDir, (f) => f.endsWith('.json'));
+        if (results >= COUNT && (await indexCount(index)) >= COUNT) {
+          doneAllMs = performance.now() - t0;
+          break;
+        }
+      }
+      if (performance.now() - t0 > 600_000) throw new Error('enrollment did not finish in 10 minutes');
+      await sleep(20);
+    }
+    const cpu1 = procCpuSplitMs(pid);
+    const userMs = cpu1.user - cpu0.user;
+    const cpuMs = userMs + cpu1.sys - cpu0.sys;
+    const peakRssMb = procPeakRssMb(pid);
+    await daemon.stop();
+    const faces = emulator.state.faces(terminals[1].group_id);
+    const perName = new Map();
+    for (const f of faces) perName.set(f.name, (perName.get(f.name) ?? 0) + 1);
+    const allOnce = names.every((n) => perName.get(n) === 1) && faces.length === COUNT;
+    const lists = emulator.requests.filter((r) => r.method === 'GET' && r.path === '/v1/api/faces').length;
+    // Where the wall time goes: when the uploads ran, against the copy's start.
+    const posts = emulator.requests.filter((r) => r.method === 'POST' && r.path === '/v1/api/faces' && r.at >= epoch0);
+    const firstPost = Math.min(...posts.map((p) => p.at)) - epoch0;
+    const lastPost = Math.max(...posts.map((p) => p.at + p.durationMs)) - epoch0;
+    const r = { plainMs: plain.ms, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, allOnce, lists };
+    r.ratio = endMs / plain.ms;
+    r.ok = endMs <= SETTLE_MS + 1.25 * plain.ms;
+    console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
+      `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB; ${lists} group listings; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s`);
+    return r;
+  } finally {
+    await emulator.close();
+    await rm(dir, { recursive: true, force: true });
+  }
 }
-console.log(`  enrollment end to end:       ${fmt(endToEndMs)}  (copy ${fmt(copyMs)}, includes settle_time and result files)`);
-console.log(`  last write -> upload start:  median ${fmt(median)}, p10 ${fmt(latencies[Math.floor(latencies.length * 0.1)])}, p90 ${fmt(latencies[Math.floor(latencies.length * 0.9)])}`);
-console.log(`  enrollment CPU (process):    ${(finished.cpuMs / COUNT).toFixed(2)} ms per file (${fmt(finished.cpuMs)} in all, start to stop)`);
-console.log(`  peak RSS of the enrollment:  ${(finished.peakRssBytes / 1024 / 1024).toFixed(1)} MB (target <= 150 MB)`);
-await emulator.close();
+
+console.log(`enroll benchmark: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB copied at once into enroll/faces/ of a running daemon (default settings: settle_time ${SETTLE_MS} ms, upload_concurrency ${CONCURRENCY}); plain loop: POSTs at concurrency ${CONCURRENCY}; ${RUNS} run(s) per variant; this machine is shared, figures are noisy`);
+let failed = false;
+const summary = [];
+for (const v of VARIANTS) {
+  const pi = v === 'pi';
+  const latency = pi ? 0 : Number(v);
+  let budget = null;
+  if (pi) {
+    budget = createPiBudget(`ta-bench-enroll-${process.pid}`);
+    if (!budget) {
+      console.log('Pi budget: no cgroup cpu controller can be created here (needs root and a cgroup fs): skipped');
+      continue;
+    }
+  }
+  const label = pi ? `Pi budget (no added latency; daemon and plain loop each in ${budget.how})` : `${latency} ms service latency${latency === 0 ? ' (the one that counts)' : ''}`;
+  console.log(`${label}:`);
+  const rs = [];
+  try {
+    for (let i = 1; i <= RUNS; i++) rs.push(await oneRun(latency, budget, i));
+  } finally {
+    budget?.close();
+  }
+  const line = `  => ${pi ? 'Pi budget' : `${latency} ms`}: end to end ${spread(rs.map((r) => r.endMs / 1000), 2, ' s')}; plain loop ${spread(rs.map((r) => r.plainMs / 1000), 2, ' s')}; ratio ${spread(rs.map((r) => r.ratio))}x; ` +
+    `CPU ${spread(rs.map((r) => r.cpuMs / COUNT))} ms/file; peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}`;
+  console.log(line);
+  summary.push(line);
+  if (rs.some((r) => !r.allOnce)) failed = true;
+}
+console.log('\nsummary:');
+for (const l of summary) console.log(l);
 await rm(root, { recursive: true, force: true });
-process.exitCode = allOnce ? 0 : 1;
+process.exitCode = failed ? 1 : 0;

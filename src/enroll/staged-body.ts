@@ -1,0 +1,61 @@
+import { createHash } from 'node:crypto';
+import { open, stat, writeFile } from 'node:fs/promises';
+import type { Kind, OutboxRow } from './types.js';
+import { EnrollInputError } from './validators.js';
+
+// Small face images travel from memory. The claim reads the original once (hash, image check,
+// staged copy written from the same buffer) and the upload reads the staged copy once and sends
+// those bytes: no file-backed blob, no second look at the header, and nothing an operator does to
+// the original can change what is sent.
+//
+// Their staged copy is written without an fsync (and without the staging folder's): an fsync
+// each was one of the per-file journal commits of a burst. kill -9 loses nothing that was
+// written; only a power failure can leave a queued row with a missing or torn copy. The upload
+// therefore checks the copy against the hash recorded at the claim, and when it does not match
+// takes the original again, if it is still the file that was claimed (its size, mtime and hash);
+// the original never leaves the inbox before the row is done, so that is the normal case.
+
+/** Face images up to this size are staged without fsync and uploaded from memory. */
+export const IN_MEMORY_MAX = 1024 * 1024;
+
+export function stagedInMemory(kind: Kind, size: number): boolean {
+  return kind === 'faces' && size <= IN_MEMORY_MAX;
+}
+
+/**
+ * At most `max` bytes (one more than expected shows that the file grew: the caller retries). One
+ * read: a short read of a regular file is its end, and where it is not (a network file system)
+ * the byte count differs from the size and the caller simply tries again later.
+ */
+export async function readAtMost(path: string, max: number): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(max);
+    const { bytesRead } = await fh.read(buf, 0, max, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
+export const sha256Of = (buf: Buffer): string => createHash('sha256').update(buf).digest('hex');
+
+async function readIfHash(path: string, size: number, sha256: string): Promise<Buffer | undefined> {
+  const buf = await readAtMost(path, size + 1).catch(() => undefined);
+  return buf && buf.length === size && sha256Of(buf) === sha256 ? buf : undefined;
+}
+
+/** The bytes to upload for a row staged in memory mode (see above); throws EnrollInputError when gone. */
+export async function loadStaged(row: OutboxRow, originalPath: string): Promise<Buffer> {
+  const staged = await readIfHash(row.staged_path!, row.size, row.content_sha256);
+  if (staged) return staged;
+  const st = await stat(originalPath).catch(() => undefined);
+  const original = st && st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms
+    ? await readIfHash(originalPath, row.size, row.content_sha256)
+    : undefined;
+  if (!original) {
+    throw new EnrollInputError('TA_ERR_STAGED_COPY_LOST', `the agent's copy of ${row.source_path} was lost (a power failure before it reached the disk) and the original has changed or is gone since it was taken; drop the file again`);
+  }
+  await writeFile(row.staged_path!, original, { mode: 0o600 });
+  return original;
+}

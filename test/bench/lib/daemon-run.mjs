@@ -1,0 +1,131 @@
+// Shared by the enroll and faces-sync benchmarks: the real daemon (dist/main.js run) spawned as
+// the unit runs it, its own CPU and peak RSS read from /proc, and the "Pi budget" confinement.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+export const MAIN = join(ROOT, 'dist/main.js');
+const require = createRequire(join(ROOT, 'package.json'));
+const unix = require('unix-dgram');
+const CLK_TCK = 100; // Linux USER_HZ
+
+/** utime + stime of one process (all its threads) and its reaped children, ms. */
+export function procCpuMs(pid) {
+  const t = procCpuSplitMs(pid);
+  return t.user + t.sys;
+}
+
+/** Its own and its reaped children's (a `sync` it spawned is the daemon's cost too). */
+export function procCpuSplitMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: ((Number(f[11]) + Number(f[13])) / CLK_TCK) * 1000, sys: ((Number(f[12]) + Number(f[14])) / CLK_TCK) * 1000 };
+}
+
+/** Peak resident set (VmHWM) of a live process, MB. */
+export function procPeakRssMb(pid) {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+// The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
+const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment=(\w+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+
+/**
+ * "Pi budget": a quarter of one core. cgroup v2 `cpu.max 25000 100000` where the unified hierarchy
+ * has the cpu controller, else cgroup v1 `cpu.cfs_quota_us 25000` / `cpu.cfs_period_us 100000`
+ * (the same CFS bandwidth limit); null when neither can be created (not root, no cgroupfs).
+ * Processes are started inside it by a shell that moves itself in before exec'ing node.
+ */
+export function createPiBudget(name) {
+  const tries = [
+    { base: '/sys/fs/cgroup', v2: true },
+    { base: '/sys/fs/cgroup/unified', v2: true },
+    { base: '/sys/fs/cgroup/cpu', v2: false },
+  ];
+  for (const t of tries) {
+    try {
+      if (t.v2) {
+        const ctl = readFileSync(join(t.base, 'cgroup.controllers'), 'utf8');
+        if (!ctl.split(/\s+/).includes('cpu')) continue;
+        const dir = join(t.base, name);
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, 'cpu.max'), '25000 100000');
+        return { dir, how: `cgroup v2 ${dir} cpu.max "25000 100000"`, close: () => rmdirSync(dir) };
+      }
+      if (!existsSync(join(t.base, 'cpu.cfs_quota_us'))) continue;
+      const dir = join(t.base, name);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'cpu.cfs_period_us'), '100000');
+      writeFileSync(join(dir, 'cpu.cfs_quota_us'), '25000');
+      return { dir, how: `cgroup v1 ${dir} cpu.cfs_quota_us 25000 / cpu.cfs_period_us 100000 (no cpu controller on cgroup v2 here)`, close: () => rmdirSync(dir) };
+    } catch {
+      // not this one
+    }
+  }
+  return null;
+}
+
+/** spawn(node, args) — inside `budget` (a createPiBudget result) when given. */
+export function spawnNode(args, opts, budget) {
+  // BENCH_STRACE=FILE: syscall counts of the daemon and its threads (strace -c -f); profiling only,
+  // the CPU and RSS figures are then strace's.
+  if (process.env.BENCH_STRACE && args.includes(MAIN)) return spawn('strace', ['-c', '-f', '-o', process.env.BENCH_STRACE, process.execPath, ...args], opts);
+  if (!budget) return spawn(process.execPath, args, opts);
+  const quoted = [process.execPath, ...args].map((a) => `'${String(a).replace(/'/g, `'\\''`)}'`).join(' ');
+  return spawn('/bin/sh', ['-c', `echo $$ > '${join(budget.dir, 'cgroup.procs')}' && exec ${quoted}`], opts);
+}
+
+export function writeDaemonConfig(dir, emulator, terminal, extra = '') {
+  writeFileSync(join(dir, 'secret'), terminal.terminal_secret);
+  writeFileSync(join(dir, 'key'), emulator.apiKey);
+  const config = join(dir, 'config.yaml');
+  writeFileSync(config, `service:
+  base_url: ${emulator.baseUrl}
+  face_base_url: ${emulator.faceBaseUrl}
+  terminal_secret_file: ${join(dir, 'secret')}
+  api_key_file: ${join(dir, 'key')}
+state_dir: ${join(dir, 'state')}
+control:
+  socket: ${join(dir, 'ctl.sock')}
+enroll:
+  dir: ${join(dir, 'enroll')}
+log:
+  level: warn
+${extra}`);
+  return config;
+}
+
+/**
+ * Spawns `terminal-agent run --config CONFIG` as systemd would (NOTIFY_SOCKET, the unit's
+ * environment); `ready` resolves at READY=1. `extraArgs` go to node (e.g. --cpu-prof).
+ */
+export function spawnDaemon(dir, config, { budget, extraArgs = [] } = {}) {
+  const notifyPath = join(dir, `notify-${process.hrtime.bigint()}.sock`);
+  const sock = unix.createSocket('unix_dgram');
+  const ready = new Promise((resolve) => sock.on('message', (buf) => { if (buf.toString().includes('READY=1')) resolve(); }));
+  sock.bind(notifyPath);
+  // BENCH_DAEMON_ENV='{"NAME":"value"}': extra environment for trying settings before they go in the unit.
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, ...JSON.parse(process.env.BENCH_DAEMON_ENV ?? '{}'), NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
+  const child = spawnNode([...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore', 'inherit'] }, budget);
+  const exited = new Promise((resolve) => child.once('close', resolve));
+  const failed = exited.then((code) => { throw new Error(`the daemon exited (${code}) before READY=1`); });
+  return {
+    child,
+    ready: Promise.race([ready, failed]).finally(() => sock.close()),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** "median 1.23 (1.10 to 1.40)" */
+export function spread(xs, digits = 2, unit = '') {
+  const s = [...xs].sort((a, b) => a - b);
+  return `median ${median(s).toFixed(digits)}${unit} (${s[0].toFixed(digits)} to ${s.at(-1).toFixed(digits)}, n=${s.length})`;
+}
