@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { AgentConfig } from '../config/schema.js';
 import type { AgentStatus } from '../control/types.js';
 import type { Db } from '../db/database.js';
-import type { ServiceClient, VoiceQuery } from '../client/types.js';
+import type { ServiceClient, VoiceItem, VoiceQuery } from '../client/types.js';
 import type { CachedFace } from '../faces/types.js';
 import { BusyError } from '../errors.js';
 import { createLayout, type Layout } from '../enroll/layout.js';
@@ -43,6 +43,8 @@ export interface RouteDeps {
 const IMAGE_TYPES: Record<string, string> = { '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.bmp': 'image/bmp', '.webp': 'image/webp', '.gif': 'image/gif' };
 const FILE_TYPES: Record<string, string> = { ...IMAGE_TYPES, '.wav': 'audio/wav', '.pcm': 'application/octet-stream', '.txt': 'text/plain; charset=utf-8', '.md': 'text/plain; charset=utf-8' };
 const MAX_TTS_TEXT = 1000;
+const VOICE_PAGE = 100;
+const MAX_VOICES = 2000;
 
 export function createRoutes(deps: RouteDeps) {
   const layout: Layout = createLayout(deps.config.enroll.dir, deps.config.state_dir);
@@ -224,8 +226,19 @@ export function createRoutes(deps: RouteDeps) {
         const v = str(url, k);
         if (v) q[k] = v;
       }
-      const page = await deps.client().listVoices(q, { signal });
-      return { voices: page.speakers, total: page.total_speakers_count, matched: page.speakers_count };
+      // `all` only asks for full records; the service pages (top 10 by default), and the page filters the
+      // whole catalogue, so read every page: skip until the total, as `terminal-agent voices --all` does.
+      // An empty page, or MAX_VOICES, ends it, so a service whose total overstates the list cannot loop.
+      const voices: VoiceItem[] = [];
+      let total = 0;
+      for (let skip = 0; voices.length < MAX_VOICES; ) {
+        const page = await deps.client().listVoices({ ...q, skip, top: VOICE_PAGE }, { signal });
+        voices.push(...page.speakers);
+        total = page.total_speakers_count;
+        skip += page.speakers.length;
+        if (page.speakers.length === 0 || skip >= total) break;
+      }
+      return { voices, total, matched: voices.length };
     },
 
     voiceprints: () => ({
