@@ -288,5 +288,21 @@ describe('web console in Chromium', { timeout: 60_000 }, () => {
     await expect.poll(() => page.getByLabel('Console password').isVisible()).toBe(true);
     const res = await fetch(new URL('/api/status', stack.url), { headers: { cookie: before.map((c) => `${c.name}=${c.value}`).join('; ') } });
     expect(res.status).toBe(401);
+
+    // Guessing is slowed down: after a few wrong passwords the form says how long to wait and refuses to send.
+    const error = page.locator('[data-testid=login-error]');
+    let status = 0;
+    for (let i = 0; i < 10 && status !== 429; i++) {
+      await page.getByLabel('Console password').fill(`guess ${i}`);
+      const answer = page.waitForResponse((r) => r.url().endsWith('/api/login'));
+      await page.getByRole('button', { name: 'Log in' }).click();
+      status = (await answer).status();
+      expect([401, 429]).toContain(status);
+    }
+    expect(status).toBe(429);
+    await expect.poll(() => error.textContent()).toMatch(/Too many attempts\. Try again in \d+ s\./);
+    await page.getByLabel('Console password').fill(PASSWORD);
+    expect(await page.getByRole('button', { name: 'Log in' }).isDisabled()).toBe(true);
+    await screenshot(page, 'login-rate-limited-desktop');
   });
 });
