@@ -43,7 +43,7 @@ log() { printf 'build.sh: %s\n' "$*" >&2; }
 
 # Only these shared libraries may be needed by anything ELF in the package; Depends below covers
 # them. A new addon that links something else stops the build here instead of failing on a device.
-ALLOWED_LIBS='^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libasound|ld-linux-x86-64|ld-linux-aarch64)\.so'
+ALLOWED_LIBS='^(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|libasound|ld-linux-x86-64|ld-linux-aarch64)\.so'
 
 log "npm run build"
 (cd "$SRC" && npm run build --silent >&2)
@@ -162,9 +162,12 @@ build_arch() { # deb-arch
   # Every ELF file: the right CPU, and only libraries Depends covers.
   local bad="" f machine
   case "$arch" in amd64) machine='X86-64' ;; arm64) machine='AArch64' ;; esac
+  # Libraries the package carries itself (sharp's libvips, found through its $ORIGIN rpath) count too.
+  local shipped="$work/shipped-libs"
+  find "$app" -type f -name '*.so*' -printf '%f\n' | sort -u >"$shipped"
   while IFS= read -r f; do
     readelf -h "$f" | grep -q "Machine:.*$machine" || bad="$bad $f(wrong CPU)"
-    readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -Ev "$ALLOWED_LIBS" | while read -r lib; do
+    readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -Ev "$ALLOWED_LIBS" | grep -vxF -f "$shipped" | while read -r lib; do
       echo "build.sh: $f needs $lib, not covered by Depends" >&2; echo x; done | grep -q x && bad="$bad $f(libs)"
   done < <(find "$root" -type f \( -name '*.node' -o -name 'node' -o -name '*.so' -o -name '*.so.[0-9]*' \))
   [ -z "$bad" ] || { echo "build.sh: bad binaries:$bad" >&2; exit 1; }

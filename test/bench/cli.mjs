@@ -10,13 +10,14 @@
 // Target: each command <= 1.5x bare node (wall); a call through the control socket costs little
 // more than the socket round trip (printed for comparison).
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { quarterCoreCgroup } from './pi-budget.mjs';
+import { writeDaemonConfig } from './lib/daemon-run.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'dist/main.js');
@@ -40,23 +41,8 @@ const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 
 const dir = mkdtempSync(join(tmpdir(), 'ta-bench-cli-'));
 const emulator = await startEmulator({ port: 0 });
-writeFileSync(join(dir, 'secret'), emulator.terminals[0].terminal_secret);
-writeFileSync(join(dir, 'key'), emulator.apiKey);
-const config = join(dir, 'config.yaml');
 const socket = join(dir, 'ctl.sock');
-writeFileSync(config, `service:
-  base_url: ${emulator.baseUrl}
-  face_base_url: ${emulator.faceBaseUrl}
-  terminal_secret_file: ${join(dir, 'secret')}
-  api_key_file: ${join(dir, 'key')}
-state_dir: ${join(dir, 'state')}
-enroll:
-  dir: ${join(dir, 'enroll')}
-control:
-  socket: ${socket}
-log:
-  level: warn
-`);
+const config = writeDaemonConfig(dir, emulator, emulator.terminals[0]);
 const env = { PATH: process.env.PATH, HOME: process.env.HOME };
 const daemon = spawn(process.execPath, [MAIN, 'run', '--config', config], { env, stdio: ['ignore', 'ignore', 'ignore'] });
 for (let i = 0; i < 200 && !existsSync(socket); i++) await sleep(50);

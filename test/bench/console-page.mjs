@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { writeDaemonConfig } from './lib/daemon-run.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'dist/main.js');
@@ -74,27 +75,12 @@ const dir = mkdtempSync(join(tmpdir(), 'ta-bench-console-'));
 const emulator = await startEmulator({ port: 0 });
 const group = emulator.terminals[0].group_id;
 emulator.seedFaces(group, Array.from({ length: 40 }, (_, i) => ({ name: `Person ${i}`, image: faceImagePng([i * 5, 120, 200 - i * 4], 320) })));
-writeFileSync(join(dir, 'secret'), emulator.terminals[0].terminal_secret);
-writeFileSync(join(dir, 'key'), emulator.apiKey);
-const config = join(dir, 'config.yaml');
-writeFileSync(config, `service:
-  base_url: ${emulator.baseUrl}
-  face_base_url: ${emulator.faceBaseUrl}
-  terminal_secret_file: ${join(dir, 'secret')}
-  api_key_file: ${join(dir, 'key')}
-state_dir: ${join(dir, 'state')}
-enroll:
-  dir: ${join(dir, 'enroll')}
-audio:
+const config = writeDaemonConfig(dir, emulator, emulator.terminals[0], `audio:
   output_device: "null"
   input_device: "null"
-control:
-  socket: ${join(dir, 'ctl.sock')}
 console:
   listen: 127.0.0.1:0
-log:
-  level: info
-`);
+`, 'info');
 
 const daemon = spawn(process.execPath, [MAIN, 'run', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
 let out = '';

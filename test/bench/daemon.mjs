@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
+import { writeDaemonConfig } from './lib/daemon-run.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'dist/main.js');
@@ -53,20 +54,7 @@ const dir = mkdtempSync(join(tmpdir(), 'ta-bench-daemon-'));
 const emulator = await startEmulator({ port: 0 });
 const group = emulator.terminals[0].group_id;
 emulator.seedFaces(group, Array.from({ length: 20 }, (_, i) => ({ name: `face-${i}`, image: faceImagePng([i * 10, 120, 200 - i * 5]) })));
-writeFileSync(join(dir, 'secret'), emulator.terminals[0].terminal_secret);
-writeFileSync(join(dir, 'key'), emulator.apiKey);
-const config = join(dir, 'config.yaml');
-writeFileSync(config, `service:
-  base_url: ${emulator.baseUrl}
-  face_base_url: ${emulator.faceBaseUrl}
-  terminal_secret_file: ${join(dir, 'secret')}
-  api_key_file: ${join(dir, 'key')}
-state_dir: ${join(dir, 'state')}
-control:
-  socket: ${join(dir, 'ctl.sock')}
-log:
-  level: warn
-`);
+const config = writeDaemonConfig(dir, emulator, emulator.terminals[0]);
 
 const notifyPath = join(dir, 'notify.sock');
 const sock = unix.createSocket('unix_dgram');
@@ -144,7 +132,7 @@ const rssOf = (pids) => pids.reduce((a, p) => { try { return a + procRssMb(p); }
 async function idleRound(round) {
   const { child } = await startDaemon();
   const plainConfig = join(dir, `config-plain-${round}.yaml`);
-  writeFileSync(plainConfig, readFileSync(config, 'utf8').replace(join(dir, 'state'), join(dir, `state-plain-${round}`)).replace(join(dir, 'ctl.sock'), join(dir, 'ctl-plain.sock')));
+  writeFileSync(plainConfig, readFileSync(config, 'utf8').replace(join(dir, 'state'), join(dir, `state-plain-${round}`)).replace(join(dir, 'ctl.sock'), join(dir, 'ctl-plain.sock')).replace(join(dir, 'enroll'), join(dir, `enroll-plain-${round}`)));
   const plain = spawn(process.execPath, [MAIN, 'run', '--config', plainConfig], { env: alsaEnv, stdio: ['ignore', 'ignore', 'inherit'] });
   const baseline = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
   await sleep(SETTLE_SECONDS * 1000);

@@ -79,7 +79,8 @@ export function spawnNode(args, opts, budget) {
   return spawn('/bin/sh', ['-c', `echo $$ > '${join(budget.dir, 'cgroup.procs')}' && exec ${quoted}`], opts);
 }
 
-export function writeDaemonConfig(dir, emulator, terminal, extra = '') {
+/** The config every benchmark's daemon runs with, in `dir`; `extra` is appended YAML (other sections). */
+export function writeDaemonConfig(dir, emulator, terminal, extra = '', level = 'warn') {
   writeFileSync(join(dir, 'secret'), terminal.terminal_secret);
   writeFileSync(join(dir, 'key'), emulator.apiKey);
   const config = join(dir, 'config.yaml');
@@ -94,7 +95,7 @@ control:
 enroll:
   dir: ${join(dir, 'enroll')}
 log:
-  level: warn
+  level: ${level}
 ${extra}`);
   return config;
 }
