@@ -138,7 +138,7 @@ export function baseUrl(example: string, opts: { mustEndWith?: string } = {}) {
 }
 
 /**
- * state_min_free: `auto` (max(64 MiB, 5 %)), a size (64MB), or a share of the file system (5%).
+ * state_min_free: `auto` (5 %, at least 64 MiB, at most 1 GiB), a size (64MB), or a share of the file system (5%).
  * Resolved to src/disk/disk-floor.ts MinFree.
  */
 export function minFree() {

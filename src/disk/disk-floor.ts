@@ -8,10 +8,12 @@ import { formatSize } from '../util/units.js';
 // `state_min_free` bytes, so that agent.db's WAL and the enrollment outbox can always commit: an
 // enrolled file is never lost because a cache filled the disk.
 //
-// `state_min_free` is a size (64MB), a share of the file system (5%), or `auto`: the larger of
-// 64 MiB and 5 % of the file system.
+// `state_min_free` is a size (64MB), a share of the file system (5%), or `auto`: 5 % of the file
+// system, at least 64 MiB and at most 1 GiB. The cap: agent.db and the outbox need megabytes, and
+// 5 % of a large disk (12 GB of 250 GB) would stop the caches with plenty of room left.
 
 export const AUTO_MIN_FREE_BYTES = 64 * 1024 * 1024;
+export const AUTO_MIN_FREE_MAX_BYTES = 1024 * 1024 * 1024;
 export const AUTO_MIN_FREE_PERCENT = 5;
 
 /** The resolved config value: bytes, a percentage of the file system, or auto. */
@@ -54,7 +56,7 @@ export interface Reservation {
 }
 
 export function minFreeBytes(minFree: MinFree, totalBytes: number): number {
-  if (minFree === 'auto') return Math.max(AUTO_MIN_FREE_BYTES, Math.ceil((totalBytes * AUTO_MIN_FREE_PERCENT) / 100));
+  if (minFree === 'auto') return Math.max(AUTO_MIN_FREE_BYTES, Math.min(AUTO_MIN_FREE_MAX_BYTES, Math.ceil((totalBytes * AUTO_MIN_FREE_PERCENT) / 100)));
   if ('bytes' in minFree) return minFree.bytes;
   return Math.ceil((totalBytes * minFree.percent) / 100);
 }

@@ -59,6 +59,7 @@ describe('state_min_free', () => {
   it('auto is the larger of 64 MiB and 5 % of the file system', () => {
     expect(minFreeBytes('auto', 100 * MB)).toBe(64 * MB);
     expect(minFreeBytes('auto', 10_000 * MB)).toBe(500 * MB);
+    expect(minFreeBytes('auto', 250_000 * MB)).toBe(1024 * MB); // capped: 5 % of a large disk is far more than agent.db needs
     expect(minFreeBytes({ percent: 10 }, 100 * MB)).toBe(10 * MB);
     expect(minFreeBytes({ bytes: 3 * MB }, 100 * MB)).toBe(3 * MB);
   });
