@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { open, stat, writeFile } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
+import { readHead } from '../util/media-sniff.js';
 import type { Kind, OutboxRow } from './types.js';
 import { EnrollInputError } from './validators.js';
 
@@ -22,26 +23,12 @@ export function stagedInMemory(kind: Kind, size: number): boolean {
   return kind === 'faces' && size <= IN_MEMORY_MAX;
 }
 
-/**
- * At most `max` bytes (one more than expected shows that the file grew: the caller retries). One
- * read: a short read of a regular file is its end, and where it is not (a network file system)
- * the byte count differs from the size and the caller simply tries again later.
- */
-export async function readAtMost(path: string, max: number): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(max);
-    const { bytesRead } = await fh.read(buf, 0, max, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
-}
-
 export const sha256Of = (buf: Buffer): string => createHash('sha256').update(buf).digest('hex');
 
+/** The file's bytes when they are exactly `size` long with this sha256 (one byte more is read, to see growth). */
 async function readIfHash(path: string, size: number, sha256: string): Promise<Buffer | undefined> {
-  const buf = await readAtMost(path, size + 1).catch(() => undefined);
+  // readHead opens like every read of an enrollment file: non-blocking, regular files only.
+  const buf = await readHead(path, size + 1).catch(() => undefined);
   return buf && buf.length === size && sha256Of(buf) === sha256 ? buf : undefined;
 }
 
