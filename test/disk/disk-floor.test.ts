@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statfsSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { onTestFinished } from 'vitest';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { runCliProcess } from '../helpers/cli.js';
-import { tmpDir } from '../helpers/tmp.js';
+import { mountTmpfs, tmpDir } from '../helpers/tmp.js';
 import { controlRequest, daemonFiles, isReady, spawnDaemon } from '../daemon/daemon-harness.js';
 import { jpeg } from '../faces/face-fixtures.js';
 import { openDatabase } from '../../src/db/database.js';
@@ -24,16 +23,7 @@ import { TEST_TERMINAL_SECRET } from '../helpers/config.js';
 const MB = 1024 * 1024;
 
 function smallFs(sizeMb: number): string {
-  const dir = tmpDir('ta-tmpfs-');
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir]);
-  onTestFinished(() => {
-    try {
-      execFileSync('umount', ['-l', dir]);
-    } catch {
-      // already gone
-    }
-  });
-  return dir;
+  return mountTmpfs(tmpDir('ta-tmpfs-'), sizeMb);
 }
 
 const freeBytes = (dir: string) => {
@@ -73,14 +63,7 @@ describe('a small state_dir', () => {
     const dir = tmpDir('ta-disk-');
     const files = daemonFiles(dir, emulator, { extra: 'state_min_free: 3MB\n' });
     mkdirSync(files.stateDir, { recursive: true });
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', files.stateDir]);
-    onTestFinished(() => {
-      try {
-        execFileSync('umount', ['-l', files.stateDir]);
-      } catch {
-        // already gone
-      }
-    });
+    mountTmpfs(files.stateDir, 16);
     const d = spawnDaemon(files.configPath);
     await d.waitLog(isReady);
     const failed = await d.waitLog((l) => l.component === 'faces' && /face sync failed/.test(l.msg), 30_000, 'the face sync to fail');

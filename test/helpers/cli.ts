@@ -28,10 +28,10 @@ export interface CliRunResult {
   stderr: string;
 }
 
-/** Spawns `node dist/main.js ...args` (build first: `npx tsc -p tsconfig.json`). */
+/** Spawns `node dist/main.js ...args` (build first: `npm run build`). */
 export function runCliProcess(args: readonly string[], opts: CliRunOptions = {}): Promise<CliRunResult> {
   if (!existsSync(CLI_ENTRY)) {
-    return Promise.reject(new Error(`${CLI_ENTRY} is missing: run 'npx tsc -p tsconfig.json' before the CLI tests`));
+    return Promise.reject(new Error(`${CLI_ENTRY} is missing: run 'npm run build' before the CLI tests`));
   }
   const base: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'ALSA_CONFIG_PATH', 'TMPDIR', 'LANG']) {

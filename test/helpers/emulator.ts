@@ -49,7 +49,7 @@ export interface EmulatorProcess {
  * its ready line is printed. Stopped when the current test finishes (when called inside a test).
  */
 export async function spawnEmulatorProcess(args: readonly string[] = [], timeoutMs = 20_000): Promise<EmulatorProcess> {
-  if (!existsSync(CLI_ENTRY)) throw new Error(`${CLI_ENTRY} is missing: run 'npx tsc -p tsconfig.json' first`);
+  if (!existsSync(CLI_ENTRY)) throw new Error(`${CLI_ENTRY} is missing: run 'npm run build' first`);
   const child = spawn(process.execPath, [CLI_ENTRY, 'emulator', '--json', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

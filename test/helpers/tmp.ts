@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,4 +25,28 @@ export function tmpDir(prefix = 'ta-test-'): string {
 export function tmpDirManual(prefix = 'ta-test-'): { dir: string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Throws when the suite is not running as root, naming what the test needs root for. Without it a
+ * test that mounts or unshares fails deep inside mount(8) or unshare(1) with a permission message
+ * that does not say why the test needs it.
+ */
+export function needRoot(what: string): void {
+  if (process.getuid?.() === 0) return;
+  throw new Error(`this test needs root to ${what}: run the suite as root, as CI (.ci/run) does`);
+}
+
+/** Mounts a tmpfs of `sizeMb` MiB on `dir` (root only), unmounted when the current test finishes. */
+export function mountTmpfs(dir: string, sizeMb: number): string {
+  needRoot('mount a small tmpfs');
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir]);
+  onTestFinished(() => {
+    try {
+      execFileSync('umount', ['-l', dir]);
+    } catch {
+      // already gone
+    }
+  });
+  return dir;
 }
