@@ -154,11 +154,22 @@ export function createRoutes(deps: RouteDeps) {
       const state = url.searchParams.get('state') ?? 'queued';
       if (!['queued', 'in_flight', 'done', 'failed'].includes(state)) throw badRequest('state must be queued, in_flight, done or failed');
       const name = url.searchParams.get('name') ?? '';
-      const path = enrollFilePath(layout, kind, state as ItemState, name);
+      let path = enrollFilePath(layout, kind, state as ItemState, name);
       if (!path) throw badRequest(`"${name}" is not a file of ${kind}`);
       const type = FILE_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream';
       // Only previewable types are shown inline; anything else is a download.
       if (type === 'application/octet-stream') res.setHeader('content-disposition', 'attachment');
+      // A page lists a file as waiting or sending, and asks for its preview a moment later, when
+      // it may already be in done/ or failed/: it is served from where it went, not refused.
+      const moved = state === 'queued' || state === 'in_flight' ? (['done', 'failed'] as const) : [];
+      for (const next of moved) {
+        try {
+          return await sendFile(req, res, path, type, 'private, no-cache', undefined, true);
+        } catch (err) {
+          if (!(err instanceof ConsoleHttpError) || err.status !== 404) throw err;
+          path = enrollFilePath(layout, kind, next, name)!;
+        }
+      }
       await sendFile(req, res, path, type, 'private, no-cache', undefined, true);
     },
 
