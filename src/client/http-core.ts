@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
-import { request, type Dispatcher, type FormData } from 'undici';
 import type { Logger } from 'pino';
 import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
@@ -9,7 +8,8 @@ import {
   badResponse, errorForCode, redirectError, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
-import { checkBaseUrl, type ServiceConfig } from './transport.js';
+import { checkBaseUrl, type ServiceConfig, type Transport, type TransportRequest, type TransportResponse } from './transport.js';
+import type { EncodedBody } from './multipart.js';
 import { MAX_BUFFERED_BYTES, decodeUtf8, pacedChunks, readCapped } from './body-limits.js';
 
 // One place that sends a request: base URL and credential, a deadline per attempt, status and
@@ -31,8 +31,8 @@ export interface RequestSpec {
   /** terminal_secret / api_key are required; `other` follows service.other_auth. */
   auth: 'terminal_secret' | 'api_key' | 'other';
   headers?: Record<string, string>;
-  /** Built again for every attempt (a multipart body is a one-shot stream). */
-  body?: () => string | FormData | Promise<string | FormData>;
+  /** Built again for every attempt (a file part is read from disk as it is sent). */
+  body?: () => string | EncodedBody | Promise<string | EncodedBody>;
   /** Statuses besides 2xx that are an answer, not an error (304). */
   alsoOk?: number[];
   /**
@@ -58,7 +58,7 @@ export interface BufferedResponse {
 
 export interface HttpCoreDeps {
   config: ServiceConfig;
-  dispatcher: Dispatcher;
+  transport: Transport;
   logger: Logger;
   userAgent: string;
   onRequest?: (event: RequestEvent) => void;
@@ -77,7 +77,7 @@ const IDEMPOTENT: ReadonlySet<Method> = new Set(['GET', 'PUT', 'DELETE']);
 const ERROR_BODY_LIMIT = 64 * 1024;
 
 export function createHttpCore(deps: HttpCoreDeps): HttpCore {
-  const { config, dispatcher, logger } = deps;
+  const { config, transport, logger } = deps;
   const policy = deps.backoff ?? { initialMs: 250, maxMs: 8_000 };
   const maxRetryAfter = deps.maxRetryAfterMs ?? 60_000;
   const secrets = [config.terminal_secret, config.api_key].filter((s): s is string => !!s);
@@ -168,7 +168,7 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
     caller?.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => { clearTimeout(timer); caller?.removeEventListener('abort', onAbort); };
     let handedOver = false;
-    let body: string | FormData | undefined;
+    let body: string | EncodedBody | undefined;
     try {
       body = spec.body ? await spec.body() : undefined;
     } catch (err) {
@@ -176,10 +176,7 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
       throw new InvalidInputError(`${spec.operation}: cannot prepare the request body (${(err as NodeJS.ErrnoException).code ?? describeError(err)})`, { cause: err });
     }
     try {
-      const res = await request(url, {
-        dispatcher, method: spec.method, headers, body, signal: ac.signal,
-        headersTimeout: timeoutMs, bodyTimeout: timeoutMs,
-      });
+      const res = await transport.request(url, { method: spec.method, ...withBody(headers, body), signal: ac.signal, timeoutMs });
       const ok = (res.statusCode >= 200 && res.statusCode < 300) || (spec.alsoOk ?? []).includes(res.statusCode);
       if (!ok && res.statusCode >= 300 && res.statusCode < 400) {
         res.body.on('error', () => {}).destroy();
@@ -206,6 +203,8 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
       checkCode(ctx, res.statusCode, json);
       return { status: res.statusCode, headers: res.headers, text, json, invalidUtf8 };
     } catch (err) {
+      // A file part that could not be read, or changed, while it was sent: not the network's fault.
+      if (err instanceof InvalidInputError) throw err;
       if (caller?.aborted && !(err instanceof ServiceError)) {
         throw new AbortedError(`${spec.operation}: cancelled`, { cause: caller.reason });
       }
@@ -256,7 +255,14 @@ export function checkCode(ctx: ErrorContext, status: number, json: unknown): voi
   }
 }
 
-async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+/** The attempt's headers with the body's type and length, and the bytes (or pieces) to send. */
+function withBody(headers: Record<string, string>, body: string | EncodedBody | undefined): Pick<TransportRequest, 'headers' | 'body'> {
+  if (body === undefined) return { headers };
+  if (typeof body === 'string') return { headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, body };
+  return { headers: { ...headers, 'content-type': body.contentType, 'content-length': String(body.data.length) }, body: body.data };
+}
+
+async function readLimited(body: Readable, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -273,7 +279,7 @@ async function readLimited(body: Dispatcher.ResponseData['body'], limit: number)
 }
 
 function streamed(
-  res: Dispatcher.ResponseData, ctx: ErrorContext, timeoutMs: number, caller: AbortSignal | undefined, detach: () => void,
+  res: TransportResponse, ctx: ErrorContext, timeoutMs: number, caller: AbortSignal | undefined, detach: () => void,
   timedOut: () => boolean, paced: boolean,
 ): StreamedBody {
   async function* relay(): AsyncGenerator<Buffer> {
@@ -285,12 +291,12 @@ function streamed(
       throw errorForException(ctx, err, timeoutMs, timedOut());
     }
   }
-  // Errors from undici come out of the stream as ServiceErrors; destroying it frees the socket.
+  // Errors from the transport come out of the stream as ServiceErrors; destroying it frees the socket.
   const body = Readable.from(relay(), { objectMode: false });
   body.once('close', () => {
     detach();
-    // Destroyed before the relay started reading: undici's body still holds the socket.
-    // undici emits AbortError on a destroyed unread body: with no listener it is an uncaught exception.
+    // Destroyed before the relay started reading: the transport's body still holds the socket.
+    // A destroyed unread body may emit an error: with no listener it is an uncaught exception.
     if (!res.body.destroyed) res.body.on('error', () => {}).destroy();
   });
   // A caller may cancel before it starts reading (a download still opening its temp file): the
