@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { finished, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { TimeoutError } from '../errors.js';
 import type { ErrorContext } from './error-mapping.js';
 
@@ -56,30 +56,32 @@ export async function* pacedChunks(body: Readable, ctx: ErrorContext, timeoutMs:
 
 /**
  * The body's bytes, or undefined when it is longer than `limit` (reading stops there and the body
- * is destroyed: the connection is not reused). Read with 'data' events, not an async iterator: a
- * promise per chunk cost more than the chunk on a small answer.
+ * is destroyed: the connection is not reused). Read with 'data' events, not an async iterator or
+ * stream.finished: on a small answer their promises and listeners cost more than the bytes.
  */
 export function readCapped(body: Readable, limit: number): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      fn();
+    };
     body.on('data', (chunk: Buffer) => {
-      if (over) return;
       size += chunk.length;
       if (size > limit) {
-        over = true;
+        settle(() => resolve(undefined));
         body.destroy();
-        resolve(undefined);
         return;
       }
       chunks.push(chunk);
     });
-    finished(body, (err) => {
-      if (over) return;
-      if (err) reject(err);
-      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    });
+    body.once('end', () => settle(() => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))));
+    body.once('error', (err) => settle(() => reject(err)));
+    // Destroyed with no error (nothing else should, but a reader must never wait forever).
+    body.once('close', () => settle(() => reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }))));
   });
 }
 

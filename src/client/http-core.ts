@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
+import { AbortedError, AgentError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import type { CallOptions, RequestEvent, StreamedBody } from './types.js';
 import {
@@ -255,6 +255,38 @@ export function checkCode(ctx: ErrorContext, status: number, json: unknown): voi
   }
 }
 
+/**
+ * The transport's own body, handed over as it is (a face image is read with no stream between),
+ * with whatever error destroys it (a cut connection, the deadline, the caller's signal) turned
+ * into a typed error before the stream records it: node:http, undici and Node's stream machinery
+ * all end a body through its destroy(), so this one instance's destroy types the error.
+ */
+function typedErrors(body: Readable, typed: (err: unknown) => Error): Readable {
+  const destroy = body.destroy;
+  body.destroy = function (this: Readable, err?: Error) {
+    return destroy.call(this, err ? typed(err) : err);
+  };
+  return body;
+}
+
+/** TTS audio: pacedChunks between the transport's body and the reader. */
+function pacedBody(res: TransportResponse, ctx: ErrorContext, timeoutMs: number, typed: (err: unknown) => Error): Readable {
+  async function* relay(): AsyncGenerator<Buffer> {
+    try {
+      yield* pacedChunks(res.body, ctx, timeoutMs);
+    } catch (err) {
+      throw typed(err);
+    }
+  }
+  const body = Readable.from(relay(), { objectMode: false });
+  body.once('close', () => {
+    // Destroyed before the relay started reading: the transport's body still holds the socket.
+    // A destroyed unread body may emit an error: with no listener it is an uncaught exception.
+    if (!res.body.destroyed) res.body.on('error', () => {}).destroy();
+  });
+  return body;
+}
+
 /** The attempt's headers with the body's type and length, and the bytes (or pieces) to send. */
 function withBody(headers: Record<string, string>, body: string | EncodedBody | undefined): Pick<TransportRequest, 'headers' | 'body'> {
   if (body === undefined) return { headers };
@@ -282,28 +314,19 @@ function streamed(
   res: TransportResponse, ctx: ErrorContext, timeoutMs: number, caller: AbortSignal | undefined, detach: () => void,
   timedOut: () => boolean, paced: boolean,
 ): StreamedBody {
-  async function* relay(): AsyncGenerator<Buffer> {
-    try {
-      if (paced) yield* pacedChunks(res.body, ctx, timeoutMs);
-      else for await (const chunk of res.body) yield chunk as Buffer;
-    } catch (err) {
-      if (caller?.aborted) throw new AbortedError(`${ctx.operation}: cancelled`, { cause: caller.reason });
-      throw errorForException(ctx, err, timeoutMs, timedOut());
-    }
-  }
-  // Errors from the transport come out of the stream as ServiceErrors; destroying it frees the socket.
-  const body = Readable.from(relay(), { objectMode: false });
-  body.once('close', () => {
-    detach();
-    // Destroyed before the relay started reading: the transport's body still holds the socket.
-    // A destroyed unread body may emit an error: with no listener it is an uncaught exception.
-    if (!res.body.destroyed) res.body.on('error', () => {}).destroy();
-  });
+  const typed = (err: unknown): Error => {
+    if (err instanceof AgentError) return err;
+    if (caller?.aborted) return new AbortedError(`${ctx.operation}: cancelled`, { cause: caller.reason });
+    return errorForException(ctx, err, timeoutMs, timedOut());
+  };
+  const body = paced ? pacedBody(res, ctx, timeoutMs, typed) : typedErrors(res.body, typed);
+  body.once('close', detach);
   // A caller may cancel before it starts reading (a download still opening its temp file): the
   // error must then wait in the stream for that reader, not reach the process as an unhandled
   // 'error' event. Readers that iterate or pipe still get it.
   body.on('error', () => {});
-  const onAbort = () => body.destroy(new AbortedError(`${ctx.operation}: cancelled`, { cause: caller?.reason }));
+  // At once, even while nobody reads (a player between two chunks of a paced body).
+  const onAbort = () => body.destroy(typed(caller?.reason));
   caller?.addEventListener('abort', onAbort, { once: true });
   body.once('close', () => caller?.removeEventListener('abort', onAbort));
   const header = (name: string) => {

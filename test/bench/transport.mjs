@@ -1,7 +1,7 @@
 // HTTP client transport micro-benchmark: the client's own CPU per request, against the real
 // emulator over loopback, beside a plain node:http loop doing the same requests (the floor).
 //   npm run build && node test/bench/transport.mjs
-//   env COUNT=1000 (requests per kind), ROUNDS=3, OLD=/tmp/old (another checkout, built: its
+//   env COUNT=1000 (requests per kind), ROUNDS=3, KINDS=get,list,post, OLD=/tmp/old (another checkout, built: its
 //   client is run in turn with this one), CONCURRENCY=4, BENCH_PROF=DIR (--cpu-prof of each child)
 // Each client runs in a child process of its own (the emulator stays in this one), so its CPU
 // (process.cpuUsage: user + sys) and its peak RSS are the client's alone. Kinds:
@@ -20,7 +20,7 @@ const COUNT = Number(process.env.COUNT ?? 1000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 4);
 const WARMUP = Math.min(200, COUNT);
-const KINDS = ['get', 'list', 'post'];
+const KINDS = (process.env.KINDS ?? 'get,list,post').split(',');
 
 function jpeg(bytes) {
   return Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(bytes - 6), Buffer.from([0xff, 0xd9])]);
@@ -105,7 +105,7 @@ async function child() {
 function runChild(args) {
   const prof = process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`, `--cpu-prof-name=${args.label}-${args.round}.cpuprofile`] : [];
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [...prof, SELF, '--child'], { env: { PATH: process.env.PATH, HOME: process.env.HOME, BENCH_ARGS: JSON.stringify(args) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, [...prof, SELF, '--child'], { env: { PATH: process.env.PATH, HOME: process.env.HOME, KINDS: KINDS.join(','), BENCH_ARGS: JSON.stringify(args) }, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (d) => { out += d; });
     p.once('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${args.label} exited ${code}`))));
@@ -142,7 +142,7 @@ async function main() {
   for (const [label] of variants) {
     const rs = results[label];
     const cell = (k) => `${median(rs.map((r) => r[k].cpuUs)).toFixed(0)} (${Math.min(...rs.map((r) => r[k].cpuUs)).toFixed(0)}-${Math.max(...rs.map((r) => r[k].cpuUs)).toFixed(0)})`;
-    console.log(`${label} | ${KINDS.map(cell).join(' | ')} | ${median(rs.map((r) => r.maxRssMb)).toFixed(1)}`);
+    console.log(`${label} | ${['get', 'list', 'post'].map((k) => (KINDS.includes(k) ? cell(k) : '-')).join(' | ')} | ${median(rs.map((r) => r.maxRssMb)).toFixed(1)}`);
   }
 }
 
