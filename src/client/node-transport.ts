@@ -57,14 +57,33 @@ function sendBody(req: ClientRequest, body: RequestBody | undefined): void {
 export function nodeTransport(options: NodeTransportOptions): Transport {
   const http = new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS });
   const https = new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS, ...(options.ca ? { ca: options.ca } : {}) });
+  // Exchanges not finished yet (response body not closed): close() lets them finish, as undici's did.
+  let inFlight = 0;
+  let closed: Promise<void> | undefined;
+  let drained: (() => void) | undefined;
+  const finished = () => {
+    inFlight -= 1;
+    if (inFlight === 0) drained?.();
+  };
 
   function request(url: URL, r: TransportRequest): Promise<TransportResponse> {
     return new Promise((resolve, reject) => {
       const { signal } = r;
+      if (closed) {
+        reject(Object.assign(new Error('The client is closed'), { code: 'ERR_CLIENT_CLOSED' }));
+        return;
+      }
       if (signal.aborted) {
         reject(abortError(signal));
         return;
       }
+      inFlight += 1;
+      let over = false;
+      const end = () => {
+        if (over) return;
+        over = true;
+        finished();
+      };
       const secure = url.protocol === 'https:';
       const req = (secure ? httpsRequest : httpRequest)(url, { method: r.method, headers: r.headers, agent: secure ? https : http });
       let res: IncomingMessage | undefined;
@@ -88,7 +107,10 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
         // Until a reader attaches, an error (a cut body) must not reach the process as an
         // unhandled 'error' event; readers that iterate, pipe or listen still get it.
         incoming.on('error', () => {});
-        incoming.once('close', detach);
+        incoming.once('close', () => {
+          detach();
+          end();
+        });
         resolve({ statusCode: incoming.statusCode ?? 0, headers: incoming.headers, body: incoming });
       });
       req.on('error', (err) => {
@@ -97,6 +119,7 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
           return;
         }
         detach();
+        end();
         reject(err);
       });
       sendBody(req, r.body);
@@ -105,9 +128,12 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
 
   return {
     request,
-    close: async () => {
-      http.destroy();
-      https.destroy();
+    close() {
+      closed ??= (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => { drained = resolve; })).then(() => {
+        http.destroy();
+        https.destroy();
+      });
+      return closed;
     },
   };
 }
