@@ -8,7 +8,7 @@ import {
   badResponse, errorForCode, redirectError, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
-import { checkBaseUrl, type ServiceConfig, type Transport, type TransportRequest, type TransportResponse } from './transport.js';
+import { Cancel, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest, type TransportResponse } from './transport.js';
 import type { EncodedBody } from './multipart.js';
 import { MAX_BUFFERED_BYTES, decodeUtf8, pacedChunks, readCapped } from './body-limits.js';
 
@@ -81,16 +81,18 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   const policy = deps.backoff ?? { initialMs: 250, maxMs: 8_000 };
   const maxRetryAfter = deps.maxRetryAfterMs ?? 60_000;
   const secrets = [config.terminal_secret, config.api_key].filter((s): s is string => !!s);
-  const bases = new Map<string, URL>();
+  const bases = new Map<string, { url: URL; prefix: string }>();
 
-  function baseUrl(which: RequestSpec['base']): URL {
+  /** The base URL, checked and parsed once; `prefix` is its path without the trailing slash. */
+  function baseOf(which: RequestSpec['base']): { url: URL; prefix: string } {
     const key = which === 'face' ? 'service.face_base_url' : 'service.base_url';
-    let url = bases.get(key);
-    if (!url) {
-      url = checkBaseUrl(key, which === 'face' ? config.face_base_url : config.base_url, config.allow_insecure_http);
-      bases.set(key, url);
+    let base = bases.get(key);
+    if (!base) {
+      const url = checkBaseUrl(key, which === 'face' ? config.face_base_url : config.base_url, config.allow_insecure_http);
+      base = { url, prefix: url.pathname.replace(/\/+$/, '') };
+      bases.set(key, base);
     }
-    return url;
+    return base;
   }
 
   function credential(auth: RequestSpec['auth']): { name: CredentialName; value?: string } {
@@ -114,11 +116,17 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
     return { operation: spec.operation, subject: spec.subject, credential: name, secrets };
   }
 
-  function urlOf(spec: RequestSpec): URL {
-    const base = baseUrl(spec.base);
-    const url = new URL(`${base.href.replace(/\/+$/, '')}${spec.path}`);
-    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    return url;
+  /** Where a call goes: the parsed base and the path with its query (no URL parsed per call). */
+  function targetOf(spec: RequestSpec): Target {
+    const base = baseOf(spec.base);
+    let path = `${base.prefix}${spec.path}`;
+    if (spec.query) {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(spec.query)) if (v !== undefined) q.set(k, String(v));
+      const qs = q.toString();
+      if (qs) path += `?${qs}`;
+    }
+    return { base: base.url, path };
   }
 
   /**
@@ -128,7 +136,7 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   async function withRetries<T>(spec: RequestSpec, stream: boolean): Promise<T> {
     const ctx = errorContext(spec);
     const cred = credential(spec.auth);
-    const url = urlOf(spec);
+    const url = targetOf(spec);
     const caller = spec.opts?.signal;
     const timeoutMs = spec.opts?.timeoutMs ?? config.request_timeout;
     const maxRetries = spec.opts?.retries ?? config.retries;
@@ -158,13 +166,13 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   }
 
   async function once(
-    spec: RequestSpec, ctx: ErrorContext, url: URL, headers: Record<string, string>, timeoutMs: number, stream: boolean,
+    spec: RequestSpec, ctx: ErrorContext, url: Target, headers: Record<string, string>, timeoutMs: number, stream: boolean,
   ): Promise<BufferedResponse | StreamedBody> {
-    const ac = new AbortController();
+    const cancel = new Cancel();
     const caller = spec.opts?.signal;
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; ac.abort(); }, timeoutMs);
-    const onAbort = () => ac.abort();
+    const timer = setTimeout(() => { timedOut = true; cancel.cancel(); }, timeoutMs);
+    const onAbort = () => cancel.cancel();
     caller?.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => { clearTimeout(timer); caller?.removeEventListener('abort', onAbort); };
     let handedOver = false;
@@ -176,12 +184,12 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
       throw new InvalidInputError(`${spec.operation}: cannot prepare the request body (${(err as NodeJS.ErrnoException).code ?? describeError(err)})`, { cause: err });
     }
     try {
-      const res = await transport.request(url, { method: spec.method, ...withBody(headers, body), signal: ac.signal, timeoutMs });
+      const res = await transport.request(url, { method: spec.method, ...withBody(headers, body), cancel, timeoutMs });
       const ok = (res.statusCode >= 200 && res.statusCode < 300) || (spec.alsoOk ?? []).includes(res.statusCode);
       if (!ok && res.statusCode >= 300 && res.statusCode < 400) {
         res.body.on('error', () => {}).destroy();
         const loc = res.headers.location;
-        throw redirectError(ctx, res.statusCode, Array.isArray(loc) ? loc[0] : loc, url);
+        throw redirectError(ctx, res.statusCode, Array.isArray(loc) ? loc[0] : loc, new URL(url.path, url.base));
       }
       if (!ok) {
         const text = await readLimited(res.body, ERROR_BODY_LIMIT);
@@ -325,10 +333,13 @@ function streamed(
   // error must then wait in the stream for that reader, not reach the process as an unhandled
   // 'error' event. Readers that iterate or pipe still get it.
   body.on('error', () => {});
-  // At once, even while nobody reads (a player between two chunks of a paced body).
-  const onAbort = () => body.destroy(typed(caller?.reason));
-  caller?.addEventListener('abort', onAbort, { once: true });
-  body.once('close', () => caller?.removeEventListener('abort', onAbort));
+  if (paced && caller) {
+    // At once, even while nobody reads (a player between two chunks). The transport's own body
+    // is destroyed by the attempt's cancel (once() listens to the caller until the body closes).
+    const onAbort = () => body.destroy(typed(caller.reason));
+    caller.addEventListener('abort', onAbort, { once: true });
+    body.once('close', () => caller.removeEventListener('abort', onAbort));
+  }
   const header = (name: string) => {
     const v = res.headers[name];
     return Array.isArray(v) ? v[0] : v;

@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { RequestBody, Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { RequestBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
 import { CONNECT_TIMEOUT_CODE } from './error-mapping.js';
 
 // Direct connections over node:http/https with keep-alive pools. The request side of undici's
@@ -21,8 +21,8 @@ export interface NodeTransportOptions {
  */
 const IDLE_SOCKET_MS = 4_000;
 
-function abortError(signal: AbortSignal): Error {
-  return Object.assign(new Error('This operation was aborted', { cause: signal.reason }), { name: 'AbortError', code: 'ABORT_ERR' });
+function abortError(): Error {
+  return Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 
 function connectTimeout(ms: number): Error {
@@ -66,15 +66,15 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
     if (inFlight === 0) drained?.();
   };
 
-  function request(url: URL, r: TransportRequest): Promise<TransportResponse> {
+  function request({ base, path }: Target, r: TransportRequest): Promise<TransportResponse> {
     return new Promise((resolve, reject) => {
-      const { signal } = r;
+      const { cancel } = r;
       if (closed) {
         reject(Object.assign(new Error('The client is closed'), { code: 'ERR_CLIENT_CLOSED' }));
         return;
       }
-      if (signal.aborted) {
-        reject(abortError(signal));
+      if (cancel.cancelled) {
+        reject(abortError());
         return;
       }
       inFlight += 1;
@@ -84,16 +84,19 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
         over = true;
         finished();
       };
-      const secure = url.protocol === 'https:';
-      const req = (secure ? httpsRequest : httpRequest)(url, { method: r.method, headers: r.headers, agent: secure ? https : http });
+      const secure = base.protocol === 'https:';
+      // Options, not a URL: node:http would parse it again for every request.
+      const req = (secure ? httpsRequest : httpRequest)({
+        protocol: base.protocol, hostname: base.hostname.replace(/^\[(.*)\]$/, '$1'), port: base.port || undefined, path,
+        method: r.method, headers: r.headers, agent: secure ? https : http,
+      });
       let res: IncomingMessage | undefined;
-      const onAbort = () => {
-        const err = abortError(signal);
+      cancel.onCancel(() => {
+        const err = abortError();
         req.destroy(err);
         res?.destroy(err);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      const detach = () => signal.removeEventListener('abort', onAbort);
+      });
+      const detach = () => cancel.onCancel(undefined);
 
       req.once('socket', (socket) => {
         if (req.reusedSocket) return;

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { Target, Transport, TransportRequest, TransportResponse } from './transport.js';
 
 // Connections through HTTPS_PROXY/HTTP_PROXY (CONNECT tunnels for https, NO_PROXY honoured) with
 // undici's EnvHttpProxyAgent. undici is imported on the first request: a daemon or CLI call with no
@@ -34,11 +34,13 @@ export function proxyTransport(options: ProxyTransportOptions): Transport {
     return { undici, dispatcher };
   });
 
-  async function request(url: URL, r: TransportRequest): Promise<TransportResponse> {
+  async function request({ base, path }: Target, r: TransportRequest): Promise<TransportResponse> {
     const { undici, dispatcher } = await load();
+    const ac = new AbortController();
+    r.cancel.onCancel(() => ac.abort());
     const body = r.body === undefined || typeof r.body === 'string' || Buffer.isBuffer(r.body) ? r.body : Readable.from(r.body.chunks());
-    const res = await undici.request(url, {
-      dispatcher, method: r.method as Dispatcher.HttpMethod, headers: r.headers, body, signal: r.signal,
+    const res = await undici.request(new URL(path, base), {
+      dispatcher, method: r.method as Dispatcher.HttpMethod, headers: r.headers, body, signal: ac.signal,
       headersTimeout: r.timeoutMs, bodyTimeout: r.timeoutMs,
     });
     return { statusCode: res.statusCode, headers: res.headers, body: res.body };
