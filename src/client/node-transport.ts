@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { createSecureContext } from 'node:tls';
 import type { RequestBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
 import { CONNECT_TIMEOUT_CODE } from './error-mapping.js';
 
@@ -56,7 +57,10 @@ function sendBody(req: ClientRequest, body: RequestBody | undefined): void {
 
 export function nodeTransport(options: NodeTransportOptions): Transport {
   const http = new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS });
-  const https = new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS, ...(options.ca ? { ca: options.ca } : {}) });
+  // With service.ca_file, the roots (Node's ~140 and the file) are parsed once here, not at every
+  // new connection as a `ca` option would be.
+  const secureContext = options.ca ? createSecureContext({ ca: options.ca }) : undefined;
+  const https = new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS, ...(secureContext ? { secureContext } : {}) });
   // Exchanges not finished yet (response body not closed): close() lets them finish, as undici's did.
   let inFlight = 0;
   let closed: Promise<void> | undefined;
