@@ -1,7 +1,8 @@
 'use strict';
 /* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS file by design: it stands in for undici's index.js */
-// What terminal-agent uses of undici (src/client: Agent, EnvHttpProxyAgent, request, FormData),
-// required from undici's own files. The bundle (scripts/bundle.mjs) resolves `undici` here:
+// What terminal-agent uses of undici (src/client/proxy-transport.ts: EnvHttpProxyAgent, request;
+// only when a proxy is configured, direct connections use node:http), required from undici's own
+// files. The bundle (scripts/bundle.mjs) resolves `undici` here:
 // undici's index.js also loads fetch, WebSocket, EventSource, the cache stores and the mocks, about
 // half of its 710 KB, at every daemon start and for every CLI call that talks to the service.
 // Only the bundle uses this file; tsc output and the tests load undici itself.
@@ -43,8 +44,6 @@ function request(url, opts, handler) {
 }
 
 module.exports = {
-  Agent: require('undici/lib/dispatcher/agent'),
   EnvHttpProxyAgent: require('undici/lib/dispatcher/env-http-proxy-agent'),
-  FormData: require('undici/lib/web/fetch/formdata').FormData,
   request,
 };

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
 import { TimeoutError } from '../errors.js';
 import type { ErrorContext } from './error-mapping.js';
 
@@ -22,7 +22,7 @@ export const PACE_MIN_BYTES = 16 * 1024;
  * fails after one timeout; a whole phrase takes at most (bytes / PACE_MIN_BYTES + 1) timeouts of
  * waiting.
  */
-export async function* pacedChunks(body: Dispatcher.ResponseData['body'], ctx: ErrorContext, timeoutMs: number): AsyncGenerator<Buffer> {
+export async function* pacedChunks(body: Readable, ctx: ErrorContext, timeoutMs: number): AsyncGenerator<Buffer> {
   const it = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let waited = 0;
   let got = 0;
@@ -54,17 +54,35 @@ export async function* pacedChunks(body: Dispatcher.ResponseData['body'], ctx: E
   }
 }
 
-/** The body's bytes, or undefined when it is longer than `limit` (reading stops there). */
-export async function readCapped(body: Dispatcher.ResponseData['body'], limit: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > limit) return undefined; // leaving the loop destroys the body: the socket is not reused
-    chunks.push(buf);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+/**
+ * The body's bytes, or undefined when it is longer than `limit` (reading stops there and the body
+ * is destroyed: the connection is not reused). Read with 'data' events, not an async iterator or
+ * stream.finished: on a small answer their promises and listeners cost more than the bytes.
+ */
+export function readCapped(body: Readable, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      fn();
+    };
+    body.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        settle(() => resolve(undefined));
+        body.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    body.once('end', () => settle(() => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size))));
+    body.once('error', (err) => settle(() => reject(err)));
+    // Destroyed with no error (nothing else should, but a reader must never wait forever).
+    body.once('close', () => settle(() => reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }))));
+  });
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });

@@ -2,7 +2,7 @@ import {
   AuthError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServerError, ServiceError, TimeoutError,
 } from '../errors.js';
 
-// Turns what came back (a status and a body, or an exception from undici) into the typed errors of
+// Turns what came back (a status and a body, or an exception from node:http or undici) into the typed errors of
 // src/errors.ts. Error bodies are not shown in the spec: a message is taken from `message`,
 // `return_message`, `detail` or `error` when the body is JSON, else from short plain text.
 
@@ -81,7 +81,7 @@ export function errorForStatus(ctx: ErrorContext, status: number, serverMessage:
 }
 
 /**
- * A 3xx. The agent follows no redirect (undici's request() does not unless told to): a redirect
+ * A 3xx. The agent follows no redirect (neither node:http nor undici's request() does): a redirect
  * to another host would otherwise carry the Bearer credential there.
  */
 export function redirectError(ctx: ErrorContext, status: number, location: string | undefined, requestUrl: URL): BadResponseError {
@@ -115,10 +115,16 @@ export function badResponse(ctx: ErrorContext, status: number, what: string, cau
   });
 }
 
+/**
+ * A connect that takes too long. undici's code, which node-transport.ts gives its own connect
+ * timeout too: the message an operator sees is the same whichever transport ran.
+ */
+export const CONNECT_TIMEOUT_CODE = 'UND_ERR_CONNECT_TIMEOUT';
+
 // Errors raised before a single byte of the request left: repeating a POST after these is safe.
 const NOT_SENT_CODES = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
+  CONNECT_TIMEOUT_CODE,
 ]);
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 
@@ -130,12 +136,12 @@ function codesOf(err: unknown, depth = 0): string[] {
   return [...own, ...nested, ...codesOf(e.cause, depth + 1)];
 }
 
-/** undici's HTTPParserError: bytes the HTTP/1.1 parser refuses (a body longer than announced...). */
+/** llhttp's refusals (node:http: code HPE_*; undici: HTTPParserError): a body longer than announced... */
 function isProtocolError(err: unknown): boolean {
   return err instanceof Error && (err.name === 'HTTPParserError' || /^HPE_/.test(String((err as { code?: unknown }).code ?? '')));
 }
 
-/** An exception thrown by undici (or by our deadline) as a typed error. */
+/** An exception thrown by the transport (or by our deadline) as a typed error. */
 export function errorForException(ctx: ErrorContext, err: unknown, timeoutMs: number, timedOut: boolean): ServiceError {
   if (err instanceof ServiceError) return err;
   const codes = codesOf(err);

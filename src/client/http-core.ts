@@ -1,6 +1,4 @@
-import { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
-import { request, type Dispatcher, type FormData } from 'undici';
 import type { Logger } from 'pino';
 import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
@@ -9,8 +7,10 @@ import {
   badResponse, errorForCode, redirectError, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
-import { checkBaseUrl, type ServiceConfig } from './transport.js';
-import { MAX_BUFFERED_BYTES, decodeUtf8, pacedChunks, readCapped } from './body-limits.js';
+import { Cancel, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest } from './transport.js';
+import type { EncodedBody } from './multipart.js';
+import { MAX_BUFFERED_BYTES, decodeUtf8, readCapped } from './body-limits.js';
+import { readLimited, streamed } from './response-body.js';
 
 // One place that sends a request: base URL and credential, a deadline per attempt, status and
 // `code` checks, retries (GET/PUT/DELETE; POST only when nothing reached the server) with backoff
@@ -31,8 +31,8 @@ export interface RequestSpec {
   /** terminal_secret / api_key are required; `other` follows service.other_auth. */
   auth: 'terminal_secret' | 'api_key' | 'other';
   headers?: Record<string, string>;
-  /** Built again for every attempt (a multipart body is a one-shot stream). */
-  body?: () => string | FormData | Promise<string | FormData>;
+  /** Built again for every attempt (a file part is read from disk as it is sent). */
+  body?: () => string | EncodedBody | Promise<string | EncodedBody>;
   /** Statuses besides 2xx that are an answer, not an error (304). */
   alsoOk?: number[];
   /**
@@ -58,7 +58,7 @@ export interface BufferedResponse {
 
 export interface HttpCoreDeps {
   config: ServiceConfig;
-  dispatcher: Dispatcher;
+  transport: Transport;
   logger: Logger;
   userAgent: string;
   onRequest?: (event: RequestEvent) => void;
@@ -77,20 +77,22 @@ const IDEMPOTENT: ReadonlySet<Method> = new Set(['GET', 'PUT', 'DELETE']);
 const ERROR_BODY_LIMIT = 64 * 1024;
 
 export function createHttpCore(deps: HttpCoreDeps): HttpCore {
-  const { config, dispatcher, logger } = deps;
+  const { config, transport, logger } = deps;
   const policy = deps.backoff ?? { initialMs: 250, maxMs: 8_000 };
   const maxRetryAfter = deps.maxRetryAfterMs ?? 60_000;
   const secrets = [config.terminal_secret, config.api_key].filter((s): s is string => !!s);
-  const bases = new Map<string, URL>();
+  const bases = new Map<string, { url: URL; prefix: string }>();
 
-  function baseUrl(which: RequestSpec['base']): URL {
+  /** The base URL, checked and parsed once; `prefix` is its path without the trailing slash. */
+  function baseOf(which: RequestSpec['base']): { url: URL; prefix: string } {
     const key = which === 'face' ? 'service.face_base_url' : 'service.base_url';
-    let url = bases.get(key);
-    if (!url) {
-      url = checkBaseUrl(key, which === 'face' ? config.face_base_url : config.base_url, config.allow_insecure_http);
-      bases.set(key, url);
+    let base = bases.get(key);
+    if (!base) {
+      const url = checkBaseUrl(key, which === 'face' ? config.face_base_url : config.base_url, config.allow_insecure_http);
+      base = { url, prefix: url.pathname.replace(/\/+$/, '') };
+      bases.set(key, base);
     }
-    return url;
+    return base;
   }
 
   function credential(auth: RequestSpec['auth']): { name: CredentialName; value?: string } {
@@ -114,11 +116,17 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
     return { operation: spec.operation, subject: spec.subject, credential: name, secrets };
   }
 
-  function urlOf(spec: RequestSpec): URL {
-    const base = baseUrl(spec.base);
-    const url = new URL(`${base.href.replace(/\/+$/, '')}${spec.path}`);
-    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    return url;
+  /** Where a call goes: the parsed base and the path with its query (no URL parsed per call). */
+  function targetOf(spec: RequestSpec): Target {
+    const base = baseOf(spec.base);
+    let path = `${base.prefix}${spec.path}`;
+    if (spec.query) {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(spec.query)) if (v !== undefined) q.set(k, String(v));
+      const qs = q.toString();
+      if (qs) path += `?${qs}`;
+    }
+    return { base: base.url, path };
   }
 
   /**
@@ -128,7 +136,7 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   async function withRetries<T>(spec: RequestSpec, stream: boolean): Promise<T> {
     const ctx = errorContext(spec);
     const cred = credential(spec.auth);
-    const url = urlOf(spec);
+    const url = targetOf(spec);
     const caller = spec.opts?.signal;
     const timeoutMs = spec.opts?.timeoutMs ?? config.request_timeout;
     const maxRetries = spec.opts?.retries ?? config.retries;
@@ -158,17 +166,17 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   }
 
   async function once(
-    spec: RequestSpec, ctx: ErrorContext, url: URL, headers: Record<string, string>, timeoutMs: number, stream: boolean,
+    spec: RequestSpec, ctx: ErrorContext, url: Target, headers: Record<string, string>, timeoutMs: number, stream: boolean,
   ): Promise<BufferedResponse | StreamedBody> {
-    const ac = new AbortController();
+    const cancel = new Cancel();
     const caller = spec.opts?.signal;
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; ac.abort(); }, timeoutMs);
-    const onAbort = () => ac.abort();
+    const timer = setTimeout(() => { timedOut = true; cancel.cancel(); }, timeoutMs);
+    const onAbort = () => cancel.cancel();
     caller?.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => { clearTimeout(timer); caller?.removeEventListener('abort', onAbort); };
     let handedOver = false;
-    let body: string | FormData | undefined;
+    let body: string | EncodedBody | undefined;
     try {
       body = spec.body ? await spec.body() : undefined;
     } catch (err) {
@@ -176,15 +184,12 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
       throw new InvalidInputError(`${spec.operation}: cannot prepare the request body (${(err as NodeJS.ErrnoException).code ?? describeError(err)})`, { cause: err });
     }
     try {
-      const res = await request(url, {
-        dispatcher, method: spec.method, headers, body, signal: ac.signal,
-        headersTimeout: timeoutMs, bodyTimeout: timeoutMs,
-      });
+      const res = await transport.request(url, { method: spec.method, ...withBody(headers, body), cancel, timeoutMs });
       const ok = (res.statusCode >= 200 && res.statusCode < 300) || (spec.alsoOk ?? []).includes(res.statusCode);
       if (!ok && res.statusCode >= 300 && res.statusCode < 400) {
         res.body.on('error', () => {}).destroy();
         const loc = res.headers.location;
-        throw redirectError(ctx, res.statusCode, Array.isArray(loc) ? loc[0] : loc, url);
+        throw redirectError(ctx, res.statusCode, Array.isArray(loc) ? loc[0] : loc, new URL(url.path, url.base));
       }
       if (!ok) {
         const text = await readLimited(res.body, ERROR_BODY_LIMIT);
@@ -206,6 +211,8 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
       checkCode(ctx, res.statusCode, json);
       return { status: res.statusCode, headers: res.headers, text, json, invalidUtf8 };
     } catch (err) {
+      // A file part that could not be read, or changed, while it was sent: not the network's fault.
+      if (err instanceof InvalidInputError) throw err;
       if (caller?.aborted && !(err instanceof ServiceError)) {
         throw new AbortedError(`${spec.operation}: cancelled`, { cause: caller.reason });
       }
@@ -256,67 +263,9 @@ export function checkCode(ctx: ErrorContext, status: number, json: unknown): voi
   }
 }
 
-async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      const buf = chunk as Buffer;
-      chunks.push(buf);
-      size += buf.length;
-      if (size >= limit) break; // leaving the loop destroys the body: the socket is not reused
-    }
-  } catch {
-    // The status is what matters; a broken error body only loses the server's message.
-  }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
-}
-
-function streamed(
-  res: Dispatcher.ResponseData, ctx: ErrorContext, timeoutMs: number, caller: AbortSignal | undefined, detach: () => void,
-  timedOut: () => boolean, paced: boolean,
-): StreamedBody {
-  async function* relay(): AsyncGenerator<Buffer> {
-    try {
-      if (paced) yield* pacedChunks(res.body, ctx, timeoutMs);
-      else for await (const chunk of res.body) yield chunk as Buffer;
-    } catch (err) {
-      if (caller?.aborted) throw new AbortedError(`${ctx.operation}: cancelled`, { cause: caller.reason });
-      throw errorForException(ctx, err, timeoutMs, timedOut());
-    }
-  }
-  // Errors from undici come out of the stream as ServiceErrors; destroying it frees the socket.
-  const body = Readable.from(relay(), { objectMode: false });
-  body.once('close', () => {
-    detach();
-    // Destroyed before the relay started reading: undici's body still holds the socket.
-    // undici emits AbortError on a destroyed unread body: with no listener it is an uncaught exception.
-    if (!res.body.destroyed) res.body.on('error', () => {}).destroy();
-  });
-  // A caller may cancel before it starts reading (a download still opening its temp file): the
-  // error must then wait in the stream for that reader, not reach the process as an unhandled
-  // 'error' event. Readers that iterate or pipe still get it.
-  body.on('error', () => {});
-  const onAbort = () => body.destroy(new AbortedError(`${ctx.operation}: cancelled`, { cause: caller?.reason }));
-  caller?.addEventListener('abort', onAbort, { once: true });
-  body.once('close', () => caller?.removeEventListener('abort', onAbort));
-  const header = (name: string) => {
-    const v = res.headers[name];
-    return Array.isArray(v) ? v[0] : v;
-  };
-  const length = Number(header('content-length'));
-  return {
-    status: res.statusCode,
-    contentType: header('content-type') ?? 'application/octet-stream',
-    contentLength: Number.isFinite(length) && header('content-length') !== undefined ? length : undefined,
-    headers: res.headers,
-    body,
-    cancel: async () => {
-      if (body.destroyed) return;
-      await new Promise<void>((resolve) => {
-        body.once('close', () => resolve());
-        body.destroy();
-      });
-    },
-  };
+/** The attempt's headers with the body's type and length, and the bytes (or pieces) to send. */
+function withBody(headers: Record<string, string>, body: string | EncodedBody | undefined): Pick<TransportRequest, 'headers' | 'body'> {
+  if (body === undefined) return { headers };
+  if (typeof body === 'string') return { headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, body };
+  return { headers: { ...headers, 'content-type': body.contentType, 'content-length': String(body.data.length) }, body: body.data };
 }

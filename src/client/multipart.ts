@@ -1,16 +1,25 @@
-import { openAsBlob } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { open, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import type { FormData } from 'undici';
 import { InvalidInputError } from '../errors.js';
 import type { FileUpload } from './types.js';
+import type { StreamBody } from './transport.js';
 import { readHead, sniffMediaType } from './media-types.js';
 
-// Multipart bodies that stream their file part from disk (fs.openAsBlob): a 50 MB WAV is never
-// held in memory, and undici still knows the total length. A caller that holds the bytes already
-// (enrollment's small images) passes them: no open, no file-backed blob reads per upload. Every file part carries a filename
-// and the Content-Type of its bytes; text fields are plain parts; nothing else is added.
+// Multipart bodies with their length known in advance (sent with Content-Length). Parts held in
+// memory (text fields, enrollment's small images) make one Buffer: one write, no stream. A file
+// given by path (a 50 MB WAV) is read from disk piece by piece as it is sent, never held whole.
+// Every file part carries a filename and the Content-Type of its bytes; text fields are plain
+// parts; nothing else is added. Names, filenames and values are encoded as undici's FormData
+// (HTML's multipart/form-data algorithm) did, which the service accepted.
 
 export type TextFields = Record<string, string | number | undefined>;
+
+/** A request body with its type: what a multipart builder hands to http-core. */
+export interface EncodedBody {
+  contentType: string;
+  data: Buffer | StreamBody;
+}
 
 /** Checks once, before any attempt, that the file exists and its bytes match its declared type. */
 export async function checkUpload(field: string, file: FileUpload): Promise<void> {
@@ -33,25 +42,93 @@ export async function checkUpload(field: string, file: FileUpload): Promise<void
   }
 }
 
+const escapeQuoted = (s: string) => s.replace(/\n/g, '%0A').replace(/\r/g, '%0D').replace(/"/g, '%22');
+const crlf = (s: string) => s.replace(/\r?\n|\r/g, '\r\n');
+
+interface DiskPart {
+  field: string;
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+const CHUNK = 64 * 1024;
+
 /**
- * Returns a builder that makes a fresh FormData for each attempt. Blobs from openAsBlob re-read
- * the file every time they are streamed; if the file changes meanwhile the read fails, which the
- * caller avoids by uploading from a copy nothing else writes.
+ * The file's bytes as it was when the body was built. Like a Blob from fs.openAsBlob, a file that
+ * changed since (size or mtime) fails the upload rather than sending a mix of two versions: upload
+ * from a copy nothing else writes.
  */
-export function multipartBody(fields: TextFields, files: Record<string, FileUpload | undefined>): () => Promise<FormData> {
+async function* diskChunks(part: DiskPart): AsyncGenerator<Buffer> {
+  const changed = () => new InvalidInputError(
+    `${part.field}: ${part.path} changed while it was being uploaded; upload a file nothing else writes to`,
+    { details: { path: part.path } },
+  );
+  let fh;
+  try {
+    fh = await open(part.path, 'r');
+  } catch (err) {
+    throw new InvalidInputError(`${part.field}: cannot read ${part.path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { cause: err, details: { path: part.path } });
+  }
+  try {
+    const st = await fh.stat();
+    if (st.size !== part.size || st.mtimeMs !== part.mtimeMs) throw changed();
+    for (let at = 0; at < part.size;) {
+      // A fresh buffer per piece: the socket may still hold the previous one.
+      const buf = Buffer.allocUnsafe(Math.min(CHUNK, part.size - at));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, at);
+      if (bytesRead === 0) throw changed();
+      at += bytesRead;
+      yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Returns a builder that encodes the body afresh for each attempt (a file on disk is read again,
+ * and checked against its size and mtime at build time).
+ */
+export function multipartBody(fields: TextFields, files: Record<string, FileUpload | undefined>): () => Promise<EncodedBody> {
   return async () => {
-    // undici on first use: the CLI imports the face and speaker API helpers (ID and name checks)
-    // for commands that never upload, and `--help` must not load the HTTP client. `.default` (the
-    // CommonJS module.exports) because the esbuild bundle gives a dynamically imported CommonJS
-    // package no named exports; Node's own loader gives both.
-    const { FormData } = (await import('undici')).default;
-    const form = new FormData();
-    for (const [name, value] of Object.entries(fields)) if (value !== undefined) form.append(name, String(value));
+    // randomUUID draws from a cached batch of entropy: randomBytes cost ~15 µs per upload here.
+    const boundary = `----terminal-agent-${randomUUID()}`;
+    const parts: (Buffer | DiskPart)[] = [];
+    let text = '';
+    for (const [name, value] of Object.entries(fields)) {
+      if (value === undefined) continue;
+      text += `--${boundary}\r\nContent-Disposition: form-data; name="${escapeQuoted(crlf(name))}"\r\n\r\n${crlf(String(value))}\r\n`;
+    }
     for (const [name, file] of Object.entries(files)) {
       if (!file) continue;
-      const blob = file.bytes ? new Blob([file.bytes], { type: file.contentType }) : await openAsBlob(file.path, { type: file.contentType });
-      form.append(name, blob, file.filename ?? basename(file.path));
+      const filename = file.filename || basename(file.path) || name;
+      text += `--${boundary}\r\nContent-Disposition: form-data; name="${escapeQuoted(crlf(name))}"; filename="${escapeQuoted(filename)}"\r\n`
+        + `Content-Type: ${file.contentType}\r\n\r\n`;
+      parts.push(Buffer.from(text, 'utf8'));
+      if (file.bytes) {
+        parts.push(file.bytes);
+      } else {
+        const st = await stat(file.path);
+        parts.push({ field: name, path: file.path, size: st.size, mtimeMs: st.mtimeMs });
+      }
+      text = '\r\n';
     }
-    return form;
+    parts.push(Buffer.from(`${text}--${boundary}--\r\n`, 'utf8'));
+    const contentType = `multipart/form-data; boundary=${boundary}`;
+    if (parts.every((p): p is Buffer => Buffer.isBuffer(p))) return { contentType, data: Buffer.concat(parts) };
+    const length = parts.reduce((n, p) => n + (Buffer.isBuffer(p) ? p.length : p.size), 0);
+    return {
+      contentType,
+      data: {
+        length,
+        async *chunks() {
+          for (const p of parts) {
+            if (Buffer.isBuffer(p)) yield p;
+            else yield* diskChunks(p);
+          }
+        },
+      },
+    };
   };
 }

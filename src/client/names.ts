@@ -50,13 +50,14 @@ export function escapeName(name: string): string {
  */
 export function nameProblem(name: string, what: string): string | undefined {
   if (name.trim() === '') return `${what} is empty; give a name`;
-  const shown = `"${escapeName(name)}"`;
+  // Only for a message: escaping every name that is fine cost more than the checks.
+  const shown = () => `"${escapeName(name)}"`;
   if (hasControl(name)) {
-    return `${what} ${shown} holds a control character (a line break, tab or terminal escape), which the service would not store as given; rename it without one`;
+    return `${what} ${shown()} holds a control character (a line break, tab or terminal escape), which the service would not store as given; rename it without one`;
   }
-  if (hasLoneSurrogate(name)) return `${what} ${shown} is not valid Unicode (a lone surrogate); rename it`;
+  if (hasLoneSurrogate(name)) return `${what} ${shown()} is not valid Unicode (a lone surrogate); rename it`;
   if (name.includes('\ufffd')) {
-    return `${what} ${shown} holds U+FFFD, the mark of a name that was not valid UTF-8 (a file copied from a system with another character set); rename it in UTF-8`;
+    return `${what} ${shown()} holds U+FFFD, the mark of a name that was not valid UTF-8 (a file copied from a system with another character set); rename it in UTF-8`;
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { BackoffPolicy } from '../util/backoff.js';
 import { createHttpCore } from './http-core.js';
-import { createDispatcher, type ProxyEnv, type ServiceConfig } from './transport.js';
+import { createTransport, type ProxyEnv, type ServiceConfig } from './transport.js';
 import { facesApi } from './faces-api.js';
 import { knowledgeNotifyApi } from './knowledge-notify-api.js';
 import { ttsApi } from './tts-api.js';
@@ -34,10 +34,10 @@ export interface ServiceClientDeps {
  * type), AbortedError when the caller's signal fires.
  */
 export function createServiceClient(deps: ServiceClientDeps): ServiceClient {
-  const dispatcher = createDispatcher(deps.config, deps.env ?? {}, deps.config.request_timeout);
+  const transport = createTransport(deps.config, deps.env ?? {}, deps.config.request_timeout);
   const core = createHttpCore({
     config: deps.config,
-    dispatcher,
+    transport,
     logger: deps.logger,
     userAgent: deps.userAgent,
     ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
@@ -51,7 +51,7 @@ export function createServiceClient(deps: ServiceClientDeps): ServiceClient {
     ...ttsApi(core),
     ...speakerVoiceprintApi(core),
     close() {
-      closing ??= dispatcher.close().catch(() => dispatcher.destroy());
+      closing ??= transport.close();
       return closing;
     },
   };

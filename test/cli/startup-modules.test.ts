@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createServer, type IncomingMessage } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { REPO_ROOT, runCliProcess } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDirManual } from '../helpers/tmp.js';
@@ -11,8 +14,9 @@ import type { Emulator } from '../../src/emulator/index.js';
 // What a CLI process loads, seen from outside: the built CLI runs with a loader hook that writes
 // down every module URL it loads; the chunks of the esbuild bundle are mapped back to the source
 // modules they hold (dist/bundle-meta.json). With a plain tsc build (no bundle), the files are the
-// modules. `--help` and the local commands must not load the daemon, the emulator or undici: they
-// cost start-up time on every call, on a Pi several times what they cost here.
+// modules. `--help` and the local commands must not load the daemon, the emulator or the HTTP
+// client (node-transport, undici): they cost start-up time on every call, on a Pi several times
+// what they cost here. undici is loaded only when a proxy is configured, not even by service calls.
 
 const HOOK = pathToFileURL(fileURLToPath(new URL('./fixtures/trace-loads.mjs', import.meta.url))).href;
 const META = join(REPO_ROOT, 'dist', 'bundle-meta.json');
@@ -31,17 +35,20 @@ function modulesOf(traceFile: string): string[] {
   return [...out].sort();
 }
 
-async function traceCli(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
+async function traceCli(
+  name: string, args: string[], env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
   const traceFile = join(dir.dir, `trace-${name}.txt`);
   rmSync(traceFile, { force: true });
-  const r = await runCliProcess(args, { env: { NODE_OPTIONS: `--import=${HOOK}`, TA_TRACE_FILE: traceFile } });
+  const r = await runCliProcess(args, { env: { ...env, NODE_OPTIONS: `--import=${HOOK}`, TA_TRACE_FILE: traceFile } });
   return { ...r, modules: modulesOf(traceFile) };
 }
 
 const DAEMON = /^src\/daemon\/(daemon|agent|components|daemon-env)\.ts$/;
 const EMULATOR = /^src\/emulator\//;
 const UNDICI = /^node_modules\/undici\//;
-const HEAVY = [DAEMON, EMULATOR, UNDICI, /^src\/enroll\/enrollment\.ts$/, /^src\/faces\/face-sync\.ts$/, /^node_modules\/(prom-client|chokidar)\//];
+const HTTP_CLIENT = /^src\/client\/(http-core|node-transport|proxy-transport)\.ts$/;
+const HEAVY = [DAEMON, EMULATOR, UNDICI, HTTP_CLIENT, /^src\/enroll\/enrollment\.ts$/, /^src\/faces\/face-sync\.ts$/, /^node_modules\/(prom-client|chokidar)\//];
 
 function loadedOf(modules: string[], patterns: RegExp[]): string[] {
   return modules.filter((m) => patterns.some((p) => p.test(m)));
@@ -68,11 +75,38 @@ afterAll(async () => {
 });
 
 describe('what each CLI command loads at start-up', () => {
-  it('the trace sees the bundle: a command that calls the service loads undici (so the checks below can fail)', async () => {
+  it('the trace sees the bundle: a command that calls the service loads the HTTP client (so the checks below can fail), and no undici without a proxy', async () => {
     const r = await traceCli('faces-list', ['faces', 'list', '--config', files.configPath]);
     expect(r.code, r.stderr).toBe(0);
-    expect(loadedOf(r.modules, [UNDICI]).length).toBeGreaterThan(0);
+    expect(r.modules).toEqual(expect.arrayContaining(['src/client/http-core.ts', 'src/client/node-transport.ts']));
+    expect(loadedOf(r.modules, [UNDICI])).toEqual([]);
     expect(r.modules).toContain('src/cli/run-cli.ts');
+  });
+
+  it('with HTTP_PROXY set, a service call loads undici from the bundle and goes through the proxy', async () => {
+    const connects: string[] = [];
+    const proxy = createServer((_req, res) => res.writeHead(405).end());
+    proxy.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      connects.push(req.url ?? '');
+      const [host, port] = (req.url ?? '').split(':');
+      const upstream = connect(Number(port), host!, () => {
+        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(socket).pipe(upstream);
+      });
+      upstream.on('error', () => socket.destroy());
+      socket.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const r = await traceCli('faces-proxy', ['faces', 'list', '--config', files.configPath], { HTTP_PROXY: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+      expect(r.code, r.stderr).toBe(0);
+      expect(connects).toEqual([new URL(emulator.faceBaseUrl).host]);
+      expect(loadedOf(r.modules, [UNDICI]).length).toBeGreaterThan(0);
+    } finally {
+      proxy.closeAllConnections();
+      proxy.close();
+    }
   });
 
   it('--help and a command\'s --help load no configuration, logger, database or network code', async () => {

@@ -123,6 +123,19 @@ describe('TLS and proxies', () => {
     }
   });
 
+  it('close() lets an exchange in flight finish, then refuses new calls', async () => {
+    const client = rig.clientWith({ retries: 0 });
+    rig.emu.faults.add({ method: 'GET', path: '/v1/api/faces', action: 'delay', delayMs: 300, times: 1 });
+    const listing = client.listFaces();
+    await new Promise((r) => setTimeout(r, 100));
+    const closed = client.close();
+    await expect(listing).resolves.toBeInstanceOf(Array);
+    await closed;
+    const err = await client.listFaces().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NetworkError);
+    expect((err as NetworkError).notSent).toBe(false);
+  });
+
   it('an unreadable ca_file is a ConfigError naming the key when the client is built', () => {
     expect(() => createServiceClient({
       config: { ...rig.config, ca_file: join(tmp.dir, 'missing.pem') }, logger: silentLogger(), userAgent: TEST_UA,

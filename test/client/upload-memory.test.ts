@@ -60,7 +60,7 @@ afterAll(async () => {
 describe('streaming upload', () => {
   it('uploads a 50 MB WAV with memory growth well below the file size', { timeout: 120_000 }, async () => {
     const size = statSync(wav).size;
-    // The same upload once first: undici, the socket, the fs read buffers and the JIT allocate
+    // The same upload once first: the HTTP client, the socket, the fs read buffers and the JIT allocate
     // once (about 20-30 MB whatever the size); the second upload shows what the client holds.
     await client.trainSpeaker({ audio: { path: wav, contentType: 'audio/wav' }, model: 'tts-turbo', audioText: 'warm up' }, { timeoutMs: 60_000 });
     gc();

@@ -1,0 +1,57 @@
+import { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { Target, Transport, TransportRequest, TransportResponse } from './transport.js';
+
+// Connections through HTTPS_PROXY/HTTP_PROXY (CONNECT tunnels for https, NO_PROXY honoured) with
+// undici's EnvHttpProxyAgent. undici is imported on the first request: a daemon or CLI call with no
+// proxy never loads it (about 14 MB of RSS and 60 ms of start-up on this machine).
+
+export interface ProxyTransportOptions {
+  ca?: string[] | undefined;
+  connectTimeoutMs: number;
+  httpProxy: string;
+  httpsProxy: string;
+  noProxy: string;
+}
+
+type Undici = typeof import('undici');
+
+export function proxyTransport(options: ProxyTransportOptions): Transport {
+  let loading: Promise<{ undici: Undici; dispatcher: Dispatcher }> | undefined;
+
+  // `.default` (the CommonJS module.exports): the esbuild bundle gives a dynamically imported
+  // CommonJS package no named exports; Node's own loader gives both.
+  const load = () => loading ??= import('undici').then(({ default: undici }) => {
+    const tls = options.ca ? { ca: options.ca } : undefined;
+    // Empty strings, not undefined: EnvHttpProxyAgent would fall back to process.env otherwise.
+    const dispatcher = new undici.EnvHttpProxyAgent({
+      connect: { timeout: options.connectTimeoutMs, ...(tls ?? {}) },
+      httpProxy: options.httpProxy,
+      httpsProxy: options.httpsProxy,
+      noProxy: options.noProxy,
+      ...(tls ? { requestTls: tls, proxyTls: tls } : {}),
+    });
+    return { undici, dispatcher };
+  });
+
+  async function request({ base, path }: Target, r: TransportRequest): Promise<TransportResponse> {
+    const { undici, dispatcher } = await load();
+    const ac = new AbortController();
+    r.cancel.onCancel(() => ac.abort());
+    const body = r.body === undefined || typeof r.body === 'string' || Buffer.isBuffer(r.body) ? r.body : Readable.from(r.body.chunks());
+    const res = await undici.request(new URL(path, base), {
+      dispatcher, method: r.method as Dispatcher.HttpMethod, headers: r.headers, body, signal: ac.signal,
+      headersTimeout: r.timeoutMs, bodyTimeout: r.timeoutMs,
+    });
+    return { statusCode: res.statusCode, headers: res.headers, body: res.body };
+  }
+
+  return {
+    request,
+    async close() {
+      if (!loading) return;
+      const { dispatcher } = await loading;
+      await dispatcher.close().catch(() => dispatcher.destroy());
+    },
+  };
+}
