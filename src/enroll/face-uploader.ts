@@ -6,8 +6,8 @@ import type { SendGate } from './dispatcher.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { canonicalName } from '../client/names.js';
-import { loadStaged, stagedInMemory } from './staged-body.js';
-import type { EnrollSettings, OutboxRow, StepOutcome } from './types.js';
+import { loadStaged, readStagedIfIntact, stagedInMemory } from './staged-body.js';
+import type { EnrollSettings, FaceSeedImage, OutboxRow, StepOutcome } from './types.js';
 
 // Faces: POST /faces returns no face_id (spec-notes.md), so the group listing is how the agent
 // learns the id of a face it created, and how it settles an upload whose answer was lost. One
@@ -32,7 +32,7 @@ export interface FaceUploaderDeps {
   logger: Logger;
   /** Absolute path of a file under enroll.dir. */
   abs(rel: string): string;
-  onFaceChanged?: (faceId: string) => void;
+  onFaceChanged?: (faceId: string, seed?: FaceSeedImage) => void;
 }
 
 export type FaceUploader = ReturnType<typeof createFaceUploader>;
@@ -68,9 +68,9 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
     }
   }
 
-  const changed = (faceId: string) => () => {
+  const changed = (faceId: string, seed?: FaceSeedImage) => () => {
     try {
-      deps.onFaceChanged?.(faceId);
+      deps.onFaceChanged?.(faceId, seed);
     } catch (err) {
       logger.warn({ err, faceId }, 'onFaceChanged listener failed');
     }
@@ -84,13 +84,17 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
     return fresh.sort((a, b) => b.id - a.id)[0];
   }
 
-  function created(row: OutboxRow, face: FaceRecord, reconciled: boolean): StepOutcome {
+  /** With `bytes` (what was sent), the face cache takes the face without downloading it back. */
+  function created(face: FaceRecord, reconciled: boolean, bytes: Buffer | undefined): StepOutcome {
     return {
       state: 'done',
       result: { face_id: face.face_id, group_id: face.group_id, id: face.id, action: 'created', ...(reconciled ? { reconciled: true } : {}) },
-      after: changed(face.face_id),
+      after: changed(face.face_id, bytes ? { face, bytes } : undefined),
     };
   }
+
+  /** The bytes a resolved row sent, for the face cache; none when the staged copy is not intact (it downloads then). */
+  const sentBytes = (row: OutboxRow) => (deps.onFaceChanged ? readStagedIfIntact(row).catch(() => undefined) : Promise.resolve(undefined));
 
   return {
     /** Sends through the gate itself: its durable commit overlaps the requests on the wire. */
@@ -115,7 +119,8 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         } finally {
           release();
         }
-        return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id) };
+        const seed = image.bytes ? { face: { ...first, name: row.name }, bytes: image.bytes } : undefined;
+        return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id, seed) };
       }
       // Recorded before the request leaves: after a crash, this is what tells a face we created
       // from one that was already there.
@@ -139,10 +144,11 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
     async resolve(rows: OutboxRow[]): Promise<Map<number, StepOutcome>> {
       const v = await viewSince(Math.max(...rows.map((r) => r.updated_at)));
       const out = new Map<number, StepOutcome>();
+      const found: Array<[OutboxRow, FaceRecord]> = [];
       for (const row of rows) {
         const face = findCreated(v, row);
         if (face) {
-          out.set(row.id, created(row, face, false));
+          found.push([row, face]);
           continue;
         }
         const meta = parseMeta(row);
@@ -156,6 +162,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
           });
         }
       }
+      await Promise.all(found.map(async ([row, face]) => out.set(row.id, created(face, false, await sentBytes(row)))));
       return out;
     },
 
@@ -167,7 +174,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         const face = findCreated(v, row);
         if (face) {
           logger.info({ name: row.name, faceId: face.face_id }, 'an interrupted upload had created the face: not sending it again');
-          out.set(row.id, created(row, face, true));
+          out.set(row.id, created(face, true, await sentBytes(row)));
         } else {
           out.set(row.id, { state: 'queued' });
         }

@@ -32,6 +32,12 @@ async function readIfHash(path: string, size: number, sha256: string): Promise<B
   return buf && buf.length === size && sha256Of(buf) === sha256 ? buf : undefined;
 }
 
+/** The staged copy's bytes when it is intact (a small face image whose copy matches its hash). */
+export async function readStagedIfIntact(row: OutboxRow): Promise<Buffer | undefined> {
+  if (!row.staged_path || !stagedInMemory(row.kind, row.size)) return undefined;
+  return readIfHash(row.staged_path, row.size, row.content_sha256);
+}
+
 /** The bytes to upload for a row staged in memory mode (see above); throws EnrollInputError when gone. */
 export async function loadStaged(row: OutboxRow, originalPath: string): Promise<Buffer> {
   const staged = await readIfHash(row.staged_path!, row.size, row.content_sha256);
