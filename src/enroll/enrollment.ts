@@ -13,11 +13,12 @@ import { createKnowledgeNotifier, createKnowledgeUploader, queueKnowledgeDeletio
 import { classify, classifyNotAFile, createLayout, ensureFolders } from './layout.js';
 import { createOutboxStore } from './outbox-store.js';
 import { createPlacer, finalizeRow } from './results.js';
+import { finalizeRows } from './result-batch.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
 import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } from './types.js';
-import { createWorkQueue } from './work-queue.js';
+import { createBatchQueue, createWorkQueue } from './work-queue.js';
 import { createFolderWatcher } from './watcher.js';
 import { quarantineUndecodable } from './undecodable.js';
 
@@ -25,7 +26,8 @@ const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 /** Copies (claims) and result moves run a few at a time: disk-bound, and cheap. */
 const CLAIM_CONCURRENCY = 4;
-const FINALIZE_CONCURRENCY = 2;
+/** Finished files whose results share one sync and one commit, at most. */
+const FINALIZE_BATCH = 128;
 
 export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const { config, db, client, logger } = deps;
@@ -51,13 +53,26 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const claim = createClaimer({ layout, store, commit, config, place: placer.place, syncDir });
   const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
-  const finalizer = createWorkQueue<number>(FINALIZE_CONCURRENCY, async (id) => {
-    const row = store.get(id);
-    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) {
-      const resultFile = await finalizeRow(layout, store, commit, placer, row, syncDir);
+  // Files finishing together share their result files' sync and the commit that records them
+  // (result-batch.ts); a knowledge entry, or a row recovered without its target, goes alone.
+  const finalizer = createBatchQueue<number>(FINALIZE_BATCH, async (ids) => {
+    const rows = ids.map((id) => store.get(id)).filter((r): r is OutboxRow => !!r && !r.finalized && (r.state === 'done' || r.state === 'failed'));
+    const batched = rows.filter((r) => r.kind !== 'knowledge' && r.final_path);
+    const failed = new Map<number, unknown>();
+    await Promise.all(rows.filter((r) => !batched.includes(r)).map(async (row) => {
+      try {
+        publishFinal(row, await finalizeRow(layout, store, commit, placer, row, syncDir));
+      } catch (err) {
+        failed.set(row.id, err);
+      }
+    }));
+    if (batched.length > 0) {
+      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger }, batched);
       // Announced once the result file is there to be read.
-      publishFinal(row, resultFile);
+      for (const f of done.finished) publishFinal(f.row, f.resultFile);
+      for (const [id, err] of done.failed) failed.set(id, err);
     }
+    return failed;
   }, (err, id) => logger.warn({ err, id }, 'cannot write the result files of an enrollment file; retrying at the next rescan'));
 
   function publishFinal(row: OutboxRow, resultFile: string): void {
