@@ -18,6 +18,12 @@ import type { EnrollSettings, FaceSeedImage, OutboxRow, StepOutcome } from './ty
 const VIEW_TTL_MS = 10_000;
 /** Listings that must miss a created face before giving up on learning its id. */
 const RESOLVE_TRIES = 3;
+/**
+ * Bytes of faces created and not yet resolved, kept for the face cache (oldest dropped first):
+ * a resolve normally comes within a second and 64 faces (dispatcher.ts), and one that comes
+ * later reads the staged copy again instead.
+ */
+const SENT_KEPT = 96;
 
 interface GroupView {
   faces: FaceRecord[];
@@ -41,6 +47,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   const { client, store, logger } = deps;
   let view: GroupView | undefined;
   let listing: Promise<GroupView> | undefined;
+  const sent = new Map<number, Buffer>();
 
   function refresh(): Promise<GroupView> {
     if (!listing) {
@@ -94,7 +101,12 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   }
 
   /** The bytes a resolved row sent, for the face cache; none when the staged copy is not intact (it downloads then). */
-  const sentBytes = (row: OutboxRow) => (deps.onFaceChanged ? readStagedIfIntact(row).catch(() => undefined) : Promise.resolve(undefined));
+  async function sentBytes(row: OutboxRow): Promise<Buffer | undefined> {
+    if (!deps.onFaceChanged) return undefined;
+    const kept = sent.get(row.id);
+    sent.delete(row.id);
+    return kept ?? readStagedIfIntact(row).catch(() => undefined);
+  }
 
   return {
     /** Sends through the gate itself: its durable commit overlaps the requests on the wire. */
@@ -131,6 +143,10 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         await client.createFace({ name: row.name, image }, { signal, retries: 0 });
       } finally {
         release();
+      }
+      if (image.bytes && deps.onFaceChanged) {
+        sent.set(row.id, image.bytes);
+        if (sent.size > SENT_KEPT) sent.delete(sent.keys().next().value!);
       }
       return { state: 'resolving' };
     },
