@@ -26,6 +26,8 @@ const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 /** Copies (claims) and result moves run a few at a time: disk-bound, and cheap. */
 const CLAIM_CONCURRENCY = 4;
+/** How long one read of the unfinished rows' paths serves the files a rescan offers. */
+const ACTIVE_MEMO_MS = 200;
 /** Finished files whose results share one sync and one commit, at most. */
 const FINALIZE_BATCH = 128;
 
@@ -134,17 +136,28 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
 
   const tracker = createStabilityTracker({ settleMs: settings.settle_time, abs: layout.abs, logger, onStable: (rel) => claimer.push(rel) });
 
+  // A rescan offers every file of the inboxes, twice a second during a burst, most of them with a
+  // row still on its way: one query lists those rows for all of them (a query per file was a
+  // millisecond of CPU per file on a Pi budget). A stale answer costs nothing: a file seen as
+  // active is offered again by the next scan, one seen as new is refused by the claim.
+  let activeMemo: { at: number; set: Set<string> } | undefined;
+  function activeSources(): Set<string> {
+    const now = Date.now();
+    if (!activeMemo || now - activeMemo.at >= ACTIVE_MEMO_MS) activeMemo = { at: now, set: store.activeSources() };
+    return activeMemo.set;
+  }
+
   let knowledgeScan: Promise<void> | undefined;
   const undecodableRuns = new Set<string>();
   const watcher = createFolderWatcher({
     layout, rescanMs: settings.rescan_interval, logger,
     burstScanMs: Math.max(100, Math.min(settings.rescan_interval, settings.settle_time / 2)),
     load: () => tracker.size() + claimer.size(),
-    onCandidate(rel, notAFile) {
+    onCandidate(rel, notAFile, scanned) {
       if (notAFile && classifyNotAFile(rel)) notFiles.add(rel);
       const c = candidateOf(rel);
       if (!c || tracker.has(rel) || claimer.has(rel)) return;
-      if (c.kind !== 'knowledge' && store.isActiveSource(rel)) return;
+      if (c.kind !== 'knowledge' && (scanned ? activeSources().has(rel) : store.isActiveSource(rel))) return;
       tracker.touch(rel);
     },
     onUndecodable(relDir) {

@@ -35,6 +35,7 @@ export function createOutboxStore(db: Db) {
     get: db.prepare('SELECT * FROM outbox WHERE id = ?'),
     pending: db.prepare('SELECT * FROM outbox WHERE finalized = 0 ORDER BY id'),
     activeBySource: db.prepare('SELECT id FROM outbox WHERE source_path = ? AND finalized = 0 LIMIT 1'),
+    activeSources: db.prepare('SELECT source_path FROM outbox WHERE finalized = 0').pluck(),
     doneByContent: db.prepare(`SELECT * FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state = 'done' AND result_json IS NOT NULL
       ORDER BY id DESC LIMIT 1`),
     activeByContent: db.prepare(`SELECT id FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state NOT IN ('done', 'failed') LIMIT 1`),
@@ -94,6 +95,8 @@ export function createOutboxStore(db: Db) {
     get: (id: number) => s.get.get(id) as OutboxRow | undefined,
     pending: () => s.pending.all() as OutboxRow[],
     isActiveSource: (rel: string) => s.activeBySource.get(rel) !== undefined,
+    /** The inbox paths of every unfinished row. */
+    activeSources: () => new Set(s.activeSources.all() as string[]),
     doneByContent: (kind: Kind, name: string, sha: string) => s.doneByContent.get(kind, name, sha) as OutboxRow | undefined,
     isActiveContent: (kind: Kind, name: string, sha: string) => s.activeByContent.get(kind, name, sha) !== undefined,
     isActiveName: (kind: Kind, name: string) => s.activeName.get(kind, name) !== undefined,
