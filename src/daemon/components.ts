@@ -54,8 +54,9 @@ export function buildComponents(deps: AgentDeps): Components {
   const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, ...events, playback: speech, ...(env ? { env } : {}) });
   const enroll = createEnrollment({
     config, db, client, logger: child('enroll'), metrics, ...events,
-    // A face this agent created or updated is fetched into the cache at once, not at the next sync.
-    onFaceChanged: (faceId) => void faces.refreshFace(faceId).catch(() => {}),
+    // A face this agent created or updated goes into the cache at once, not at the next sync: from
+    // the bytes it sent when it has them, else downloaded.
+    onFaceChanged: (faceId, seed) => void (seed ? faces.seedFace(seed) : faces.refreshFace(faceId)).catch(() => {}),
   });
   return {
     faces,

@@ -272,13 +272,13 @@ export function createDispatcher(deps: DispatcherDeps) {
     sideThrottled = side === 0 && now - lastSideCheck < SIDE_CHECK_MS;
     if (side === 0 && !sideThrottled) {
       lastSideCheck = now;
-      const resolving = store.byState('resolving');
+      const waiting = store.stateSummary('resolving');
       const unknown = store.due('unknown', now, 500);
       const batches: [OutboxRow[], 'resolve' | 'reconcile'][] = [];
-      // One listing per face is a lot of listings: let a few gather while uploads keep going.
-      const oldest = Math.min(...resolving.map((r) => r.updated_at));
-      resolveDeferred = resolving.length > 0 && resolving.length < RESOLVE_BATCH && uploading.size > 0 && now - oldest < RESOLVE_WAIT_MS;
-      if (resolving.length && !resolveDeferred) batches.push([resolving, 'resolve']);
+      // One listing per face is a lot of listings: let a few gather while uploads keep going
+      // (counted, not read, until they go: this runs every pass).
+      resolveDeferred = waiting.n > 0 && waiting.n < RESOLVE_BATCH && uploading.size > 0 && now - (waiting.oldest ?? now) < RESOLVE_WAIT_MS;
+      if (waiting.n > 0 && !resolveDeferred) batches.push([store.byState('resolving'), 'resolve']);
       if (unknown.length && now >= pausedUntil) batches.push([unknown, 'reconcile']);
       for (const [rows, step] of batches) {
         side++;

@@ -13,11 +13,12 @@ import { createKnowledgeNotifier, createKnowledgeUploader, queueKnowledgeDeletio
 import { classify, classifyNotAFile, createLayout, ensureFolders } from './layout.js';
 import { createOutboxStore } from './outbox-store.js';
 import { createPlacer, finalizeRow } from './results.js';
+import { finalizeRows } from './result-batch.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
 import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } from './types.js';
-import { createWorkQueue } from './work-queue.js';
+import { createBatchQueue, createWorkQueue } from './work-queue.js';
 import { createFolderWatcher } from './watcher.js';
 import { quarantineUndecodable } from './undecodable.js';
 
@@ -25,7 +26,10 @@ const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 /** Copies (claims) and result moves run a few at a time: disk-bound, and cheap. */
 const CLAIM_CONCURRENCY = 4;
-const FINALIZE_CONCURRENCY = 2;
+/** How long one read of the unfinished rows' paths serves the files a rescan offers. */
+const ACTIVE_MEMO_MS = 200;
+/** Finished files whose results share one sync and one commit, at most. */
+const FINALIZE_BATCH = 128;
 
 export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const { config, db, client, logger } = deps;
@@ -51,13 +55,26 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const claim = createClaimer({ layout, store, commit, config, place: placer.place, syncDir });
   const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
-  const finalizer = createWorkQueue<number>(FINALIZE_CONCURRENCY, async (id) => {
-    const row = store.get(id);
-    if (row && !row.finalized && (row.state === 'done' || row.state === 'failed')) {
-      const resultFile = await finalizeRow(layout, store, commit, placer, row, syncDir);
+  // Files finishing together share their result files' sync and the commit that records them
+  // (result-batch.ts); a knowledge entry, or a row recovered without its target, goes alone.
+  const finalizer = createBatchQueue<number>(FINALIZE_BATCH, async (ids) => {
+    const rows = ids.map((id) => store.get(id)).filter((r): r is OutboxRow => !!r && !r.finalized && (r.state === 'done' || r.state === 'failed'));
+    const batched = rows.filter((r) => r.kind !== 'knowledge' && r.final_path);
+    const failed = new Map<number, unknown>();
+    await Promise.all(rows.filter((r) => !batched.includes(r)).map(async (row) => {
+      try {
+        publishFinal(row, await finalizeRow(layout, store, commit, placer, row, syncDir));
+      } catch (err) {
+        failed.set(row.id, err);
+      }
+    }));
+    if (batched.length > 0) {
+      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger }, batched);
       // Announced once the result file is there to be read.
-      publishFinal(row, resultFile);
+      for (const f of done.finished) publishFinal(f.row, f.resultFile);
+      for (const [id, err] of done.failed) failed.set(id, err);
     }
+    return failed;
   }, (err, id) => logger.warn({ err, id }, 'cannot write the result files of an enrollment file; retrying at the next rescan'));
 
   function publishFinal(row: OutboxRow, resultFile: string): void {
@@ -119,17 +136,28 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
 
   const tracker = createStabilityTracker({ settleMs: settings.settle_time, abs: layout.abs, logger, onStable: (rel) => claimer.push(rel) });
 
+  // A rescan offers every file of the inboxes, twice a second during a burst, most of them with a
+  // row still on its way: one query lists those rows for all of them (a query per file was a
+  // millisecond of CPU per file on a Pi budget). A stale answer costs nothing: a file seen as
+  // active is offered again by the next scan, one seen as new is refused by the claim.
+  let activeMemo: { at: number; set: Set<string> } | undefined;
+  function activeSources(): Set<string> {
+    const now = Date.now();
+    if (!activeMemo || now - activeMemo.at >= ACTIVE_MEMO_MS) activeMemo = { at: now, set: store.activeSources() };
+    return activeMemo.set;
+  }
+
   let knowledgeScan: Promise<void> | undefined;
   const undecodableRuns = new Set<string>();
   const watcher = createFolderWatcher({
     layout, rescanMs: settings.rescan_interval, logger,
     burstScanMs: Math.max(100, Math.min(settings.rescan_interval, settings.settle_time / 2)),
     load: () => tracker.size() + claimer.size(),
-    onCandidate(rel, notAFile) {
+    onCandidate(rel, notAFile, scanned) {
       if (notAFile && classifyNotAFile(rel)) notFiles.add(rel);
       const c = candidateOf(rel);
       if (!c || tracker.has(rel) || claimer.has(rel)) return;
-      if (c.kind !== 'knowledge' && store.isActiveSource(rel)) return;
+      if (c.kind !== 'knowledge' && (scanned ? activeSources().has(rel) : store.isActiveSource(rel))) return;
       tracker.touch(rel);
     },
     onUndecodable(relDir) {

@@ -6,8 +6,8 @@ import type { SendGate } from './dispatcher.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { canonicalName } from '../client/names.js';
-import { loadStaged, stagedInMemory } from './staged-body.js';
-import type { EnrollSettings, OutboxRow, StepOutcome } from './types.js';
+import { loadStaged, readStagedIfIntact, stagedInMemory } from './staged-body.js';
+import type { EnrollSettings, FaceSeedImage, OutboxRow, StepOutcome } from './types.js';
 
 // Faces: POST /faces returns no face_id (spec-notes.md), so the group listing is how the agent
 // learns the id of a face it created, and how it settles an upload whose answer was lost. One
@@ -18,6 +18,12 @@ import type { EnrollSettings, OutboxRow, StepOutcome } from './types.js';
 const VIEW_TTL_MS = 10_000;
 /** Listings that must miss a created face before giving up on learning its id. */
 const RESOLVE_TRIES = 3;
+/**
+ * Bytes of faces created and not yet resolved, kept for the face cache (oldest dropped first):
+ * a resolve normally comes within a second and 64 faces (dispatcher.ts), and one that comes
+ * later reads the staged copy again instead.
+ */
+const SENT_KEPT = 96;
 
 interface GroupView {
   faces: FaceRecord[];
@@ -32,7 +38,7 @@ export interface FaceUploaderDeps {
   logger: Logger;
   /** Absolute path of a file under enroll.dir. */
   abs(rel: string): string;
-  onFaceChanged?: (faceId: string) => void;
+  onFaceChanged?: (faceId: string, seed?: FaceSeedImage) => void;
 }
 
 export type FaceUploader = ReturnType<typeof createFaceUploader>;
@@ -41,6 +47,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   const { client, store, logger } = deps;
   let view: GroupView | undefined;
   let listing: Promise<GroupView> | undefined;
+  const sent = new Map<number, Buffer>();
 
   function refresh(): Promise<GroupView> {
     if (!listing) {
@@ -68,9 +75,9 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
     }
   }
 
-  const changed = (faceId: string) => () => {
+  const changed = (faceId: string, seed?: FaceSeedImage) => () => {
     try {
-      deps.onFaceChanged?.(faceId);
+      deps.onFaceChanged?.(faceId, seed);
     } catch (err) {
       logger.warn({ err, faceId }, 'onFaceChanged listener failed');
     }
@@ -84,12 +91,21 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
     return fresh.sort((a, b) => b.id - a.id)[0];
   }
 
-  function created(row: OutboxRow, face: FaceRecord, reconciled: boolean): StepOutcome {
+  /** With `bytes` (what was sent), the face cache takes the face without downloading it back. */
+  function created(face: FaceRecord, reconciled: boolean, bytes: Buffer | undefined): StepOutcome {
     return {
       state: 'done',
       result: { face_id: face.face_id, group_id: face.group_id, id: face.id, action: 'created', ...(reconciled ? { reconciled: true } : {}) },
-      after: changed(face.face_id),
+      after: changed(face.face_id, bytes ? { face, bytes } : undefined),
     };
+  }
+
+  /** The bytes a resolved row sent, for the face cache; none when the staged copy is not intact (it downloads then). */
+  async function sentBytes(row: OutboxRow): Promise<Buffer | undefined> {
+    if (!deps.onFaceChanged) return undefined;
+    const kept = sent.get(row.id);
+    sent.delete(row.id);
+    return kept ?? readStagedIfIntact(row).catch(() => undefined);
   }
 
   return {
@@ -115,7 +131,8 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         } finally {
           release();
         }
-        return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id) };
+        const seed = image.bytes ? { face: { ...first, name: row.name }, bytes: image.bytes } : undefined;
+        return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id, seed) };
       }
       // Recorded before the request leaves: after a crash, this is what tells a face we created
       // from one that was already there.
@@ -126,6 +143,10 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         await client.createFace({ name: row.name, image }, { signal, retries: 0 });
       } finally {
         release();
+      }
+      if (image.bytes && deps.onFaceChanged) {
+        sent.set(row.id, image.bytes);
+        if (sent.size > SENT_KEPT) sent.delete(sent.keys().next().value!);
       }
       return { state: 'resolving' };
     },
@@ -139,10 +160,11 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
     async resolve(rows: OutboxRow[]): Promise<Map<number, StepOutcome>> {
       const v = await viewSince(Math.max(...rows.map((r) => r.updated_at)));
       const out = new Map<number, StepOutcome>();
+      const found: Array<[OutboxRow, FaceRecord]> = [];
       for (const row of rows) {
         const face = findCreated(v, row);
         if (face) {
-          out.set(row.id, created(row, face, false));
+          found.push([row, face]);
           continue;
         }
         const meta = parseMeta(row);
@@ -156,6 +178,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
           });
         }
       }
+      await Promise.all(found.map(async ([row, face]) => out.set(row.id, created(face, false, await sentBytes(row)))));
       return out;
     },
 
@@ -167,7 +190,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         const face = findCreated(v, row);
         if (face) {
           logger.info({ name: row.name, faceId: face.face_id }, 'an interrupted upload had created the face: not sending it again');
-          out.set(row.id, created(row, face, true));
+          out.set(row.id, created(face, true, await sentBytes(row)));
         } else {
           out.set(row.id, { state: 'queued' });
         }

@@ -35,6 +35,7 @@ export function createOutboxStore(db: Db) {
     get: db.prepare('SELECT * FROM outbox WHERE id = ?'),
     pending: db.prepare('SELECT * FROM outbox WHERE finalized = 0 ORDER BY id'),
     activeBySource: db.prepare('SELECT id FROM outbox WHERE source_path = ? AND finalized = 0 LIMIT 1'),
+    activeSources: db.prepare('SELECT source_path FROM outbox WHERE finalized = 0').pluck(),
     doneByContent: db.prepare(`SELECT * FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state = 'done' AND result_json IS NOT NULL
       ORDER BY id DESC LIMIT 1`),
     activeByContent: db.prepare(`SELECT id FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state NOT IN ('done', 'failed') LIMIT 1`),
@@ -47,6 +48,8 @@ export function createOutboxStore(db: Db) {
       ORDER BY o.id LIMIT ?`),
     // By state first: the planner would otherwise walk every unfinalized row (outbox_pending).
     byState: db.prepare('SELECT * FROM outbox INDEXED BY outbox_queue WHERE state = ? AND finalized = 0 ORDER BY id'),
+    // How many rows wait in a state and since when, without reading them (checked every pass).
+    stateSummary: db.prepare('SELECT COUNT(*) AS n, MIN(updated_at) AS oldest FROM outbox INDEXED BY outbox_queue WHERE state = ? AND finalized = 0'),
     unfinalized: db.prepare(`SELECT * FROM outbox WHERE finalized = 0 AND state IN ('done', 'failed') ORDER BY id LIMIT ?`),
     nextDue: db.prepare(`SELECT MIN(t) AS t FROM (SELECT MIN(next_attempt_at) AS t FROM outbox WHERE state = 'queued'
       UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'unknown' UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'training')`),
@@ -92,12 +95,15 @@ export function createOutboxStore(db: Db) {
     get: (id: number) => s.get.get(id) as OutboxRow | undefined,
     pending: () => s.pending.all() as OutboxRow[],
     isActiveSource: (rel: string) => s.activeBySource.get(rel) !== undefined,
+    /** The inbox paths of every unfinished row. */
+    activeSources: () => new Set(s.activeSources.all() as string[]),
     doneByContent: (kind: Kind, name: string, sha: string) => s.doneByContent.get(kind, name, sha) as OutboxRow | undefined,
     isActiveContent: (kind: Kind, name: string, sha: string) => s.activeByContent.get(kind, name, sha) !== undefined,
     isActiveName: (kind: Kind, name: string) => s.activeName.get(kind, name) !== undefined,
     due: (state: RowState, now: number, limit: number) => s.due.all(state, now, limit) as OutboxRow[],
     startable: (now: number, limit: number) => s.startable.all(now, limit) as OutboxRow[],
     byState: (state: RowState) => s.byState.all(state) as OutboxRow[],
+    stateSummary: (state: RowState) => s.stateSummary.get(state) as { n: number; oldest: number | null },
     unfinalized: (limit: number) => s.unfinalized.all(limit) as OutboxRow[],
     nextDue: () => (s.nextDue.get() as { t: number | null }).t,
     /** Face ids this agent already recorded for NAME: never taken as the result of another upload. */

@@ -66,7 +66,7 @@ export function createPlacer(layout: Layout) {
 export type Placer = ReturnType<typeof createPlacer>;
 
 /** True when the path still holds the file that was claimed (an operator may have replaced it). */
-async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
+export async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
   for (const f of [stat, lstat]) {
     try {
       const st = await f(path);

@@ -36,7 +36,10 @@ async function look(path: string): Promise<{ size: number; mtimeMs: number } | u
 
 export function createStabilityTracker(deps: StabilityTrackerDeps) {
   const watching = new Map<string, Watch | null>();
-  const tickMs = Math.max(20, Math.min(250, Math.floor(deps.settleMs / 4)));
+  // A file is taken at the first tick after its settle_time is over: at most one tick late. A
+  // tick only walks the map (files are looked at when first seen and when due), so a short one is
+  // cheap; 250 ms made the first upload of a burst wait 1.25 s on average instead of about 1 s.
+  const tickMs = Math.max(20, Math.min(50, Math.floor(deps.settleMs / 4)));
   let timer: NodeJS.Timeout | undefined;
   let ticking = false;
 
@@ -45,7 +48,9 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
     ticking = true;
     try {
       const now = Date.now();
-      for (const [rel, prev] of [...watching]) {
+      // Walked live, not copied (every tick, a thousand entries in a burst): entries deleted or
+      // changed meanwhile are safe to meet, and files touched meanwhile are looked at too.
+      for (const [rel, prev] of watching) {
         // Looked at only when first seen and once settle_time has passed: a change in between
         // shows as a different size or mtime then (and restarts the wait), so the looks in
         // between only cost a stat per file per tick, a thousand per tick in a burst.
@@ -58,7 +63,8 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
         }
         const mtimeMs = Math.floor(st.mtimeMs);
         if (!prev || prev.size !== st.size || prev.mtimeMs !== mtimeMs) {
-          watching.set(rel, { size: st.size, mtimeMs, since: now });
+          // From this look (a tick's looks take a while in a burst): the wait is never shortened.
+          watching.set(rel, { size: st.size, mtimeMs, since: Date.now() });
         } else if (now - prev.since >= deps.settleMs) {
           watching.delete(rel);
           deps.onStable(rel);

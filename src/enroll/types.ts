@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
-import type { ServiceClient } from '../client/types.js';
+import type { FaceRecord, ServiceClient } from '../client/types.js';
 import type { BackoffPolicy } from '../util/backoff.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { EventPublisher } from '../events/event-bus.js';
@@ -22,10 +22,19 @@ export interface EnrollmentDeps {
   metrics?: Registry;
   /** `enroll.queued`, `enroll.started`, `enroll.done`, `enroll.failed` go here (events/). */
   events?: EventPublisher;
-  /** Called when this agent created or updated a face, so the face cache can refresh it at once. */
-  onFaceChanged?(faceId: string): void;
+  /**
+   * Called when this agent created or updated a face, so the face cache can take it at once:
+   * with `seed`, the listed record and the exact bytes the service accepted (no download needed).
+   */
+  onFaceChanged?(faceId: string, seed?: FaceSeedImage): void;
   /** Retry policy for uploads while the service is unreachable (default 1 s doubling to 60 s). */
   retry?: BackoffPolicy;
+}
+
+/** A face this agent uploaded: its record from the group listing, and the image bytes it sent. */
+export interface FaceSeedImage {
+  face: Pick<FaceRecord, 'face_id' | 'group_id' | 'id' | 'name'>;
+  bytes: Buffer;
 }
 
 export const KINDS = ['faces', 'voiceprints', 'speakers', 'knowledge'] as const;

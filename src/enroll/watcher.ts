@@ -28,9 +28,10 @@ export interface FolderWatcherDeps {
   load(): number;
   /**
    * A file (relative to enroll.dir) that may be new or changed; `notAFile` when a listing showed
-   * it is a FIFO, socket, device node, or a folder where only files belong.
+   * it is a FIFO, socket, device node, or a folder where only files belong; `scanned` when a
+   * rescan offers it (every file of the inboxes, again and again in a burst) rather than an event.
    */
-  onCandidate(rel: string, notAFile?: boolean): void;
+  onCandidate(rel: string, notAFile?: boolean, scanned?: boolean): void;
   /** A listing of this folder (relative to enroll.dir) showed a name that is not valid UTF-8. */
   onUndecodable?(relDir: string): void;
   /** Something under knowledge/ disappeared, or a rescan finished: look for deleted entries. */
@@ -115,7 +116,7 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
         if (isIgnoredName(e.name)) continue;
         if (!e.dir) {
           count++;
-          deps.onCandidate(`${kind}/${e.name}`, e.special);
+          deps.onCandidate(`${kind}/${e.name}`, e.special, true);
         } else if (kind === 'faces') {
           // faces/NAME/any.jpg: one level of person folders.
           const inner = await list(`${inbox}/${e.name}`);
@@ -123,11 +124,11 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
           for (const f of inner) {
             if (f.dir || isIgnoredName(f.name)) continue;
             count++;
-            deps.onCandidate(`${kind}/${e.name}/${f.name}`, f.special);
+            deps.onCandidate(`${kind}/${e.name}/${f.name}`, f.special, true);
           }
         } else {
           // A folder in voiceprints/ or speakers/, where only files belong.
-          deps.onCandidate(`${kind}/${e.name}`, true);
+          deps.onCandidate(`${kind}/${e.name}`, true, true);
         }
       }
     }

@@ -9,7 +9,8 @@ import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
 import { createFaceStore, toCachedFace, type SyncRunRow } from './face-store.js';
 import { createStaging, STAGING_DIR } from './staging.js';
-import { runSyncPass, type SyncProgress } from './sync-run.js';
+import { runSyncPass, type SyncPassResult, type SyncProgress } from './sync-run.js';
+import { combinePasses, runSeedPass, type FaceSeed } from './seed-pass.js';
 import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
 import { makeDir } from '../util/make-dir.js';
 import { describeSkip } from '../client/faces-api.js';
@@ -41,6 +42,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   const disk = deps.disk ?? createDiskFloor(deps.config.state_dir, deps.config.state_min_free ?? 'auto');
   const lifecycle = new AbortController();
   const forced = new Set<string>();
+  /** Faces this agent uploaded, to put into the cache from the bytes it sent (seed-pass.ts). */
+  let seeds = new Map<string, FaceSeed>();
   const graceMs = deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
   /** Files dropped from the index, kept for readers of the previous one until their time is up. */
   let retired: Array<{ file: string; at: number }> = [];
@@ -69,6 +72,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     const startedAt = now();
     const t0 = performance.now();
     const forcedNow = new Set(forced);
+    const seedsNow = [...seeds.values()];
+    seeds = new Map();
     let report: SyncReport;
     let result: SyncResult;
     const passExtra = { reused: 0, rechecks: 0, rechecksDeferred: 0 };
@@ -78,13 +83,16 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       `face sync took longer than ${formatDuration(deadlineMs)} (10 x service.request_timeout x (retries + 1)) and was cut short; the images it finished are kept for the next sync`,
     )), deadlineMs);
     try {
-      const pass = await runSyncPass({
+      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: AbortSignal.any([lifecycle.signal, deadline.signal]), disk };
+      const seeded = seedsNow.length > 0 ? await runSeedPass(passCtx, seedsNow) : undefined;
+      // Seeds alone need no listing; anything else (a forced face, a timed sync) gets a full pass.
+      const pass: SyncPassResult = seeded && reason === 'refresh' && forcedNow.size === 0 ? seeded : combine(seeded, await runSyncPass({
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
         syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
         signal: AbortSignal.any([lifecycle.signal, deadline.signal]), forced: forcedNow, disk, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
         ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
-      });
+      }));
       if (pass.indexVersion) indexVer = pass.indexVersion;
       for (const id of forcedNow) forced.delete(id);
       Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred });
@@ -181,11 +189,19 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     return running;
   }
 
-  function refreshFace(faceId: string): Promise<SyncReport> {
-    if (!isValidFaceId(faceId)) {
-      return Promise.resolve(refused('refresh', errorInfo(new AgentError(`cannot refresh face '${faceId}': a face_id is 32 hex characters`))));
-    }
-    forced.add(faceId);
+  function combine(first: SyncPassResult | undefined, second: SyncPassResult): SyncPassResult {
+    return first ? combinePasses(first, second) : second;
+  }
+
+  /** Like refreshFace, from the bytes this agent uploaded instead of a download (seed-pass.ts). */
+  function seedFace(seed: FaceSeed): Promise<SyncReport> {
+    if (!isValidFaceId(seed.face.face_id)) return refreshFace(seed.face.face_id);
+    seeds.set(seed.face.face_id, seed);
+    return later();
+  }
+
+  /** The sync that will see what was just asked for: now, or one more after the running one. */
+  function later(): Promise<SyncReport> {
     if (!running) return syncNow('refresh');
     // The running sync listed the group before this face changed: run one more after it.
     followUp ??= running.then(() => {
@@ -193,6 +209,14 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       return syncNow('refresh');
     });
     return followUp;
+  }
+
+  function refreshFace(faceId: string): Promise<SyncReport> {
+    if (!isValidFaceId(faceId)) {
+      return Promise.resolve(refused('refresh', errorInfo(new AgentError(`cannot refresh face '${faceId}': a face_id is 32 hex characters`))));
+    }
+    forced.add(faceId);
+    return later();
   }
 
   async function waitOrWake(ms: number): Promise<'timeout' | 'woken' | 'stopped'> {
@@ -278,6 +302,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     },
     syncNow,
     refreshFace,
+    seedFace,
     reload(update) {
       if (update?.client) client = update.client;
       if (update?.faces) facesConfig = update.faces;

@@ -1,3 +1,4 @@
+import type { FaceSeed } from './seed-pass.js';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Db } from '../db/database.js';
@@ -144,6 +145,8 @@ export interface FaceSync {
   syncNow(reason?: SyncReason): Promise<SyncReport>;
   /** Re-fetches one face's record and image at once (after this agent created or updated it). */
   refreshFace(faceId: string): Promise<SyncReport>;
+  /** Puts a face this agent uploaded into the cache from the bytes it sent; re-checked by the next sync. */
+  seedFace(seed: FaceSeed): Promise<SyncReport>;
   /** Clears a credentials stop and the backoff, applies a new client/config, and syncs at once. */
   reload(update?: { client?: ServiceClient; faces?: FaceSyncConfig['faces'] }): void;
   status(): FaceSyncStatus;

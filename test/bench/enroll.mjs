@@ -112,6 +112,7 @@ async function oneRun(latencyMs, budget, runNo) {
     for (const f of faces) perName.set(f.name, (perName.get(f.name) ?? 0) + 1);
     const allOnce = names.every((n) => perName.get(n) === 1) && faces.length === COUNT;
     const lists = emulator.requests.filter((r) => r.method === 'GET' && r.path === '/v1/api/faces').length;
+    const imageGets = emulator.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/image') && r.at >= epoch0).length;
     // Where the wall time goes: when the uploads ran, against the copy's start.
     const posts = emulator.requests.filter((r) => r.method === 'POST' && r.path === '/v1/api/faces' && r.at >= epoch0);
     const firstPost = Math.min(...posts.map((p) => p.at)) - epoch0;
@@ -121,7 +122,7 @@ async function oneRun(latencyMs, budget, runNo) {
     r.ok = endMs <= SETTLE_MS + 1.25 * plain.ms;
     console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
       `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
-      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB; ${lists} group listings; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s`);
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s`);
     return r;
   } finally {
     await emulator.close();

@@ -19,6 +19,10 @@ describe('faces/ inbox', () => {
     expect(existsSync(join(rig.dir, 'faces/alice.jpg'))).toBe(false);
     expect(rig.emulator.state.faceImage(faces[0]!.face_id)?.equals(image)).toBe(true);
     expect(rig.changed).toEqual([faces[0]!.face_id]);
+    // The face cache gets the bytes that were sent, so it need not download them back.
+    expect(rig.seeds).toHaveLength(1);
+    expect(rig.seeds[0]!.face).toMatchObject({ face_id: faces[0]!.face_id, name: 'alice', group_id: faces[0]!.group_id });
+    expect(rig.seeds[0]!.bytes.equals(image)).toBe(true);
     const st = rig.enrollment.status();
     expect(st.kinds.faces).toMatchObject({ queued: 0, in_flight: 0, done: 1, failed: 0, oldest_waiting_ms: null });
     const metrics = await rig.metrics.metrics();
@@ -44,6 +48,7 @@ describe('faces/ inbox', () => {
     expect(rig.emulator.state.faces()).toHaveLength(1);
     expect(rig.emulator.state.faceImage(carol!.face_id)?.equals(newImage)).toBe(true);
     expect(rig.emulator.requests.filter((r) => r.method === 'PUT')).toHaveLength(1);
+    expect(rig.seeds.map((x) => [x.face.face_id, x.face.name, x.bytes.equals(newImage)])).toEqual([[carol!.face_id, 'carol', true]]);
   });
 
   it('on_existing_face: create makes a second face; skip leaves the existing one alone', async () => {

@@ -10,6 +10,7 @@ import type { AgentConfig } from '../../src/config/schema.js';
 import { encodeWav } from '../../src/audio/wav.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { createEnrollment } from '../../src/enroll/index.js';
+import type { FaceSeedImage } from '../../src/enroll/types.js';
 import type { Enrollment } from '../../src/enroll/index.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { makeTestConfig, type DeepPartial } from '../helpers/config.js';
@@ -83,6 +84,8 @@ export interface Rig {
   enrollment: Enrollment;
   metrics: Registry;
   changed: string[];
+  /** What the face cache was given to seed itself with (the listed face and the bytes sent). */
+  seeds: FaceSeedImage[];
   /** Starts a new Enrollment on the same folders and database (after stop()). */
   restart(): Promise<Enrollment>;
 }
@@ -108,12 +111,16 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
   const db = openDatabase({ path: join(config.state_dir, 'agent.db') });
   const client = createServiceClient({ config: config.service, logger: silentLogger(), userAgent: 'enroll-test' });
   const changed: string[] = [];
+  const seeds: FaceSeedImage[] = [];
   let metrics = new Registry();
   const make = () => createEnrollment({
-    config, db, client, logger: opts.logger ?? silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, onFaceChanged: (id) => changed.push(id),
+    config, db, client, logger: opts.logger ?? silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, onFaceChanged: (id, seed) => {
+      changed.push(id);
+      if (seed) seeds.push(seed);
+    },
   });
   const rig: Rig = {
-    emulator, config, dir: config.enroll.dir, db, client, enrollment: make(), metrics, changed,
+    emulator, config, dir: config.enroll.dir, db, client, enrollment: make(), metrics, changed, seeds,
     async restart() {
       await rig.enrollment.stop();
       metrics = new Registry();

@@ -1,11 +1,12 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jpeg, put, readJson, startRig, waitFor } from './fixtures.js';
 
-// Small face images are staged without fsync (src/enroll/staged-body.ts): a power failure can
-// take the staged copy while the row survives. A kill -9 cannot, so the loss is made here by
+// Small face images are staged by a hard link or without fsync (src/enroll/staged-body.ts): a
+// power failure can take the staged copy while the row survives, and an in-place rewrite of the
+// original changes a linked copy. A kill -9 cannot, so the loss is made here by
 // hand: the row is held back by a refusing service, the agent stops, the copy is damaged.
 
 async function queuedWithCopy(rig: Awaited<ReturnType<typeof startRig>>, image: Buffer): Promise<string> {
@@ -22,7 +23,9 @@ describe('staged copy lost to a power failure', () => {
     const rig = await startRig();
     const original = jpeg();
     const staged = await queuedWithCopy(rig, original);
-    await writeFile(staged, original.subarray(0, 100)); // torn: only part of it reached the disk
+    // Torn: only part of it reached the disk (a new file: the staged name may be a hard link to the original).
+    await rm(staged);
+    await writeFile(staged, original.subarray(0, 100));
     await rig.restart();
     await waitFor('done/faces/alice.json', () => existsSync(join(rig.dir, 'done/faces/alice.json')));
     const faces = rig.emulator.state.faces();
@@ -48,5 +51,22 @@ describe('staged copy lost to a power failure', () => {
     await waitFor('the replacement uploaded', () => rig.emulator.state.faces().length === 1 && existsSync(join(rig.dir, 'done/faces/alice.json')));
     const faces = rig.emulator.state.faces();
     expect(rig.emulator.state.faceImage(faces[0]!.face_id)?.equals(replacement)).toBe(true);
+  });
+
+  it('an original rewritten in place under its hard-linked staged name is refused the same way: the old claim never sends the new bytes', async () => {
+    const rig = await startRig();
+    const staged = await queuedWithCopy(rig, jpeg());
+    const original = join(rig.dir, 'faces/alice.jpg');
+    expect(statSync(staged).ino).toBe(statSync(original).ino); // staged by a hard link, no copy
+    const replacement = jpeg('rewritten in place');
+    await writeFile(original, replacement);
+    await rig.restart();
+    const errPath = join(rig.dir, 'failed/faces/alice.error.json');
+    await waitFor('failed/faces/alice.error.json', () => existsSync(errPath));
+    expect(readJson(errPath).code).toBe('TA_ERR_STAGED_COPY_LOST');
+    await waitFor('the rewritten file uploaded', () => rig.emulator.state.faces().length === 1 && existsSync(join(rig.dir, 'done/faces/alice.json')));
+    const faces = rig.emulator.state.faces();
+    expect(rig.emulator.state.faceImage(faces[0]!.face_id)?.equals(replacement)).toBe(true);
+    expect(readFileSync(join(rig.dir, 'done/faces/alice.jpg')).equals(replacement)).toBe(true);
   });
 });
