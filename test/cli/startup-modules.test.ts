@@ -1,20 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { REPO_ROOT, runCliProcess } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDirManual } from '../helpers/tmp.js';
 import { daemonFiles, isReady, spawnDaemon, type DaemonFiles, type DaemonProcess } from '../daemon/daemon-harness.js';
 import type { Emulator } from '../../src/emulator/index.js';
 
-// What a CLI process loads, seen from outside: the built CLI runs with a loader hook that writes
-// down every module URL it loads; the chunks of the esbuild bundle are mapped back to the source
-// modules they hold (dist/bundle-meta.json). With a plain tsc build (no bundle), the files are the
-// modules. `--help` and the local commands must not load the daemon, the emulator or undici: they
+// What a CLI process loads, seen from outside: the built CLI runs with a preload that writes down
+// every JavaScript file it reads; the chunks of the esbuild bundle are mapped back to the source
+// modules they hold (dist/bundle-meta.json). `--help` and the local commands must not load the daemon, the emulator or undici: they
 // cost start-up time on every call, on a Pi several times what they cost here.
 
-const HOOK = pathToFileURL(fileURLToPath(new URL('./fixtures/trace-loads.mjs', import.meta.url))).href;
+const HOOK = fileURLToPath(new URL('./fixtures/trace-loads.cjs', import.meta.url));
 const META = join(REPO_ROOT, 'dist', 'bundle-meta.json');
 
 /** Source modules (src/... .ts or node_modules/...) behind the files a process loaded. */
@@ -34,7 +33,7 @@ function modulesOf(traceFile: string): string[] {
 async function traceCli(name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
   const traceFile = join(dir.dir, `trace-${name}.txt`);
   rmSync(traceFile, { force: true });
-  const r = await runCliProcess(args, { env: { NODE_OPTIONS: `--import=${HOOK}`, TA_TRACE_FILE: traceFile } });
+  const r = await runCliProcess(args, { env: { NODE_OPTIONS: `--require=${HOOK}`, TA_TRACE_FILE: traceFile } });
   return { ...r, modules: modulesOf(traceFile) };
 }
 
