@@ -19,7 +19,7 @@
 // What stays as tsc wrote it, next to the bundle:
 // - every dist/<dir>/<file>.js: the tests and benchmarks import them, and the player child
 //   (dist/audio/player-child.js) runs as a process of its own;
-// - native packages (better-sqlite3, speaker, unix-dgram) and whatever is loaded through
+// - native packages (speaker, unix-dgram; better-sqlite3's addon) and whatever is loaded through
 //   createRequire (node-record-lpcm16) are loaded from node_modules at run time.
 //
 // Code that finds files relative to its own module (import.meta.url: the player child, the
@@ -39,7 +39,9 @@ const SRC = join(ROOT, 'src');
 const DIST = join(ROOT, 'dist');
 const OUT = join(DIST, 'bundle');
 const META = join(DIST, 'bundle-meta.json');
-const NATIVE = ['better-sqlite3', 'speaker', 'unix-dgram'];
+// Packages with a native addon, loaded from node_modules at run time (better-sqlite3's JavaScript
+// is bundled; its addon is found through scripts/sqlite-bindings.cjs).
+const NATIVE = ['speaker', 'unix-dgram'];
 
 /** import.meta.url of src/a/b.ts becomes the file URL of dist/a/b.js (chunks run as CommonJS in dist/bundle/). */
 const tscUrls = {
@@ -52,6 +54,16 @@ const tscUrls = {
       // __taSourceUrl: given to every chunk by the loader (a module may shadow `require`).
       return { contents: source.replaceAll('import.meta.url', `__taSourceUrl(${JSON.stringify(rel)})`), loader: 'ts' };
     });
+  },
+};
+
+/** `bindings` (better-sqlite3's addon finder) is scripts/sqlite-bindings.cjs. */
+const sqliteBindings = {
+  name: 'sqlite-bindings',
+  setup(b) {
+    b.onResolve({ filter: /^bindings$/ }, () => ({ path: join(ROOT, 'scripts', 'sqlite-bindings.cjs') }));
+    // The addon itself is Node's to load, from the package.
+    b.onResolve({ filter: /^better-sqlite3\/build\// }, (args) => ({ path: args.path, external: true }));
   },
 };
 
@@ -92,7 +104,7 @@ const result = await build({
   legalComments: 'none',
   metafile: true,
   logLevel: 'warning',
-  plugins: [tscUrls, slimUndici],
+  plugins: [tscUrls, slimUndici, sqliteBindings],
 });
 
 await mkdir(OUT, { recursive: true });

@@ -10,11 +10,12 @@
 // Safety of the cache: V8 checks its own version, the V8 flags and the source's length, and falls
 // back to compiling when they differ (cachedDataRejected); every chunk's name holds a hash of its
 // content, so an edited chunk never meets the cache of another text of the same length. A cache
-// file is named for v8.cachedDataVersionTag() (V8 version, flags, CPU features): the daemon runs
-// with the unit's NODE_OPTIONS, the CLI without, and each finds the caches made its way.
+// file is named for the node options the process runs with (the daemon with the unit's
+// NODE_OPTIONS, V8 flags that change what V8 accepts; the CLI without), so each finds the caches
+// made its way. The name only picks the file: V8 still checks the flags it was made with.
+// (v8.cachedDataVersionTag() would say it exactly, but node:v8 costs every CLI call 2-5 ms.)
 'use strict';
 const { Script } = require('node:vm');
-const { cachedDataVersionTag } = require('node:v8');
 const { readFileSync, writeFileSync, renameSync } = require('node:fs');
 const { join } = require('node:path');
 const { createRequire } = require('node:module');
@@ -25,13 +26,20 @@ const { pathToFileURL } = require('node:url');
 const WRAP_HEAD = '(function (exports, require, module, __filename, __dirname, __taSourceUrl) {';
 const WRAP_TAIL = '\n})';
 
+/** FNV-1a of the node options, in hex: a short file-name part. */
+function flagsKey(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h.toString(16);
+}
+
 /** A loader for the chunks in `dir`; `load(name)` runs a chunk once and returns its exports. */
 function createChunkLoader(dir) {
   const modules = new Map();
   const scripts = new Map();
   const nodeRequire = createRequire(join(dir, 'loader.cjs'));
   const sourceUrl = (rel) => pathToFileURL(join(dir, '..', rel)).href;
-  const cacheSuffix = `.${cachedDataVersionTag().toString(16)}.v8`;
+  const cacheSuffix = `.${flagsKey([...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' '))}.v8`;
 
   function requireFrom(id) {
     // The converted chunks name each other './chunk-XXXX.js'; anything else (node: built-ins, the

@@ -1,6 +1,6 @@
 // Build time (scripts/bundle.mjs): `node scripts/code-cache.cjs DIR MAIN_CHUNK ARGS...` runs the CLI
 // with ARGS through the chunk loader of DIR and, as the process exits, writes the V8 code cache of
-// every chunk it ran (DIR/<chunk>.<tag>.v8, see chunk-loader.cjs), including the functions compiled on the way.
+// every chunk it ran (DIR/<chunk>.<flags key>.v8, see chunk-loader.cjs), including the functions compiled on the way.
 'use strict';
 const { join } = require('node:path');
 
