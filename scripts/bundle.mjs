@@ -1,30 +1,49 @@
 // `npm run build:bundle` (part of `npm run build`, after tsc): replaces dist/main.js with an esbuild
-// bundle of src/main.ts and its dependencies, split at every `await import()` into chunks beside it
-// (dist/*-HASH.js). Why: Node's ESM loader resolves, reads and compiles each of the ~550 files the
-// daemon loads one by one (undici alone is 110 files); one file per split point costs a fraction
-// of that, and each CLI command still loads only the chunks it imports. See README "Performance".
+// bundle of src/main.ts and its dependencies, split at every `await import()`, as CommonJS chunks
+// in dist/bundle/ that scripts/chunk-loader.cjs loads with V8's code cache. Why (README
+// "Performance"): Node's ESM loader resolves, reads and compiles each of the ~550 files the daemon
+// loads one by one; one file per split point costs a fraction of that, each command still loads
+// only the chunks it imports, and a chunk compiled from its cache skips most of its compile cost.
+//
+// Steps:
+// 1. esbuild splits src/main.ts into ESM chunks (in memory);
+// 2. each chunk is converted to CommonJS (esbuild transform: `import` becomes `require`, an
+//    `await import()` a lazy `require`) and written to dist/bundle/<name>-<hash>.js;
+// 3. dist/bundle/main.cjs (the entry) loads the main chunk through the loader, and dist/main.js
+//    is a symlink to it: Node picks the module format from the real path, so the entry is
+//    CommonJS (no ESM loader at all) while dist/main.js stays the path the unit, the package and
+//    the tests run;
+// 4. the command index (src/cli/command-index.ts) goes to dist/bundle/commands.json;
+// 5. scripts/code-cache.cjs runs a few commands to write each chunk's code cache (<chunk>.v8).
 //
 // What stays as tsc wrote it, next to the bundle:
 // - every dist/<dir>/<file>.js: the tests and benchmarks import them, and the player child
 //   (dist/audio/player-child.js) runs as a process of its own;
-// - native packages (better-sqlite3, speaker, unix-dgram) and whatever is loaded through
+// - native packages (speaker, unix-dgram; better-sqlite3's addon) and whatever is loaded through
 //   createRequire (node-record-lpcm16) are loaded from node_modules at run time.
 //
 // Code that finds files relative to its own module (import.meta.url: the player child, the
 // recorder shim, package.json, createRequire) would see the chunk's URL instead; the plugin below
 // gives each source file the URL of its tsc output, so those paths resolve as before.
-import { build } from 'esbuild';
-import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, relative } from 'node:path';
+import { build, transform } from 'esbuild';
+import { spawn } from 'node:child_process';
+import { copyFile, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = join(ROOT, 'src');
 const DIST = join(ROOT, 'dist');
+const OUT = join(DIST, 'bundle');
 const META = join(DIST, 'bundle-meta.json');
-const NATIVE = ['better-sqlite3', 'speaker', 'unix-dgram'];
+// Packages with a native addon, loaded from node_modules at run time (better-sqlite3's JavaScript
+// is bundled; its addon is found through scripts/sqlite-bindings.cjs).
+const NATIVE = ['speaker', 'unix-dgram'];
 
-/** import.meta.url of src/a/b.ts becomes the URL of dist/a/b.js, computed from the chunk's own URL. */
+/** import.meta.url of src/a/b.ts becomes the file URL of dist/a/b.js (chunks run as CommonJS in dist/bundle/). */
 const tscUrls = {
   name: 'tsc-import-meta-url',
   setup(b) {
@@ -32,9 +51,19 @@ const tscUrls = {
       const source = await readFile(args.path, 'utf8');
       if (!source.includes('import.meta.url')) return undefined;
       const rel = relative(SRC, args.path).replace(/\.ts$/, '.js').split('\\').join('/');
-      // Chunks live in dist/ itself, so the tsc output is at ./<rel> from any chunk.
-      return { contents: source.replaceAll('import.meta.url', `new URL(${JSON.stringify(`./${rel}`)}, import.meta.url).href`), loader: 'ts' };
+      // __taSourceUrl: given to every chunk by the loader (a module may shadow `require`).
+      return { contents: source.replaceAll('import.meta.url', `__taSourceUrl(${JSON.stringify(rel)})`), loader: 'ts' };
     });
+  },
+};
+
+/** `bindings` (better-sqlite3's addon finder) is scripts/sqlite-bindings.cjs. */
+const sqliteBindings = {
+  name: 'sqlite-bindings',
+  setup(b) {
+    b.onResolve({ filter: /^bindings$/ }, () => ({ path: join(ROOT, 'scripts', 'sqlite-bindings.cjs') }));
+    // The addon itself is Node's to load, from the package.
+    b.onResolve({ filter: /^better-sqlite3\/build\// }, (args) => ({ path: args.path, external: true }));
   },
 };
 
@@ -46,19 +75,13 @@ const slimUndici = {
   },
 };
 
-// Chunks of the previous build: their names change with their content.
+// Chunks of previous builds: dist/bundle/ is rebuilt whole; chunks of the ESM bundle that came
+// before it lay in dist/ itself.
 async function removePreviousChunks() {
-  let old;
-  try {
-    old = JSON.parse(await readFile(META, 'utf8'));
-  } catch {
-    old = { outputs: {} };
-  }
-  const previous = new Set(Object.keys(old.outputs ?? {}).map((p) => join(ROOT, p)));
+  await rm(OUT, { recursive: true, force: true });
   const pattern = /^[\w.-]+-[A-Z0-9]{8}\.js(\.map)?$/;
   for (const name of await readdir(DIST)) {
-    const path = join(DIST, name);
-    if (previous.has(path) || pattern.test(name)) await rm(path, { force: true });
+    if (pattern.test(name) || name === 'main.js.map') await rm(join(DIST, name), { force: true });
   }
 }
 
@@ -66,23 +89,88 @@ await removePreviousChunks();
 const result = await build({
   absWorkingDir: ROOT,
   entryPoints: { main: join(SRC, 'main.ts') },
-  outdir: DIST,
+  entryNames: '[name]-[hash]',
+  outdir: OUT,
+  write: false,
   bundle: true,
   splitting: true,
   format: 'esm',
   platform: 'node',
   target: 'node20.19',
   external: NATIVE,
-  // CommonJS dependencies (pino, prom-client, yaml ...) call require() for node: built-ins.
-  banner: { js: "import { createRequire as __taCreateRequire } from 'node:module'; const require = __taCreateRequire(import.meta.url);" },
   // Smaller files parse faster; identifiers are not minified, so stack traces stay readable.
   minifyWhitespace: true,
   minifySyntax: true,
-  sourcemap: 'linked',
   legalComments: 'none',
   metafile: true,
   logLevel: 'warning',
-  plugins: [tscUrls, slimUndici],
+  plugins: [tscUrls, slimUndici, sqliteBindings],
 });
+
+await mkdir(OUT, { recursive: true });
+let mainChunk;
+for (const file of result.outputFiles) {
+  const name = basename(file.path);
+  // A shebang line would not survive the function wrapper the loader puts around each chunk.
+  const code = await transform(file.text.replace(/^#!.*\n/, ''), {
+    format: 'cjs',
+    loader: 'js',
+    platform: 'node',
+    target: 'node20.19',
+    // `await import('./chunk.js')` becomes a lazy require of that chunk.
+    supported: { 'dynamic-import': false },
+    minifyWhitespace: true,
+    logLevel: 'warning',
+  });
+  if (/\bimport\(/.test(code.code)) throw new Error(`${name}: an import() survived the CommonJS conversion`);
+  await writeFile(join(OUT, name), code.code);
+  if (/^main-[A-Z0-9]{8}\.js$/.test(name)) mainChunk = name;
+}
+if (!mainChunk) throw new Error('bundle: no main chunk in the output');
+
+await copyFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), join(OUT, 'loader.cjs'));
+await writeFile(join(OUT, 'main.cjs'), `#!/usr/bin/env node
+// The terminal-agent CLI (dist/main.js links here). Written by scripts/bundle.mjs.
+'use strict';
+require('./loader.cjs').createChunkLoader(__dirname).load(${JSON.stringify(mainChunk)});
+`, { mode: 0o755 });
+await writeFile(join(OUT, 'main-chunk.json'), JSON.stringify({ main: mainChunk }));
+// Every command's words, options and help, from the tsc build of the same sources (src/cli/command-index.ts).
+const { buildCommandIndex } = await import(join(DIST, 'cli', 'command-index.js'));
+await writeFile(join(OUT, 'commands.json'), await buildCommandIndex());
+await rm(join(DIST, 'main.js'), { force: true });
+await symlink('bundle/main.cjs', join(DIST, 'main.js'));
+
 // Kept for the start-up test (which chunk holds which module) and for anyone asking why a chunk is large.
 await writeFile(META, JSON.stringify(result.metafile));
+
+// Code caches: the commands a terminal runs most, each in its own process, one after another; a
+// later run starts from the caches of the earlier ones and adds what it compiled. The daemon runs
+// with the unit's NODE_OPTIONS (its caches are made for those V8 flags), against a service that
+// is not there, until its control socket answers `status`.
+const unitEnv = Object.fromEntries([...(await readFile(join(ROOT, 'systemd', 'terminal-agent.service'), 'utf8')).matchAll(/^Environment=(NODE_OPTIONS)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+const scratch = mkdtempSync(join(tmpdir(), 'ta-code-cache-'));
+const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
+const cacheRun = (args, env = baseEnv) => spawn(process.execPath, [join(ROOT, 'scripts', 'code-cache.cjs'), OUT, mainChunk, ...args], { stdio: 'ignore', env });
+const finished = (child) => new Promise((res) => (child.exitCode !== null || child.signalCode !== null ? res() : child.once('close', res)));
+async function runToEnd(args) {
+  const child = cacheRun(args);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  // A command that fails (no daemon for the first `status`) still leaves the caches of what it ran.
+  await finished(child);
+  clearTimeout(timer);
+}
+try {
+  const config = join(scratch, 'config.yaml');
+  const socket = join(scratch, 'ctl.sock');
+  writeFileSync(join(scratch, 'secret'), 'code-cache-secret\n');
+  writeFileSync(config, `service:\n  base_url: http://127.0.0.1:9\n  face_base_url: http://127.0.0.1:9/v1/api\n  terminal_secret_file: ${join(scratch, 'secret')}\nstate_dir: ${join(scratch, 'state')}\ncontrol:\n  socket: ${socket}\nenroll:\n  dir: ${join(scratch, 'enroll')}\nlog:\n  level: error\n`);
+  for (const args of [['--help'], ['faces', 'list', '--help'], ['config', 'check', '--config', config], ['faces', 'list', '--cached', '--config', config]]) await runToEnd(args);
+  const daemon = cacheRun(['run', '--config', config], { ...baseEnv, ...unitEnv });
+  for (let i = 0; i < 300 && !existsSync(socket) && daemon.exitCode === null; i++) await sleep(50);
+  await runToEnd(['status', '--config', config]);
+  daemon.kill('SIGTERM');
+  await finished(daemon);
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The only place that reads process.argv/env, installs signal handlers and exits.
-import { COMMANDS } from './cli/commands.js';
+import { loadAllCommands } from './cli/commands.js';
+import { lazyCommands, readCommandIndex } from './cli/command-index.js';
 import { runCli } from './cli/run-cli.js';
 import type { CliContext } from './cli/command.js';
 import { packageVersion } from './version.js';
@@ -50,7 +51,15 @@ async function main(): Promise<void> {
   const ctx: CliContext = {
     env: process.env,
     cwd: process.cwd(),
-    io: { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
+    io: {
+      stdout: process.stdout,
+      stderr: process.stderr,
+      // Read when a command reads stdin: process.stdin's first access builds a stream (with
+      // fs/promises and readline for a file), a cost no other command should pay.
+      get stdin() {
+        return process.stdin;
+      },
+    },
     version: packageVersion(),
     shutdown: shutdown.signal,
     onReload(listener) {
@@ -62,7 +71,10 @@ async function main(): Promise<void> {
       return () => fatalListeners.delete(listener);
     },
   };
-  const code = await runCli(COMMANDS, process.argv.slice(2), ctx);
+  // The bundle's command index (scripts/bundle.mjs) spares every call the import of every command.
+  const index = readCommandIndex(new URL('./bundle/commands.json', import.meta.url));
+  const commands = index ? lazyCommands(index) : await loadAllCommands();
+  const code = await runCli(commands, process.argv.slice(2), ctx);
   process.exitCode = code;
   // Long-running commands have closed their handles; anything left (a stuck socket) must not keep
   // a finished CLI alive.

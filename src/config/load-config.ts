@@ -71,7 +71,9 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
     }
   }
 
-  const parsed = configSchema.safeParse(raw);
+  // jitless: zod would compile a fast path for each object schema with `new Function` (code no
+  // cache keeps), and a config is parsed once per start or reload: interpreting it is cheaper.
+  const parsed = configSchema.safeParse(raw, { jitless: true });
   if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, doc, counter, file));
 
   if (requireSecrets && terminal.value === undefined && !terminal.failed) {

@@ -1,4 +1,4 @@
-import { scrubSecrets } from '../log/logger.js';
+import { scrubSecrets } from '../log/scrub-secrets.js';
 
 // What happened in the agent, in order, for programs on the terminal (GET /events on the control
 // socket, the web console). One bus per daemon process: it outlives a SIGHUP reload, so a client's

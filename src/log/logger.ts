@@ -1,6 +1,8 @@
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
+import { scrubSecrets } from './scrub-secrets.js';
 
 export type { Logger } from 'pino';
+export { scrubSecrets } from './scrub-secrets.js';
 
 export interface LoggerSetup {
   level?: string;
@@ -35,19 +37,6 @@ export function createLogger(setup: LoggerSetup = {}): Logger {
     };
   }
   return setup.destination ? pino(options, setup.destination) : pino(options);
-}
-
-/** Replaces every secret value (and its JSON-escaped form) found in `text`. */
-export function scrubSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) {
-    // Very short values would scrub ordinary words; secrets are long random strings.
-    if (!s || s.length < 6) continue;
-    out = out.split(s).join('[REDACTED]');
-    const escaped = JSON.stringify(s).slice(1, -1);
-    if (escaped !== s) out = out.split(escaped).join('[REDACTED]');
-  }
-  return out;
 }
 
 /** A logger that discards everything, for CLI commands that print their own output. */

@@ -7,8 +7,8 @@
 //   npm run bench -- cli            (RUNS=10 pairs per command by default)
 // Then the "Pi budget" lines: the same runs with each process confined to a quarter of one core
 // (pi-budget.mjs: a cgroup with 25 ms of CPU per 100 ms; needs root, else that part is skipped).
-// Target: each command <= 1.5x bare node (wall); a call through the control socket costs little
-// more than the socket round trip (printed for comparison).
+// Target: each command <= 1.5x bare node (whole-process CPU); a call through the control socket
+// costs little more than the socket round trip (printed for comparison).
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
@@ -114,8 +114,10 @@ else {
   }
 }
 
-const worst = Math.max(...rows.map((r) => r.ratio));
-console.log(`\nworst ratio without a CPU limit ${worst.toFixed(2)}x (target <= 1.5x bare node): ${worst <= 1.5 ? 'within target' : 'OUTSIDE target'}`);
+// The target is on CPU (what a slow core pays); wall time on a shared machine is printed beside it.
+const worst = Math.max(...rows.map((r) => r.cpuRatio));
+console.log(`\nworst CPU ratio without a CPU limit ${worst.toFixed(2)}x (target <= 1.5x bare node), worst wall ratio ${Math.max(...rows.map((r) => r.ratio)).toFixed(2)}x`);
+for (const r of rows) console.log(`  ${r.name.padEnd(24)} CPU ${r.cpuRatio.toFixed(2)}x: ${r.cpuRatio <= 1.5 ? 'within target' : 'OUTSIDE target'}`);
 daemon.kill('SIGTERM');
 await new Promise((r) => daemon.once('close', r));
 await emulator.close();
