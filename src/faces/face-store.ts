@@ -39,6 +39,7 @@ export interface SyncRunRow {
 
 /** The face changes of one sync, committed together. */
 export interface FaceChanges {
+  /** Kept as they are (not copied) as the store's rows once committed: not to be changed afterwards. */
   upserts: FaceRow[];
   deletes: string[];
   /** More writes that belong to the same transaction (clearing the kept downloads). */
@@ -97,8 +98,16 @@ export function createFaceStore(db: Db) {
     rowMap(): ReadonlyMap<string, Readonly<FaceRow>> {
       return rowMap();
     },
-    servedRows(): FaceRow[] {
-      return served.all();
+    /**
+     * The rows index.json and `faces list --cached` show, ordered as `ORDER BY id, face_id`. From
+     * the in-memory rows once they are loaded: reading 10,000 rows back right after committing them
+     * made the first sync's heap peak. The objects are the store's own: read them, do not change them.
+     */
+    servedRows(): ReadonlyArray<Readonly<FaceRow>> {
+      if (!mirror) return served.all();
+      const rows: FaceRow[] = [];
+      for (const r of mirror.values()) if (r.image_file !== null) rows.push(r);
+      return rows.sort(byIdThenFaceId);
     },
     countServed(): number {
       return countServed.get()?.n ?? 0;
@@ -129,7 +138,8 @@ export function createFaceStore(db: Db) {
         throw err;
       }
       if (!mirror) return;
-      for (const row of changes.upserts) mirror.set(row.face_id, { ...row });
+      // The rows are the caller's to give away (sync-run.ts builds them for this commit only).
+      for (const row of changes.upserts) mirror.set(row.face_id, row);
       for (const id of changes.deletes) mirror.delete(id);
     },
     /** Every sync, failed or not, is remembered for status across restarts. */
@@ -151,6 +161,16 @@ export function createFaceStore(db: Db) {
 }
 
 export type FaceStore = ReturnType<typeof createFaceStore>;
+
+/** SQLite's `ORDER BY id, face_id`: NULL ids first, face_id by code unit (32 hex digits, so by byte). */
+function byIdThenFaceId(a: FaceRow, b: FaceRow): number {
+  if (a.id !== b.id) {
+    if (a.id === null) return -1;
+    if (b.id === null) return 1;
+    return a.id - b.id;
+  }
+  return a.face_id < b.face_id ? -1 : a.face_id > b.face_id ? 1 : 0;
+}
 
 export function toCachedFace(row: Pick<FaceRow, 'face_id' | 'group_id' | 'id' | 'name' | 'image_file' | 'image_sha256' | 'image_bytes' | 'updated_at'>): CachedFace {
   return {

@@ -7,9 +7,10 @@ import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import type { FaceRow, FaceStore } from './face-store.js';
-import { makeDurable, SYNCFS_THRESHOLD } from './durability.js';
+import { createWriteback, makeDurable, SYNCFS_THRESHOLD } from './durability.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
+import { createRoomPool } from './room-pool.js';
 import { firstRecheckAt, pickRechecks, recheckDueAt, rechecksPerPass } from './recheck.js';
 import type { Staging } from './staging.js';
 import type { FaceFailure } from './types.js';
@@ -133,18 +134,25 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     ctx.onProgress({ ...progress });
   };
   report(true);
+  const room = ctx.disk ? createRoomPool(ctx.disk, 'face image downloads') : undefined;
+  const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger);
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
     client: ctx.client, dir: ctx.staging.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
-    ...(ctx.disk ? { disk: ctx.disk } : {}),
+    ...(ctx.disk ? { disk: ctx.disk } : {}), ...(room ? { room } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
     onReuse: () => { reused++; },
   }, job).then((o) => {
     progress.images_done++;
-    if (o.kind === 'stored') progress.bytes += o.bytes;
+    if (o.kind === 'stored') {
+      progress.bytes += o.bytes;
+      writeback?.wrote(o.bytes);
+    }
     report(progress.images_done === progress.images_total);
     return o;
   }));
+  room?.close();
+  await writeback?.settle();
   if (error !== undefined) {
     // Also when the disk floor stopped it (DiskFullError): the partial download was deleted as it
     // failed, the finished ones stay (above the floor) so that the next pass does not fetch them

@@ -64,7 +64,7 @@ sock.bind(notifyPath);
 
 const alsaEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
 // The daemon runs as the unit runs it: its Environment= lines apply (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_).
-const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment=(\w+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
 
 async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
   const t0 = process.hrtime.bigint();

@@ -51,6 +51,29 @@ describe('the face cache on disk', () => {
     expect(snapshot(h.facesDir)).toEqual(before);
   });
 
+  it('the index a sync writes is byte for byte the one a restart renders from agent.db (same order)', async () => {
+    const h = await harness();
+    h.emu.seedFaces(GROUP, Array.from({ length: 40 }, (_, i) => ({ name: `face-${i}`, image: jpeg() })));
+    const first = h.make();
+    await first.syncNow();
+    // Renames and a delete after the first commit: the rows in memory change, as after any sync.
+    const listed = await h.client.listFaces();
+    await h.client.updateFace(listed[3]!.face_id, { name: 'renamed' });
+    await h.client.deleteFace(listed[7]!.face_id);
+    expect(await first.syncNow()).toMatchObject({ ok: true, updated: 1, removed: 1 });
+    const written = readFileSync(join(h.facesDir, 'index.json'), 'utf8');
+    // agent.db's order, as `faces list --cached` and a restart read it.
+    const byDb = (h.db.prepare('SELECT face_id FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id').all() as Array<{ face_id: string }>).map((r) => r.face_id);
+    expect(readIndex(h.facesDir).map((e) => e.face_id)).toEqual(byDb);
+    expect(first.listCached().map((f) => f.face_id)).toEqual(byDb);
+    await first.stop();
+    const again = h.make();
+    await again.start();
+    expect(h.log.lines.some((l) => l.msg === 'face cache ready')).toBe(true);
+    expect(readFileSync(join(h.facesDir, 'index.json'), 'utf8')).toBe(written);
+    expect(h.log.lines.filter((l) => l.msg === 'face index rewritten from agent.db')).toHaveLength(0);
+  });
+
   it('start-up repair: an image deleted from disk leaves the index at once and is downloaded again', async () => {
     const h = await harness();
     const [alice, bob] = h.emu.seedFaces(GROUP, [{ name: 'alice', image: jpeg() }, { name: 'bob', image: jpeg() }]);

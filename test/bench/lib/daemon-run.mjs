@@ -32,7 +32,7 @@ export function procPeakRssMb(pid) {
 }
 
 // The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
-const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment=(\w+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
 
 /**
  * "Pi budget": a quarter of one core. cgroup v2 `cpu.max 25000 100000` where the unified hierarchy
