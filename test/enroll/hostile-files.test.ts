@@ -56,8 +56,11 @@ describe('not regular files in the enrollment folders', () => {
       ['failed/speakers/talk.error.json', /talk\.txt is a FIFO/],
       ...[0, 1, 2, 3, 4].map((i) => [`failed/faces/jam${i}.error.json`, /FIFO/] as [string, RegExp]),
     ];
-    await waitFor('every reason and the good face', () => existsSync(join(rig.dir, 'done/faces/ok.json'))
-      && expected.every(([f]) => existsSync(join(rig.dir, f))), 15_000);
+    // Each original is moved beside its reason as its batch finishes; `folder` and `folder.wav`
+    // finish in either order, so every move is waited for, not only the reasons.
+    const moved = ['failed/faces/pipe.jpg', 'failed/faces/sock.png', 'failed/voiceprints/folder.wav', 'failed/voiceprints/folder/inside.wav', 'failed/speakers/talk.txt'];
+    await waitFor('every reason, every move and the good face', () => existsSync(join(rig.dir, 'done/faces/ok.json'))
+      && expected.every(([f]) => existsSync(join(rig.dir, f))) && moved.every((f) => existsSync(join(rig.dir, f))), 15_000);
     for (const [f, says] of expected) {
       expect(readJson(join(rig.dir, f)), f).toMatchObject({ code: 'TA_ERR_NOT_A_FILE', error: expect.stringMatching(says) });
     }
