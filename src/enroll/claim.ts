@@ -10,6 +10,7 @@ import { speakerTextRel } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
 import { sha256Of, stagedInMemory } from './staged-body.js';
+import type { ClaimedBytes } from './claimed-bytes.js';
 import { EnrollInputError, checkImage, checkImageHead, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
 import { wavHeader } from '../audio/wav.js';
 import { canonicalName, nameProblem } from '../client/names.js';
@@ -32,6 +33,8 @@ export interface ClaimDeps {
   place(row: { kind: Candidate['kind']; source_path: string }, failed: boolean): string | null;
   /** Folder fsync shared between concurrent claims. */
   syncDir: DirSync;
+  /** Where a small face image's bytes wait for its upload (claimed-bytes.ts). */
+  claimed?: ClaimedBytes;
 }
 
 const NAME_OF: Record<Candidate['kind'], string> = { faces: 'face name', voiceprints: 'voiceprint name', speakers: 'speaker label', knowledge: 'knowledge ID' };
@@ -85,7 +88,7 @@ async function copyAndHash(src: string, ino: number, dest: string, size: number,
  * the agent's CPU. An operator who rewrites the original in place rewrites the staged bytes too:
  * the upload checks them against the hash taken here and refuses what changed (staged-body.ts).
  */
-async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean): Promise<{ sha256: string; bytes: number; head: Buffer } | undefined> {
+async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean): Promise<{ sha256: string; bytes: number; head: Buffer; linked: boolean } | undefined> {
   const linked = canLink && (await link(src, dest).then(() => true, () => false));
   const { fh, st } = await openRegularFile(linked ? dest : src);
   let head: Buffer;
@@ -96,7 +99,7 @@ async function readAndStage(src: string, ino: number, dest: string, size: number
     await fh.close();
   }
   if (!linked && head.length === size) await writeFile(dest, head, { flag: 'wx', mode: 0o600 });
-  return { sha256: sha256Of(head), bytes: head.length, head };
+  return { sha256: sha256Of(head), bytes: head.length, head, linked };
 }
 
 async function copyFrom(input: FileHandle, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
@@ -239,7 +242,7 @@ export function createClaimer(deps: ClaimDeps) {
 
     const pcm = c.kind === 'voiceprints' && c.ext === '.pcm';
     const staged = join(layout.staging, `${randomUUID()}${pcm ? '.wav' : c.ext}`);
-    let copied: { sha256: string; bytes: number; head?: Buffer } | undefined;
+    let copied: { sha256: string; bytes: number; head?: Buffer; linked?: boolean } | undefined;
     try {
       // A small face image: read once, staged by a link or from memory, without fsync (staged-body.ts says why).
       copied = stagedInMemory(c.kind, size)
@@ -250,7 +253,7 @@ export function createClaimer(deps: ClaimDeps) {
       if (err instanceof NotRegularFileError) copied = undefined;
       else throw err;
     }
-    const { sha256, bytes, head } = copied ?? { sha256: '', bytes: -1, head: undefined };
+    const { sha256, bytes, head, linked } = copied ?? { sha256: '', bytes: -1, head: undefined, linked: false };
     const after = await stat(abs).catch(() => undefined);
     // The same inode, size and mtime after the copy: what was copied is what lies there (a file
     // replaced by rename with the same size and mtime is caught by the inode).
@@ -295,6 +298,8 @@ export function createClaimer(deps: ClaimDeps) {
       return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
     }, { durable: finishesNow });
     if (result.outcome !== 'queued') await rm(staged, { force: true });
+    // `after` is the staged link's inode too when linked: what the upload compares against.
+    else if (head && c.kind === 'faces') deps.claimed?.keep(result.rowId, staged, head, linked ? after : undefined);
     return result;
   };
 }

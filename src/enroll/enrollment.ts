@@ -4,6 +4,7 @@ import { inTransaction } from '../db/database.js';
 import type { BackoffPolicy } from '../util/backoff.js';
 import { createSpeakerUploader, createVoiceprintUploader } from './audio-uploaders.js';
 import { createClaimer } from './claim.js';
+import { createClaimedBytes } from './claimed-bytes.js';
 import { createCommitBatcher } from './commit-batcher.js';
 import { createDirSync } from './dir-sync.js';
 import { createDispatcher } from './dispatcher.js';
@@ -49,10 +50,11 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   let requestAc = new AbortController();
   let loop: Promise<void> | undefined;
 
-  const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged });
+  const claimed = createClaimedBytes();
+  const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged, claimed });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
-  const claim = createClaimer({ layout, store, commit, config, place: placer.place, syncDir });
+  const claim = createClaimer({ layout, store, commit, config, place: placer.place, syncDir, claimed });
   const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
   // Files finishing together share their result files' sync and the commit that records them

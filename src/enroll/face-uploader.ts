@@ -7,6 +7,7 @@ import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { canonicalName } from '../client/names.js';
 import { loadStaged, readStagedIfIntact, stagedInMemory } from './staged-body.js';
+import type { ClaimedBytes } from './claimed-bytes.js';
 import type { EnrollSettings, FaceSeedImage, OutboxRow, StepOutcome } from './types.js';
 
 // Faces: POST /faces returns no face_id (spec-notes.md), so the group listing is how the agent
@@ -39,6 +40,8 @@ export interface FaceUploaderDeps {
   /** Absolute path of a file under enroll.dir. */
   abs(rel: string): string;
   onFaceChanged?: (faceId: string, seed?: FaceSeedImage) => void;
+  /** The bytes claims read, so that an upload need not read the staged copy again. */
+  claimed?: ClaimedBytes;
 }
 
 export type FaceUploader = ReturnType<typeof createFaceUploader>;
@@ -118,7 +121,9 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
       const mode = deps.settings.on_existing_face;
       const meta = parseMeta(row);
       const image: FileUpload = { path: row.staged_path!, filename: row.source_path.split('/').at(-1)!, contentType: meta.contentType ?? 'image/jpeg' };
-      if (stagedInMemory(row.kind, row.size)) image.bytes = await loadStaged(row, deps.abs(row.source_path));
+      if (stagedInMemory(row.kind, row.size)) {
+        image.bytes = (await deps.claimed?.take(row.id, row.staged_path!)) ?? await loadStaged(row, deps.abs(row.source_path));
+      }
       const first = existing[0];
       if (first && mode === 'skip') {
         return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'skipped', reason: `a face named ${row.name} already exists (enroll.on_existing_face: skip)` } };

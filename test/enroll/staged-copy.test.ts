@@ -69,4 +69,20 @@ describe('staged copy lost to a power failure', () => {
     expect(rig.emulator.state.faceImage(faces[0]!.face_id)?.equals(replacement)).toBe(true);
     expect(readFileSync(join(rig.dir, 'done/faces/alice.jpg')).equals(replacement)).toBe(true);
   });
+
+  it('an original rewritten in place before its first upload, with the daemon running, is refused too: the bytes the claim kept are not sent', async () => {
+    const rig = await startRig();
+    // The listing every upload starts with fails: the row is claimed (its bytes kept) and waits.
+    rig.emulator.faults.add({ method: 'GET', path: '/v1/api/faces', action: 'status', status: 503, times: 1000 });
+    const original = await put(rig.dir, 'faces/alice.jpg', jpeg());
+    await waitFor('a staged row', () => rig.db.prepare("SELECT id FROM outbox WHERE name = 'alice' AND staged_path IS NOT NULL").get());
+    const replacement = jpeg('rewritten in place, same daemon');
+    await writeFile(original, replacement);
+    rig.emulator.faults.clear();
+    const errPath = join(rig.dir, 'failed/faces/alice.error.json');
+    await waitFor('failed/faces/alice.error.json', () => existsSync(errPath));
+    expect(readJson(errPath).code).toBe('TA_ERR_STAGED_COPY_LOST');
+    await waitFor('the rewritten file uploaded', () => rig.emulator.state.faces().length === 1 && existsSync(join(rig.dir, 'done/faces/alice.json')));
+    expect(rig.emulator.state.faceImage(rig.emulator.state.faces()[0]!.face_id)?.equals(replacement)).toBe(true);
+  });
 });
