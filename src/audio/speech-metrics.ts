@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from '../metrics/prom.js';
 
 // Speech metrics, registered on the Registry the daemon gives (never prom-client's global one).
 

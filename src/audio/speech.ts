@@ -1,7 +1,7 @@
 import type { EventPublisher } from '../events/event-bus.js';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Registry } from 'prom-client';
+import type { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
 import type { ServiceClient } from '../client/types.js';

@@ -1,4 +1,4 @@
-import type { Registry } from 'prom-client';
+import type { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
 import type { AgentConfig } from '../config/schema.js';

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from '../metrics/prom.js';
 import type { RequestEvent } from '../client/types.js';
 import type { StateQueries } from './state-queries.js';
 import type { DiskReading } from '../disk/disk-floor.js';
@@ -16,13 +16,12 @@ export interface DaemonMetrics {
   watchdogWithheld: Counter;
   /** Event-stream clients disconnected for not reading (sse.ts). */
   eventClientsDropped: Counter;
+  /** This registry's and `others`' metrics as one document; the first call starts the process metrics. */
+  scrape(others: readonly Registry[]): Promise<{ contentType: string; text: string }>;
 }
 
 export function createDaemonMetrics(options: { version: string; queries: () => StateQueries | undefined; eventClients?: () => number; disk?: () => DiskReading | undefined }): DaemonMetrics {
   const registry = new Registry();
-  // Standard names (process_*, nodejs_*) so stock Node dashboards work. The event-loop delay
-  // histogram samples every 10 ms by default, which wakes an idle daemon 100 times a second.
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 500 });
   new Gauge({ name: 'terminal_agent_info', help: 'Agent version (value is always 1).', labelNames: ['version'], registers: [registry] }).set({ version: options.version }, 1);
   const requests = new Counter({
     name: 'terminal_agent_http_requests_total',
@@ -77,6 +76,7 @@ export function createDaemonMetrics(options: { version: string; queries: () => S
     },
   });
   if (options.disk) registerDiskGauges(registry, options.disk);
+  let processMetrics: Promise<void> | undefined;
   return {
     registry,
     reloads,
@@ -86,7 +86,24 @@ export function createDaemonMetrics(options: { version: string; queries: () => S
       requests.inc({ operation: e.operation, outcome: e.outcome, status: e.status === undefined ? 'none' : String(e.status) });
       duration.observe({ operation: e.operation }, e.durationMs / 1000);
     },
+    async scrape(others) {
+      processMetrics ??= startProcessMetrics(registry);
+      await processMetrics;
+      return scrape([registry, ...others]);
+    },
   };
+}
+
+/**
+ * Standard names (process_*, nodejs_*) so stock Node dashboards work, started by the first scrape:
+ * they cost an idle daemon that nobody scrapes (metrics.listen is off by default) node:v8, an
+ * event-loop delay histogram and its timer, and a GC observer. The first scrape reads the process
+ * figures as usual; the event-loop and GC histograms count from then on. The delay histogram
+ * samples every 10 ms by default, which would wake an idle daemon 100 times a second.
+ */
+async function startProcessMetrics(registry: Registry): Promise<void> {
+  const { collectDefaultMetrics } = await import('../metrics/prom-defaults.js');
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 500 });
 }
 
 /** One Prometheus text document from several registries (names never overlap by construction). */

@@ -3,7 +3,6 @@ import type { ControlHandlers } from '../control/control-server.js';
 import { AbortedError, UsageError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';
-import { scrape } from './daemon-metrics.js';
 import { iso, pendingPerKind } from './state-queries.js';
 import { serveEventStream } from '../events/sse.js';
 import { createDiskFloor, type DiskFloor } from '../disk/disk-floor.js';
@@ -88,7 +87,7 @@ export function controlHandlers(state: DaemonState, d: Pick<DaemonEnv, 'pid' | '
       if (body.seconds !== undefined && (typeof body.seconds !== 'number' || !(body.seconds > 0))) throw new UsageError('"seconds" must be a positive number');
       return state.agent.enrollVoiceprint(body as VoiceprintEnrollBody, signal);
     },
-    metrics: () => scrape([state.metrics.registry, state.agent.metrics]),
+    metrics: () => state.metrics.scrape([state.agent.metrics]),
     events: (req, res, signal) => serveEventStream(req, res, state.events, { signal, onSlowClient: () => state.metrics.eventClientsDropped.inc() }),
   };
 }

@@ -1,6 +1,6 @@
 
 import { join } from 'node:path';
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import { openDatabase, type Db } from '../db/database.js';
 import type { AgentConfig } from '../config/schema.js';
@@ -10,7 +10,7 @@ import { createControlServer, type ControlServer } from '../control/control-serv
 import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
-import { createDaemonMetrics, scrape, type DaemonMetrics } from './daemon-metrics.js';
+import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
 import { diskOf } from './daemon-status.js';
 import { createStateQueries, type StateQueries } from './state-queries.js';
 import { createAgent, type Agent } from './agent.js';
@@ -196,7 +196,7 @@ export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortS
 /** The opt-in TCP listener for Prometheus: a port it cannot take is logged, not fatal. */
 async function startMetricsServer(cfg: AgentConfig, state: DaemonState, logger: Logger): Promise<MetricsServer | undefined> {
   if (!cfg.metrics.listen) return undefined;
-  const server = createMetricsServer({ listen: cfg.metrics.listen, scrape: () => scrape([state.metrics.registry, state.agent.metrics]), logger });
+  const server = createMetricsServer({ listen: cfg.metrics.listen, scrape: () => state.metrics.scrape([state.agent.metrics]), logger });
   try {
     await server.start();
     return server;

@@ -1,4 +1,4 @@
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import { ConfigError, describeError } from '../errors.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';

@@ -1,6 +1,6 @@
 // The free-space gauges, apart from disk-floor.ts so that `status` (which formats a reading) does
 // not load prom-client.
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from '../metrics/prom.js';
 import type { DiskReading } from './disk-floor.js';
 
 /** Free space, the floor, and a 0/1 "nearly full" on /metrics, read at scrape time. */

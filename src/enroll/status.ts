@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from '../metrics/prom.js';
 import type { OutboxStore } from './outbox-store.js';
 import { KINDS, type EnrollmentStatus, type FailureSummary, type Kind, type KindStatus } from './types.js';
 

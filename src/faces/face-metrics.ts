@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from '../metrics/prom.js';
 
 // Face sync metrics on the Registry the daemon gives us (never prom-client's global one). When a
 // metric of the same name is already there (a second FaceSync after a reload) it is reused.

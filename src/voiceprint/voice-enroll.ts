@@ -1,5 +1,5 @@
 
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
 import type { AgentConfig } from '../config/schema.js';
