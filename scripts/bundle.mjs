@@ -148,7 +148,7 @@ await writeFile(META, JSON.stringify(result.metafile));
 // later run starts from the caches of the earlier ones and adds what it compiled. The daemon runs
 // with the unit's NODE_OPTIONS (its caches are made for those V8 flags), against a service that
 // is not there, until its control socket answers `status`.
-const unitEnv = Object.fromEntries([...(await readFile(join(ROOT, 'systemd', 'terminal-agent.service'), 'utf8')).matchAll(/^Environment=(NODE_OPTIONS)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+const unitEnv = Object.fromEntries([...(await readFile(join(ROOT, 'systemd', 'terminal-agent.service'), 'utf8')).matchAll(/^Environment="?(NODE_OPTIONS)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
 const scratch = mkdtempSync(join(tmpdir(), 'ta-code-cache-'));
 const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
 const cacheRun = (args, env = baseEnv) => spawn(process.execPath, [join(ROOT, 'scripts', 'code-cache.cjs'), OUT, mainChunk, ...args], { stdio: 'ignore', env });
