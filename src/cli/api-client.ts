@@ -20,11 +20,7 @@ export interface ApiSession {
   call: CallOptions;
 }
 
-/** Loads the config for a command that only needs local settings (see `requireSecrets`). */
-export async function loadLocalConfig(args: ParsedArgs, ctx: CliContext): Promise<AgentConfig> {
-  const { loadConfig } = await import('../config/load-config.js');
-  return loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: false });
-}
+export { loadLocalConfig } from './local-config.js';
 
 /**
  * A client for a CLI command. `requireSecrets: false` for commands that go through the daemon when

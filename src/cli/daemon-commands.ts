@@ -1,10 +1,15 @@
 import { boolOpt, stringOpt, type CommandSpec } from './command.js';
 import { UsageError } from '../errors.js';
 import { writeJson, writeLine } from './output.js';
-import { loadLocalConfig } from './api-client.js';
+import { loadLocalConfig } from './local-config.js';
+import { controlSocketOf } from '../config/control-socket.js';
+import { connectControl, controlClient, DaemonNotRunningError } from '../control/control-client.js';
+import { formatStatus } from '../daemon/status-format.js';
 
 // Each command imports what it runs when it runs: `status` and `--help` must not load the daemon,
 // and `run` must not carry doctor or demo (tls, dns, the whole emulator) in its resident memory.
+// The control client and the socket's path are small and imported here: `status` is the command
+// that must start fastest, and each lazy import is one more file to read.
 
 export const daemonCommands: CommandSpec[] = [
   {
@@ -52,17 +57,16 @@ Logs go to the journal with priorities and fields under systemd (log.format), el
       }
       // A running daemon is asked at the socket the config file names, without validating the
       // whole config (zod, secrets): that is most of this command's cost, and `config check` is
-      // there for it. No daemon there (or no usable path): the full load reports what is wrong.
-      const [{ controlSocketOf }, { connectControl, tryConnectControl }] = await Promise.all([
-        import('../config/control-socket.js'),
-        import('../control/control-client.js'),
-      ]);
+      // there for it. One connection, no probe first. No daemon there (or no usable path): the
+      // full load reports what is wrong.
       const socket = await controlSocketOf(args.global.configPath, ctx.cwd);
-      const control = (socket ? await tryConnectControl(socket, { timeoutMs: 10_000 }) : undefined)
-        ?? await connectControl((await loadLocalConfig(args, ctx)).control.socket, { timeoutMs: 10_000 });
-      const status = await control.status();
+      const asked = socket ? await controlClient(socket, { timeoutMs: 10_000 }).status().catch((err: unknown) => {
+        if (err instanceof DaemonNotRunningError) return undefined;
+        throw err;
+      }) : undefined;
+      const status = asked ?? await (await connectControl((await loadLocalConfig(args, ctx)).control.socket, { timeoutMs: 10_000 })).status();
       if (args.global.json) writeJson(ctx, status);
-      else writeLine(ctx, (await import('../daemon/status-format.js')).formatStatus(status));
+      else writeLine(ctx, formatStatus(status));
     },
   },
   {

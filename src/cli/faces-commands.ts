@@ -6,12 +6,13 @@ import { writeErr, writeJson, writeLine, writeTable, type Column } from './outpu
 import { checkImageFile, checkNameArg, withClient } from './api-client.js';
 import { canonicalName, escapeName } from '../client/names.js';
 import type { FaceRecord, ServiceClient, CallOptions, SkippedRecord } from '../client/types.js';
-import { checkFaceId, describeSkip } from '../client/faces-api.js';
 import { BadResponseError, UsageError, isFsError, outputFileError } from '../errors.js';
-import { streamToTemp, commitTemp, ensureWritable } from '../util/fs-atomic.js';
 
 // `faces ...`: one command object per API call, so that later additions (--cached, sync) stay
-// small edits.
+// small edits. The faces API's checks and the atomic file writes (node:crypto) are imported by
+// the commands that use them: `faces list --cached` must start about as fast as a bare node.
+
+const facesApi = () => import('../client/faces-api.js');
 
 const FACE_COLUMNS: Column<FaceRecord>[] = [
   { header: 'face_id', value: (f) => f.face_id },
@@ -27,9 +28,9 @@ function printFace(ctx: CliContext, json: boolean, face: FaceRecord, verb?: stri
   else for (const c of FACE_COLUMNS) writeLine(ctx, `${c.header.padEnd(9)} ${escapeName(String(c.value(face)))}`);
 }
 
-function faceIdArg(value: string | undefined): string {
+async function faceIdArg(value: string | undefined): Promise<string> {
   if (value === undefined) throw new UsageError('a face ID is needed');
-  return checkFaceId(value);
+  return (await facesApi()).checkFaceId(value);
 }
 
 /**
@@ -49,8 +50,9 @@ export async function createFaceAndFind(client: ServiceClient, name: string, ima
 }
 
 /** Malformed records of a listing, on stderr (stdout keeps the good records, JSON or table). */
-function skippedLines(skipped: readonly SkippedRecord[]): string[] {
+async function skippedLines(skipped: readonly SkippedRecord[]): Promise<string[]> {
   if (skipped.length === 0) return [];
+  const { describeSkip } = await facesApi();
   const shown = skipped.slice(0, 10).map((s) => `  skipped: ${describeSkip(s)}`);
   const more = skipped.length > shown.length ? [`  ... and ${skipped.length - shown.length} more`] : [];
   return [`warning: ${skipped.length} malformed record(s) in the service's answer were left out:`, ...shown, ...more];
@@ -63,7 +65,7 @@ const list: CommandSpec = {
   options: { cached: { type: 'boolean', description: 'read the local face cache (state_dir), with no network' } },
   run: async (args, ctx) => args.values.cached === true ? (await import('../faces/faces-cli.js')).listCachedCommand(args, ctx) : withClient(args, ctx, async ({ client, call }) => {
     const faces = await client.listFaces(call);
-    for (const line of skippedLines(faces.skipped)) writeErr(ctx, line);
+    for (const line of await skippedLines(faces.skipped)) writeErr(ctx, line);
     if (args.global.json) return writeJson(ctx, faces);
     writeTable(ctx, faces, FACE_COLUMNS, '(no faces in this group)');
   }),
@@ -75,7 +77,7 @@ const show: CommandSpec = {
   usage: 'ID',
   positionals: { min: 1, max: 1, names: ['ID'] },
   run: async (args, ctx) => {
-    const id = faceIdArg(args.positionals[0]);
+    const id = await faceIdArg(args.positionals[0]);
     await withClient(args, ctx, async ({ client, call }) => printFace(ctx, args.global.json, await client.getFace(id, call)));
   },
 };
@@ -103,7 +105,7 @@ const update: CommandSpec = {
   options: { name: { type: 'string', description: 'the new name (default: keep the current one)', valueName: 'N' } },
   positionals: { min: 1, max: 2, names: ['ID', 'IMAGE'] },
   run: async (args, ctx) => {
-    const id = faceIdArg(args.positionals[0]);
+    const id = await faceIdArg(args.positionals[0]);
     const given = stringOpt(args, 'name');
     const imageArg = args.positionals[1];
     if (given === undefined && imageArg === undefined) throw new UsageError("'faces update' needs --name N, an IMAGE, or both");
@@ -125,7 +127,7 @@ const del: CommandSpec = {
   usage: 'ID',
   positionals: { min: 1, max: 1, names: ['ID'] },
   run: async (args, ctx) => {
-    const id = faceIdArg(args.positionals[0]);
+    const id = await faceIdArg(args.positionals[0]);
     await withClient(args, ctx, async ({ client, call }) => {
       await client.deleteFace(id, call);
       if (args.global.json) writeJson(ctx, { face_id: id, deleted: true });
@@ -141,11 +143,12 @@ const image: CommandSpec = {
   options: { out: { type: 'string', short: 'o', description: 'write the image to FILE (replaced atomically)', valueName: 'FILE' } },
   positionals: { min: 1, max: 1, names: ['ID'] },
   run: async (args, ctx) => {
-    const id = faceIdArg(args.positionals[0]);
+    const id = await faceIdArg(args.positionals[0]);
     const outArg = stringOpt(args, 'out');
     const toStdout = outArg === undefined || outArg === '-';
     if (toStdout && (ctx.io.stdout as { isTTY?: boolean }).isTTY) throw new UsageError('refusing to write image bytes to a terminal; use -o FILE or a pipe');
     const path = toStdout ? undefined : resolve(ctx.cwd, outArg);
+    const { streamToTemp, commitTemp, ensureWritable } = await import('../util/fs-atomic.js');
     if (path) await ensureWritable(path);
     await withClient(args, ctx, async ({ client, call }) => {
       const res = await client.getFaceImage(id, call);

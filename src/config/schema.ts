@@ -6,6 +6,7 @@
 // inline): the schema sees the resolved `terminal_secret`/`api_key` and drops the `*_file` keys.
 import { join } from 'node:path';
 import { DEFAULT_CONTROL_SOCKET } from './control-socket.js';
+import { DEFAULT_STATE_DIR } from './state-dir.js';
 import * as z from 'zod';
 import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, minFree, secretText, size, text } from './schema-fields.js';
 import { parsePasswordHash } from '../util/password-hash.js';
@@ -168,7 +169,7 @@ function section<T extends z.core.$ZodLooseShape>(shape: T, name: string) {
 
 const rootShape = {
   service: serviceSchema,
-  state_dir: text('a folder path').min(1, 'is empty: e.g. /var/lib/terminal-agent').default('/var/lib/terminal-agent'),
+  state_dir: text('a folder path').min(1, 'is empty: e.g. /var/lib/terminal-agent').default(DEFAULT_STATE_DIR),
   state_min_free: minFree().default('auto'),
   faces: section(facesShape, 'faces'),
   enroll: section(enrollShape, 'enroll'),

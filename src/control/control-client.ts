@@ -1,5 +1,5 @@
-import { request } from 'node:http';
 import { connect } from 'node:net';
+import { ControlTimeout, controlRequest, type ControlResponse } from './control-http.js';
 import {
   AbortedError, AgentError, AudioDeviceError, AudioQualityError, AuthError, BadRequestError,
   BadResponseError, BusyError, DaemonError, InvalidInputError, NetworkError, NotFoundError,
@@ -46,31 +46,22 @@ export function daemonAnswers(socketPath: string): Promise<boolean> {
   });
 }
 
-function controlClient(socketPath: string, options: ControlCallOptions): ControlClient {
+/**
+ * The client without asking first whether a daemon answers: one connection per call. A call fails
+ * with DaemonNotRunningError when nothing listens there (`status` then loads the config in full).
+ */
+export function controlClient(socketPath: string, options: ControlCallOptions = {}): ControlClient {
   const timeoutMs = options.timeoutMs ?? 10 * 60_000;
-  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> =>
-    new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const req = request({
-        // Our own connection rather than http.Agent's: the agent works out a TLS server name for
-        // every socket, compiling the IPv6 regular expression (a few ms of each CLI call's start).
-        createConnection: () => connect(socketPath),
-        path, method,
-        headers: payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {},
-        signal: AbortSignal.timeout(timeoutMs),
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      });
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') reject(notRunning(socketPath, err));
-        else if (err.name === 'AbortError') reject(new DaemonError(`the daemon did not answer ${method} ${path} within ${Math.round(timeoutMs / 1000)}s on ${socketPath}; check 'journalctl -u terminal-agent'`, { cause: err }));
-        else reject(new DaemonError(`control socket ${socketPath}: ${err.message}`, { cause: err }));
-      });
-      req.end(payload);
-    });
+  const call = async (method: string, path: string, body?: unknown): Promise<ControlResponse> => {
+    try {
+      return await controlRequest(socketPath, method, path, body === undefined ? undefined : JSON.stringify(body), timeoutMs);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ECONNREFUSED') throw notRunning(socketPath, err);
+      if (err instanceof ControlTimeout) throw new DaemonError(`the daemon did not answer ${method} ${path} within ${Math.round(timeoutMs / 1000)}s on ${socketPath}; check 'journalctl -u terminal-agent'`, { cause: err });
+      throw new DaemonError(`control socket ${socketPath}: ${(err as Error).message}`, { cause: err });
+    }
+  };
   const json = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const { status, text } = await call(method, path, body);
     let value: unknown;
@@ -97,8 +88,11 @@ function controlClient(socketPath: string, options: ControlCallOptions): Control
   };
 }
 
+/** Nothing answers on the control socket (no file there, or nobody listening). */
+export class DaemonNotRunningError extends DaemonError {}
+
 function notRunning(socketPath: string, cause?: unknown): DaemonError {
-  return new DaemonError(`no terminal-agent daemon is running (nothing answers on ${socketPath}); start it with 'systemctl start terminal-agent' or 'terminal-agent run', or check control.socket in the config`, { cause, details: { socket: socketPath } });
+  return new DaemonNotRunningError(`no terminal-agent daemon is running (nothing answers on ${socketPath}); start it with 'systemctl start terminal-agent' or 'terminal-agent run', or check control.socket in the config`, { cause, details: { socket: socketPath } });
 }
 
 type ErrorCtor = new (message: string, options?: { details?: Record<string, unknown>; status?: number; operation?: string }) => AgentError;

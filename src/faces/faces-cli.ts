@@ -4,7 +4,7 @@ import type { DestinationStream } from 'pino';
 import type { CliContext, ParsedArgs } from '../cli/command.js';
 import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js';
 import { clientFromConfig, loadLocalConfig } from '../cli/api-client.js';
-import { tryConnectControl } from '../control/control-client.js';
+import { stateDirOf } from '../config/state-dir.js';
 import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import { FACE_SYNC_ANSWER_MARGIN_MS, faceSyncDeadlineMs } from './sync-deadline.js';
@@ -12,7 +12,6 @@ import { readCachedFaces, type CachedFaceView } from './read-cache.js';
 import type { SyncReport } from './types.js';
 import { openLiveArea } from '../cli/live-area.js';
 import { syncProgressLine, type SyncProgressView } from '../cli/progress-format.js';
-import { openEventStream } from '../events/sse-client.js';
 import { createEventBus, type AgentEvent } from '../events/event-bus.js';
 
 // The face-sync side of `faces list --cached` and `faces sync` (wired in src/cli/faces-commands.ts).
@@ -27,10 +26,11 @@ const CACHED_COLUMNS: Column<CachedFaceView>[] = [
 
 /** `faces list --cached`: agent.db under the configured state_dir, read-only, no network. */
 export async function listCachedCommand(args: ParsedArgs, ctx: CliContext): Promise<void> {
-  const config = await loadLocalConfig(args, ctx);
-  const faces = readCachedFaces(config.state_dir);
+  // Only state_dir is needed: from a plain config without YAML or zod, else from the full load.
+  const stateDir = (await stateDirOf(args.global.configPath, ctx.cwd)) ?? (await loadLocalConfig(args, ctx)).state_dir;
+  const faces = readCachedFaces(stateDir);
   if (args.global.json) return writeJson(ctx, faces);
-  writeTable(ctx, faces, CACHED_COLUMNS, `(no faces cached in ${join(config.state_dir, 'faces')})`);
+  writeTable(ctx, faces, CACHED_COLUMNS, `(no faces cached in ${join(stateDir, 'faces')})`);
 }
 
 /**
@@ -42,6 +42,8 @@ export async function syncCommand(args: ParsedArgs, ctx: CliContext): Promise<nu
   let report: SyncReport;
   let via: 'daemon' | 'local';
   const progress = await syncProgress(ctx, args.global.json);
+  // The control client and the event stream (node:http) only for this command: `faces list --cached` stays light.
+  const [{ tryConnectControl }, { openEventStream }] = await Promise.all([import('../control/control-client.js'), import('../events/sse-client.js')]);
   try {
     // The daemon cuts a pass at faceSyncDeadlineMs: wait that long and a little, not a fixed 10 min.
     const control = await tryConnectControl(session.config.control.socket, { timeoutMs: faceSyncDeadlineMs(session.config.service) + FACE_SYNC_ANSWER_MARGIN_MS });

@@ -124,7 +124,8 @@ describe('what each CLI command loads at start-up', () => {
     expect(r.stdout).toMatch(/running, up /);
     // Nor the config schema, nor the YAML library for a plain config: the socket's path is all it
     // needs from the config file.
-    expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3|zod|yaml)\//, /^src\/config\/schema\.ts$/])).toEqual([]);
+    // Nor the service commands' shared helpers (image and name checks): one file read is ~0.5 ms.
+    expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3|zod|yaml)\//, /^src\/config\/schema\.ts$/, /^src\/cli\/api-client\.ts$/, /^src\/client\//])).toEqual([]);
   });
 
   it('status with a config file that no longer validates still asks the daemon at its socket; with no daemon there it reports the problem (exit 78)', async () => {
@@ -151,7 +152,10 @@ describe('what each CLI command loads at start-up', () => {
 
     const cached = await traceCli('faces-cached', ['faces', 'list', '--cached', '--config', files.configPath]);
     expect(cached.code, cached.stderr).toBe(0);
-    // Nor the logger: it reads the database and prints.
-    expect(loadedOf(cached.modules, [...HEAVY, /^node_modules\/pino\//])).toEqual([]);
+    // Nor the logger: it reads the database and prints. Nor, for a plain config, the YAML library
+    // and the schema (state_dir is all it needs), nor the control client or the event stream (node:http).
+    expect(loadedOf(cached.modules, [...HEAVY, /^node_modules\/(pino|zod|yaml)\//, /^src\/config\/(schema|load-config)\.ts$/, /^src\/(control\/control-client|events\/sse-client)\.ts$/,
+      // nor the faces API's checks or the atomic file writes (node:crypto), which only other faces commands use.
+      /^src\/(client\/faces-api|util\/fs-atomic)\.ts$/])).toEqual([]);
   });
 });

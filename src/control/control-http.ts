@@ -1,0 +1,103 @@
+import { connect } from 'node:net';
+
+// One HTTP/1.1 exchange with the daemon's control socket, on a socket of its own, without
+// node:http. A CLI call through the socket must cost little more than the round trip, and
+// node:http's client (its modules, a request object, the parser, an AbortSignal timer) cost a
+// `status` about as much CPU as all the rest of the command. The daemon's side is node's own
+// HTTP server: the request says `Connection: close`, the answer is read to its Content-Length (or
+// to the end, chunked or not) and the socket closed.
+
+export interface ControlResponse {
+  status: number;
+  text: string;
+}
+
+/** The call took longer than its deadline. */
+export class ControlTimeout extends Error {}
+
+const HEAD_END = Buffer.from('\r\n\r\n');
+
+export function controlRequest(socketPath: string, method: string, path: string, payload: string | undefined, timeoutMs: number): Promise<ControlResponse> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(socketPath);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (err: Error | undefined, res?: ControlResponse) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      if (err) reject(err);
+      else resolve(res!);
+    };
+    const settle = (ended: boolean) => {
+      try {
+        const res = parseResponse(Buffer.concat(chunks, size), ended);
+        if (res) finish(undefined, res);
+      } catch (err) {
+        finish(err as Error);
+      }
+    };
+    const timer = setTimeout(() => finish(new ControlTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    socket.on('connect', () => {
+      const body = payload === undefined ? '' : payload;
+      const head = `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n`
+        + (payload === undefined ? '' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`);
+      socket.write(`${head}\r\n${body}`);
+    });
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      // Done as soon as the announced length is in: a server that keeps the socket open costs nothing.
+      settle(false);
+    });
+    socket.on('end', () => settle(true));
+    socket.on('error', (err) => finish(err));
+  });
+}
+
+/** The response when it is complete (at the end of the stream, `ended`), else null. */
+function parseResponse(buf: Buffer, ended: boolean): ControlResponse | null {
+  const headEnd = buf.indexOf(HEAD_END);
+  if (headEnd < 0) {
+    if (ended) throw new Error('the answer is not HTTP');
+    return null;
+  }
+  const lines = buf.subarray(0, headEnd).toString('latin1').split('\r\n');
+  const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '');
+  if (!m) throw new Error('the answer is not HTTP');
+  const headers = new Map<string, string>();
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  let body = buf.subarray(headEnd + HEAD_END.length);
+  const length = headers.get('content-length');
+  if (/chunked/i.test(headers.get('transfer-encoding') ?? '')) {
+    if (!ended) return null;
+    body = dechunk(body);
+  } else if (length !== undefined && /^\d+$/.test(length)) {
+    if (body.length < Number(length)) {
+      if (ended) throw new Error('the connection closed before a whole answer came');
+      return null;
+    }
+    body = body.subarray(0, Number(length));
+  } else if (!ended) return null;
+  return { status: Number(m[1]), text: body.toString('utf8') };
+}
+
+function dechunk(buf: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const lineEnd = buf.indexOf('\r\n', at);
+    if (lineEnd < 0) throw new Error('the connection closed before a whole answer came');
+    const n = parseInt(buf.subarray(at, lineEnd).toString('latin1'), 16);
+    if (!Number.isFinite(n)) throw new Error('a malformed chunked answer');
+    if (n === 0) return Buffer.concat(parts);
+    if (lineEnd + 2 + n > buf.length) throw new Error('the connection closed before a whole answer came');
+    parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + n));
+    at = lineEnd + 2 + n + 2;
+  }
+}
