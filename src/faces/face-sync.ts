@@ -273,11 +273,13 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     indexVer = ensured.version;
     if (ensured.rewritten) log.info({ index: files.indexPath }, 'face index rewritten from agent.db');
     indexDirty = false;
+    // A crash during a sync left its published downloads in faces/: back to the staging folder first.
+    await staging.unpublish((f) => store.isNamed(f));
     const strays = await files.removeStrays(store.allRows());
     if (strays > 0) log.info({ files: strays }, 'removed leftover files from an interrupted face sync');
     // Downloads kept by a sync that failed before the restart: drop the stale and the unrecorded
     // ones now (those the listing no longer names go at the next sync, which also checks hashes).
-    const kept = (await staging.load()).size;
+    const kept = (await staging.load(undefined, (f) => store.isNamed(f))).size;
     if (kept > 0) log.info({ images: kept }, 'kept face image downloads from an unfinished sync will be used by the next sync');
     cachedCount = store.countServed();
     metrics.cached(cachedCount);

@@ -1,5 +1,6 @@
-import { rm } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { rename, rm } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { imageFileName } from './cache-files.js';
 import type { Logger } from 'pino';
 import { downloadImage, type DownloadContext, type ImageJob, type ImageOutcome } from './image-download.js';
 import type { StagedImage, Staging } from './staging.js';
@@ -11,6 +12,13 @@ import type { StagedImage, Staging } from './staging.js';
 export interface FetchJob extends ImageJob {
   /** A download kept from a failed pass. */
   staged?: StagedImage;
+  /**
+   * The face has no image in the cache, so no row or index names any `faces/<face_id>.*`: its
+   * download is written in `faces/` and renamed to its final name as soon as it is checked, while
+   * the others download (the commit then renames nothing). Until the commit names it, it is a
+   * kept download like any other (staging.ts).
+   */
+  publish?: boolean;
 }
 
 export interface FetchContext extends DownloadContext {
@@ -21,6 +29,8 @@ export interface FetchContext extends DownloadContext {
   recheckMs: number;
   /** Counts kept downloads used. */
   onReuse: () => void;
+  /** The cache folder (`faces/`), where jobs with `publish` write. */
+  cacheDir: string;
 }
 
 export async function fetchImage(ctx: FetchContext, job: FetchJob): Promise<ImageOutcome> {
@@ -41,7 +51,8 @@ export async function fetchImage(ctx: FetchContext, job: FetchJob): Promise<Imag
     ctx.logger.warn({ face_id: job.faceId, file: s.file }, 'a kept face image download does not match its record (size or sha256); it is downloaded again');
     await ctx.staging.discard([s]);
   }
-  return record(ctx, job, await downloadImage(ctx, job));
+  // Same folder as the final name: the rename that publishes it is the cheap, same-directory kind.
+  return record(ctx, job, await downloadImage(job.publish ? { ...ctx, dir: ctx.cacheDir } : ctx, job));
 }
 
 async function useStaged(ctx: FetchContext, s: StagedImage, prevSha256: string | null | undefined, checkedAt: number): Promise<ImageOutcome> {
@@ -60,8 +71,21 @@ async function record(ctx: FetchContext, job: FetchJob, res: ImageOutcome): Prom
     await rm(res.tmp, { force: true });
     return { kind: 'unchanged', etag: res.etag, lastModified: res.lastModified };
   }
+  let file = basename(res.tmp);
+  if (job.publish) {
+    // Not durable yet, and named by nothing: the syncfs before the commit covers it (durability.ts).
+    file = imageFileName(job.faceId, res.ext);
+    const path = join(ctx.cacheDir, file);
+    try {
+      await rename(res.tmp, path);
+    } catch (err) {
+      await rm(res.tmp, { force: true });
+      throw err;
+    }
+    res = { ...res, tmp: path };
+  }
   ctx.staging.add({
-    face_id: job.faceId, file: basename(res.tmp), ext: res.ext, sha256: res.sha256, bytes: res.bytes,
+    face_id: job.faceId, file, ext: res.ext, sha256: res.sha256, bytes: res.bytes,
     etag: res.etag, last_modified: res.lastModified, fetched_at: ctx.nowMs,
   });
   return res;

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { readdir, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { inTransaction, type Db } from '../db/database.js';
+import { makeDir } from '../util/make-dir.js';
 
 // Downloads kept across a failed sync. A sync downloads new images into `faces/.staging/` and
 // renames them into `faces/` only when the whole pass commits; if the pass fails (network drop,
@@ -13,6 +14,11 @@ import { inTransaction, type Db } from '../db/database.js';
 // Bounds: one entry per face (face_id is the key), only for faces still listed, at most maxAgeMs
 // old, and all of it is dropped by the next pass that commits. A file is used again only after
 // its size (and, unless this process wrote or checked it, its sha256) matches the record.
+// A new face's download is published at once (image-fetch.ts): renamed to its final name in
+// `faces/` while the others download, so that the commit has no renames left. Such a record's
+// file is that name (`<face_id>.<ext>`, no leading dot): no row and no index names it until the
+// commit, which also clears the records. A pass that fails, and the start after a crash, move
+// them back here (unpublish): outside a running pass `faces/` holds only what index.json names.
 
 export const STAGING_DIR = '.staging';
 /** Kept downloads older than this are thrown away. */
@@ -58,7 +64,8 @@ export function createStaging(deps: StagingDeps) {
   /** Files this process wrote or hashed: checking their size is enough. Empty when nothing is staged. */
   const trusted = new Set<string>();
 
-  const pathOf = (file: string) => join(dir, file);
+  const cacheDir = dirname(dir);
+  const pathOf = (file: string) => join(isPublished(file) ? cacheDir : dir, file);
 
   function flush(): void {
     if (pending.length === 0) return;
@@ -71,14 +78,15 @@ export function createStaging(deps: StagingDeps) {
     });
   }
 
-  async function discard(entries: readonly StagedImage[]): Promise<void> {
+  /** Drops the records; their files too, unless `keepFiles` (a published file a row now names). */
+  async function discard(entries: readonly StagedImage[], keepFiles = false): Promise<void> {
     if (entries.length === 0) return;
     inTransaction(db, () => {
       for (const s of entries) remove.run(s.face_id, s.file);
     });
     for (const s of entries) {
       trusted.delete(s.file);
-      await rm(pathOf(s.file), { force: true });
+      if (!keepFiles) await rm(pathOf(s.file), { force: true });
     }
   }
 
@@ -88,20 +96,25 @@ export function createStaging(deps: StagingDeps) {
     /**
      * The kept downloads worth using: drops those older than maxAgeMs, those `keep` refuses
      * (faces no longer listed, faces to re-fetch anyway), rows whose file is gone, and files no
-     * row names (a crash between a download and its record).
+     * row names (a crash between a download and its record). A published file that a row of the
+     * cache now names (`nameTaken`: an enrollment seeded it meanwhile) loses its record, not its file.
      */
-    async load(keep: (s: StagedImage) => boolean = () => true): Promise<Map<string, StagedImage>> {
+    async load(keep: (s: StagedImage) => boolean = () => true, nameTaken: (file: string) => boolean = () => false): Promise<Map<string, StagedImage>> {
       const kept = new Map<string, StagedImage>();
       if (!rowsMayExist) return kept;
       flush();
       const rows = all.all();
       const present = new Set(await readdir(dir).catch(() => [] as string[]));
+      const published = rows.some((s) => isPublished(s.file)) ? new Set(await readdir(cacheDir).catch(() => [] as string[])) : present;
       const drop: StagedImage[] = [];
+      const taken: StagedImage[] = [];
       const oldest = deps.now() - maxAgeMs;
       for (const s of rows) {
-        if (s.fetched_at >= oldest && present.has(s.file) && keep(s)) kept.set(s.face_id, s);
+        if (isPublished(s.file) && nameTaken(s.file)) taken.push(s);
+        else if (s.fetched_at >= oldest && (isPublished(s.file) ? published : present).has(s.file) && keep(s)) kept.set(s.face_id, s);
         else drop.push(s);
       }
+      await discard(taken, true);
       await discard(drop);
       const named = new Set(rows.map((s) => s.file));
       let strays = 0;
@@ -123,6 +136,38 @@ export function createStaging(deps: StagingDeps) {
     },
     /** Writes the records not written yet (a pass is failing: keep what it downloaded). */
     flush,
+    /**
+     * Moves the recorded downloads published in `faces/` back into the staging folder (a pass
+     * failed, or the agent starts after a crash). One that a row of the cache names meanwhile
+     * (`nameTaken`) loses its record, not its file; one whose file is gone is dropped by load().
+     * Returns how many were moved.
+     */
+    async unpublish(nameTaken: (file: string) => boolean): Promise<number> {
+      if (!rowsMayExist && pending.length === 0) return 0;
+      flush();
+      const published = all.all().filter((s) => isPublished(s.file));
+      if (published.length === 0) return 0;
+      await discard(published.filter((s) => nameTaken(s.file)), true);
+      await makeDir(dir);
+      const moved: StagedImage[] = [];
+      for (const s of published) {
+        if (nameTaken(s.file)) continue;
+        const file = `.${s.face_id}.img.${Math.floor(Math.random() * 0x1_0000_0000).toString(16).padStart(8, '0')}.tmp`;
+        const ok = await rename(pathOf(s.file), join(dir, file)).then(() => true, (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') logger.warn({ err: err.message, file: s.file }, 'could not move a kept face download back into the staging folder');
+          return false;
+        });
+        if (!ok) continue;
+        if (trusted.delete(s.file)) trusted.add(file);
+        moved.push({ ...s, file });
+      }
+      // A crash before this leaves records naming the old places: load() drops them and the moved
+      // files are unrecorded strays there (one download lost, nothing torn).
+      inTransaction(db, () => {
+        for (const s of moved) put.run(s);
+      });
+      return moved.length;
+    },
     discard,
     /** Whether the next commit must clear face_staging (run clearRows inside it). */
     dirty(): boolean {
@@ -152,6 +197,11 @@ export function createStaging(deps: StagingDeps) {
 }
 
 export type Staging = ReturnType<typeof createStaging>;
+
+/** A published download's file (`<face_id>.<ext>`), not a temp name in the staging folder. */
+function isPublished(file: string): boolean {
+  return !file.startsWith('.');
+}
 
 async function hashFile(path: string): Promise<string> {
   const hash = createHash('sha256');

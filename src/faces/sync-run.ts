@@ -98,7 +98,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   });
   const rows = ctx.store.rowMap();
   // Downloads kept by a failed pass, for faces still listed; a face this agent changed is fetched anew.
-  const staged = await ctx.staging.load((st) => remote.has(st.face_id) && !ctx.forced.has(st.face_id));
+  const staged = await ctx.staging.load((st) => remote.has(st.face_id) && !ctx.forced.has(st.face_id), (file) => ctx.store.isNamed(file));
 
   // Phase 1: plan.
   const jobs: FetchJob[] = [];
@@ -106,7 +106,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   for (const id of remote.keys()) {
     const prev = rows.get(id);
     const kept = staged.get(id);
-    if (!prev || prev.image_file === null) jobs.push({ faceId: id, ...(kept ? { staged: kept } : {}) });
+    if (!prev || prev.image_file === null) jobs.push({ faceId: id, publish: true, ...(kept ? { staged: kept } : {}) });
     else if (ctx.forced.has(id)) jobs.push({ faceId: id, prevSha256: prev.image_sha256 });
     else if (kept) {
       // A re-check that a failed pass already answered with a new image: usually no request.
@@ -137,7 +137,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   const room = ctx.disk ? createRoomPool(ctx.disk, 'face image downloads') : undefined;
   const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger);
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
-    client: ctx.client, dir: ctx.staging.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
+    client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
     ...(ctx.disk ? { disk: ctx.disk } : {}), ...(room ? { room } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
@@ -158,7 +158,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     // failed, the finished ones stay (above the floor) so that the next pass does not fetch them
     // again; a pass that re-downloaded everything up to the floor each retry would cost the
     // bandwidth and the SD card's wear for nothing.
-    keepDownloads(ctx);
+    await keepDownloads(ctx);
     throw error;
   }
   t.downloaded = performance.now();
@@ -232,7 +232,8 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     t.durable = performance.now();
     // A rename that fails leaves already-renamed new images as strays (removed at start-up), the
     // rows, index and old images untouched, and the other downloads kept for the next pass.
-    const { error: renameError } = await runPool(renames, 4, ctx.signal, async ([tmp, file]) => {
+    // Published downloads (image-fetch.ts) are in place already.
+    const { error: renameError } = await runPool(renames.filter(([tmp, file]) => tmp !== ctx.files.pathOf(file)), 4, ctx.signal, async ([tmp, file]) => {
       await commitTemp(tmp, ctx.files.pathOf(file), false);
     });
     if (renameError !== undefined) throw renameError;
@@ -240,7 +241,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     t.renamed = performance.now();
     ctx.store.commit({ upserts, deletes, ...(clearStaging ? { also: () => ctx.staging.clearRows() } : {}) });
   } catch (err) {
-    keepDownloads(ctx);
+    await keepDownloads(ctx);
     throw err;
   }
   t.committed = performance.now();
@@ -259,10 +260,14 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, indexVersion, obsolete, skipped };
 }
 
-/** The pass is failing: record its downloads so that the next pass (or a restarted agent) uses them. */
-function keepDownloads(ctx: SyncPassContext): void {
+/**
+ * The pass is failing: record its downloads so that the next pass (or a restarted agent) uses
+ * them, and take those it published out of `faces/` (nothing names them).
+ */
+async function keepDownloads(ctx: SyncPassContext): Promise<void> {
   try {
     ctx.staging.flush();
+    await ctx.staging.unpublish((file) => ctx.store.isNamed(file));
   } catch (err) {
     ctx.logger.warn({ err: (err as Error).message }, 'could not record the downloads of the failed face sync; the next sync downloads them again');
   }

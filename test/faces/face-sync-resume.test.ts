@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { statSync, writeFileSync } from 'node:fs';
+import { renameSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { firstRecheckAt, pickRechecks, rechecksPerPass, MIN_RECHECKS_PER_PASS } from '../../src/faces/recheck.js';
@@ -57,6 +57,35 @@ describe('face sync keeps the downloads of a failed pass', () => {
     expect(imageRequests(h.emu)).toBe(2); // the missing one and the damaged one
     expect(expectIndexMatchesServer(h.facesDir, h.emu)).toHaveLength(6);
     expect(h.log.lines.some((l) => String(l.msg).includes('does not match its record'))).toBe(true);
+  });
+
+  it('a crash while downloads were published in faces/ under their final names: the restart hides them again and uses them', async () => {
+    const { h, sync, faces, last } = await failedFirstSync();
+    await sync.stop();
+    // What kill -9 during the pass leaves: recorded downloads already renamed to faces/<face_id>.jpg
+    // (image-fetch.ts publishes a new face's image as soon as it is checked), named by no row.
+    const rows = h.db.prepare('SELECT face_id, file FROM face_staging').all() as Array<{ face_id: string; file: string }>;
+    expect(rows).toHaveLength(5);
+    for (const r of rows.slice(0, 3)) {
+      renameSync(join(h.facesDir, '.staging', r.file), join(h.facesDir, `${r.face_id}.jpg`));
+      h.db.prepare('UPDATE face_staging SET file = ? WHERE face_id = ?').run(`${r.face_id}.jpg`, r.face_id);
+    }
+    expect(Object.keys(snapshot(h.facesDir).files)).toHaveLength(3);
+
+    h.emu.faults.add({ method: 'GET', path: `/v1/api/faces/${last.face_id}/image`, action: 'drop-body', times: 50 });
+    const restarted = h.make();
+    await restarted.start();
+    // Before any sync: faces/ holds only what index.json names again (nothing), the five are kept.
+    expect(Object.keys(snapshot(h.facesDir).files).sort()).toEqual(['index.json', 'index.version']);
+    expect(JSON.parse(snapshot(h.facesDir).index!)).toEqual([]);
+    expect(Object.keys(staged(h.facesDir))).toHaveLength(5);
+    h.emu.faults.clear();
+    h.emu.clearRequests();
+    const report = await restarted.syncNow();
+    expect(report).toMatchObject({ ok: true, added: 6, image_requests: 1 });
+    expect(expectIndexMatchesServer(h.facesDir, h.emu)).toHaveLength(faces.length);
+    expect(staged(h.facesDir)).toEqual({});
+    await restarted.stop();
   });
 
   it('drops kept downloads of faces deleted on the server meanwhile, and those older than the age bound', async () => {
