@@ -30,6 +30,16 @@ export function isValidFaceId(faceId: string): boolean {
   return FACE_ID.test(faceId);
 }
 
+/**
+ * A temp name for a face image download, `.<face_id>.img.<8 hex>.tmp` (the shape of fs-atomic's
+ * tempPathFor), for a download (image-download.ts, opened with 'wx': a clash is refused and
+ * retried) and for one moved back into the staging folder (staging.ts unpublish). Math.random, not
+ * crypto: the name needs no secrecy.
+ */
+export function downloadTempName(faceId: string): string {
+  return `.${faceId}.img.${Math.floor(Math.random() * 0x1_0000_0000).toString(16).padStart(8, '0')}.tmp`;
+}
+
 export function imageFileName(faceId: string, ext: string): string {
   return `${faceId}.${ext}`;
 }

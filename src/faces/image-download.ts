@@ -6,6 +6,7 @@ import {
   AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError, TimeoutError,
 } from '../errors.js';
 import { ImageTap, extensionFor } from './image-check.js';
+import { downloadTempName } from './cache-files.js';
 import type { DiskFloor, Reservation } from '../disk/disk-floor.js';
 import type { RoomPool } from './room-pool.js';
 
@@ -172,14 +173,10 @@ async function writeTemp(
   return { tmp, bytes: tap.bytes };
 }
 
-/**
- * A new temp file `.<face_id>.img.<8 hex>.tmp` in the staging folder (the shape of fs-atomic's
- * tempPathFor). Math.random, not crypto: the name needs no secrecy, and 'wx' refuses a clash,
- * which is retried with another name.
- */
+/** A new temp file (cache-files.ts downloadTempName) in the staging folder; a clash is retried with another name. */
 async function openTemp(dir: string, faceId: string): Promise<{ fd: number; tmp: string }> {
   for (let attempt = 1; ; attempt++) {
-    const tmp = `${dir}/.${faceId}.img.${Math.floor(Math.random() * 0x1_0000_0000).toString(16).padStart(8, '0')}.tmp`;
+    const tmp = `${dir}/${downloadTempName(faceId)}`;
     try {
       const fd = await new Promise<number>((resolve, reject) => open(tmp, 'wx', 0o644, (err, f) => (err ? reject(err) : resolve(f))));
       return { fd, tmp };

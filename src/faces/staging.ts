@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { inTransaction, type Db } from '../db/database.js';
 import { makeDir } from '../util/make-dir.js';
+import { downloadTempName } from './cache-files.js';
 
 // Downloads kept across a failed sync. A sync downloads new images into `faces/.staging/` and
 // renames them into `faces/` only when the whole pass commits; if the pass fails (network drop,
@@ -152,7 +153,7 @@ export function createStaging(deps: StagingDeps) {
       const moved: StagedImage[] = [];
       for (const s of published) {
         if (nameTaken(s.file)) continue;
-        const file = `.${s.face_id}.img.${Math.floor(Math.random() * 0x1_0000_0000).toString(16).padStart(8, '0')}.tmp`;
+        const file = downloadTempName(s.face_id);
         const ok = await rename(pathOf(s.file), join(dir, file)).then(() => true, (err: NodeJS.ErrnoException) => {
           if (err.code !== 'ENOENT') logger.warn({ err: err.message, file: s.file }, 'could not move a kept face download back into the staging folder');
           return false;
