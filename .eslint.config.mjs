@@ -15,4 +15,14 @@ export default tseslint.config(
     },
   },
   { files: ['src/main.ts', 'test/**'], rules: { 'no-restricted-properties': 'off' } },
+  {
+    // Capability folders depend downwards: cli/ calls into them, never the reverse.
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**', 'src/main.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/cli/*'], message: 'A capability folder never imports cli/: move the CLI side into src/cli/.' }],
+      }],
+    },
+  },
 );

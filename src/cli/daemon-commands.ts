@@ -21,7 +21,7 @@ Logs go to the journal with priorities and fields under systemd (log.format), el
     async run(args, ctx) {
       const [{ loadConfig }, { makeDaemonEnv }, { runDaemon }] = await Promise.all([
         import('../config/load-config.js'),
-        import('../daemon/daemon-env.js'),
+        import('./daemon-env.js'),
         import('../daemon/daemon.js'),
       ]);
       const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
@@ -34,7 +34,7 @@ Logs go to the journal with priorities and fields under systemd (log.format), el
     summary: 'starts the emulator and the daemon together in ./demo/ with a generated config, prints what to try',
     description: 'Everything lives in ./demo/ (config, state, enrollment folders, logs). Ctrl-C stops both.',
     async run(_args, ctx) {
-      const { runDemo } = await import('../daemon/demo.js');
+      const { runDemo } = await import('./demo.js');
       return runDemo(ctx);
     },
   },
@@ -73,7 +73,7 @@ Logs go to the journal with priorities and fields under systemd (log.format), el
     path: ['doctor'],
     summary: 'checks config, both base URLs (DNS, TLS, credentials), folders, audio output and input; one line each',
     async run(args, ctx) {
-      const { runDoctor } = await import('../daemon/doctor.js');
+      const { runDoctor } = await import('./doctor.js');
       return runDoctor(ctx, args.global.configPath, args.global.json);
     },
   },

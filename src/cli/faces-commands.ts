@@ -63,7 +63,7 @@ const list: CommandSpec = {
   summary: "list the terminal group's face records",
   positionals: { min: 0, max: 0 },
   options: { cached: { type: 'boolean', description: 'read the local face cache (state_dir), with no network' } },
-  run: async (args, ctx) => args.values.cached === true ? (await import('../faces/faces-cli.js')).listCachedCommand(args, ctx) : withClient(args, ctx, async ({ client, call }) => {
+  run: async (args, ctx) => args.values.cached === true ? (await import('./faces-cache-commands.js')).listCachedCommand(args, ctx) : withClient(args, ctx, async ({ client, call }) => {
     const faces = await client.listFaces(call);
     for (const line of await skippedLines(faces.skipped)) writeErr(ctx, line);
     if (args.global.json) return writeJson(ctx, faces);
@@ -176,7 +176,7 @@ const sync: CommandSpec = {
   path: ['faces', 'sync'],
   summary: 'sync the local face cache now (through the running daemon, else in this process)',
   positionals: { min: 0, max: 0 },
-  run: async (args, ctx) => (await import('../faces/faces-cli.js')).syncCommand(args, ctx),
+  run: async (args, ctx) => (await import('./faces-cache-commands.js')).syncCommand(args, ctx),
 };
 
 export const facesCommands: CommandSpec[] = [list, show, add, update, del, image, sync];

@@ -5,8 +5,8 @@ import { writeJson, writeLine, writeTable, type Column, writeErr } from './outpu
 import { listEveryVoice, VOICE_PAGE_SIZE } from '../client/voice-catalogue.js';
 import { checkNameArg, intOption, withClient } from './api-client.js';
 import { checkWavFile } from '../voiceprint/wav-check.js';
-import { deleteAndForget, keepRegistered, voiceprintCommands } from '../voiceprint/voiceprint-cli.js';
-import { speakerListCommands } from '../enroll/speaker-cli.js';
+import { deleteAndForget, keepRegistered, voiceprintCommands } from './voiceprint-commands.js';
+import { speakerListCommands } from './speaker-commands.js';
 import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client/types.js';
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-limits.js';
 import { InvalidInputError, TimeoutError, UsageError } from '../errors.js';

@@ -44,7 +44,7 @@ async function traceCli(
   return { ...r, modules: modulesOf(traceFile) };
 }
 
-const DAEMON = /^src\/daemon\/(daemon|agent|components|daemon-env)\.ts$/;
+const DAEMON = /^src\/(daemon\/(daemon|agent|components)|cli\/daemon-env)\.ts$/;
 const EMULATOR = /^src\/emulator\//;
 const UNDICI = /^node_modules\/undici\//;
 const HTTP_CLIENT = /^src\/client\/(http-core|node-transport|proxy-transport)\.ts$/;

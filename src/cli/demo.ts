@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import { pino } from 'pino';
-import type { CliContext } from '../cli/command.js';
-import { writeLine } from '../cli/output.js';
+import type { CliContext } from './command.js';
+import { writeLine } from './output.js';
 import { startEmulator, type Emulator, type TerminalCredential } from '../emulator/index.js';
 import { loadConfig } from '../config/load-config.js';
 import { encodeWav } from '../audio/wav.js';
 import { makeDaemonEnv } from './daemon-env.js';
-import { startDaemon } from './daemon.js';
-import { faceImagePng, SAMPLE_FACES } from './sample-images.js';
+import { startDaemon } from '../daemon/daemon.js';
+import { faceImagePng, SAMPLE_FACES } from '../daemon/sample-images.js';
 import { makeDir } from '../util/make-dir.js';
 
 // `terminal-agent demo`: the emulator and the daemon in one process, everything under ./demo/, so

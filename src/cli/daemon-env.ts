@@ -1,11 +1,11 @@
 import type { DestinationStream } from 'pino';
-import type { CliContext } from '../cli/command.js';
+import type { CliContext } from './command.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { loadConfig, configSecrets } from '../config/load-config.js';
 import type { AgentConfig } from '../config/schema.js';
 import { createServiceClient } from '../client/service-client.js';
 import { userAgent } from '../version.js';
-import type { DaemonEnv } from './daemon.js';
+import type { DaemonEnv } from '../daemon/daemon.js';
 import { createJournalDestination, journalTarget } from '../log/journal-destination.js';
 
 // Everything the daemon takes from the outside world, gathered from the CLI context in one place.

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CommandSpec } from '../cli/command.js';
-import { writeJson, writeTable, type Column } from '../cli/output.js';
-import { loadLocalConfig } from '../cli/api-client.js';
-import { createSpeakerRegistry, speakerStatusText, type SpeakerRow } from './speaker-registry.js';
+import type { CommandSpec } from './command.js';
+import { writeJson, writeTable, type Column } from './output.js';
+import { loadLocalConfig } from './api-client.js';
+import { createSpeakerRegistry, speakerStatusText, type SpeakerRow } from '../enroll/speaker-registry.js';
 
 // `speaker list`: the trained speakers this terminal asked for, from agent.db (the API has no list
 // call). Read-only, so it runs beside the daemon and needs no network.

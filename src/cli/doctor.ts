@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path';
-import type { CliContext } from '../cli/command.js';
-import { writeJson, writeLine } from '../cli/output.js';
+import type { CliContext } from './command.js';
+import { writeJson, writeLine } from './output.js';
 import { loadConfigDetailed } from '../config/load-config.js';
 import { createServiceClient } from '../client/service-client.js';
 import { silentLogger } from '../log/logger.js';
@@ -10,7 +10,7 @@ import { daemonAnswers } from '../control/control-client.js';
 import {
   checkApiKey, checkConnect, checkDiskFloor, checkDns, checkInputDevice, checkOutputDevice, checkProgram,
   checkTerminalSecret, checkWritable, type CheckResult,
-} from './doctor-checks.js';
+} from '../daemon/doctor-checks.js';
 
 // `terminal-agent doctor`: every check in order, one line each with the fix; exit 78 when the config
 // itself is wrong (nothing else can be checked), 1 when any other check fails, 0 when all pass.

@@ -6,7 +6,7 @@ import { tmpDir } from '../helpers/tmp.js';
 import { TEST_TERMINAL_SECRET } from '../helpers/config.js';
 import { createControlServer } from '../../src/control/control-server.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { GROUP, harness, jpeg, listRequests, readIndex } from './face-fixtures.js';
+import { GROUP, harness, jpeg, listRequests, readIndex } from '../faces/face-fixtures.js';
 import type { Emulator } from '../helpers/emulator.js';
 
 // The CLI as an operator runs it (node dist/main.js; build first with `npx tsc -p tsconfig.json`).

@@ -1,20 +1,20 @@
 import { escapeControls } from '../util/terminal-text.js';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
-import type { CliContext, ParsedArgs } from '../cli/command.js';
-import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js';
-import { clientFromConfig, loadLocalConfig } from '../cli/api-client.js';
+import type { CliContext, ParsedArgs } from './command.js';
+import { writeJson, writeLine, writeTable, type Column } from './output.js';
+import { clientFromConfig, loadLocalConfig } from './api-client.js';
 import { stateDirOf } from '../config/state-dir.js';
 import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
-import { FACE_SYNC_ANSWER_MARGIN_MS, faceSyncDeadlineMs } from './sync-deadline.js';
-import { readCachedFaces, type CachedFaceView } from './read-cache.js';
-import type { SyncReport } from './types.js';
-import { openLiveArea } from '../cli/live-area.js';
-import { syncProgressLine, type SyncProgressView } from '../cli/progress-format.js';
+import { FACE_SYNC_ANSWER_MARGIN_MS, faceSyncDeadlineMs } from '../faces/sync-deadline.js';
+import { readCachedFaces, type CachedFaceView } from '../faces/read-cache.js';
+import type { SyncReport } from '../faces/types.js';
+import { openLiveArea } from './live-area.js';
+import { syncProgressLine, type SyncProgressView } from './progress-format.js';
 import { createEventBus, type AgentEvent } from '../events/event-bus.js';
 
-// The face-sync side of `faces list --cached` and `faces sync` (wired in src/cli/faces-commands.ts).
+// `faces list --cached` and `faces sync`: the CLI side of the face cache (wired in faces-commands.ts).
 
 const CACHED_COLUMNS: Column<CachedFaceView>[] = [
   { header: 'face_id', value: (f) => f.face_id },
@@ -103,7 +103,7 @@ async function syncOnce(session: Awaited<ReturnType<typeof clientFromConfig>>, c
     import('../config/load-config.js'),
     import('../log/logger.js'),
     import('../db/database.js'),
-    import('./face-sync.js'),
+    import('../faces/face-sync.js'),
   ]);
   const logger = createLogger({ level: 'warn', destination: ctx.io.stderr as unknown as DestinationStream, secrets: () => configSecrets(config) });
   const db = openDatabase({ path: join(config.state_dir, 'agent.db') });

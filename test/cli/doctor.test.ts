@@ -6,7 +6,7 @@ import { tmpDir } from '../helpers/tmp.js';
 import { runCliProcess } from '../helpers/cli.js';
 import { makeTestAlsa } from '../helpers/alsa.js';
 import { alsaCaptureDevice } from '../helpers/alsa-capture.js';
-import { daemonFiles } from './daemon-harness.js';
+import { daemonFiles } from '../daemon/daemon-harness.js';
 import { checkWritable } from '../../src/daemon/doctor-checks.js';
 
 // doctor against a real emulator and real ALSA devices with no sound card: the `null` plugin as

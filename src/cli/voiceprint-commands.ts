@@ -1,24 +1,24 @@
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import type { CliContext, CommandSpec, ParsedArgs } from '../cli/command.js';
-import { stringOpt } from '../cli/command.js';
-import { writeJson, writeLine, writeTable, type Column } from '../cli/output.js';
-import { loadLocalConfig, withClient, type ApiSession } from '../cli/api-client.js';
+import type { CliContext, CommandSpec, ParsedArgs } from './command.js';
+import { stringOpt } from './command.js';
+import { writeJson, writeLine, writeTable, type Column } from './output.js';
+import { loadLocalConfig, withClient, type ApiSession } from './api-client.js';
 import type { AgentConfig } from '../config/schema.js';
 import { tryConnectControl } from '../control/control-client.js';
 import type { Db } from '../db/database.js';
 import type { RegisterVoiceprintResult } from '../client/types.js';
 import { UsageError } from '../errors.js';
-import type { EnrollResult } from './voice-enroll.js';
-import type { VoiceprintRow } from './registry.js';
-import { pruneVoiceprintAudits } from './audit-retention.js';
-import type { WavFileInfo } from './wav-check.js';
-import { openLiveArea } from '../cli/live-area.js';
-import { levelLines, steadyHint, type LevelView } from '../cli/progress-format.js';
+import type { EnrollResult } from '../voiceprint/voice-enroll.js';
+import type { VoiceprintRow } from '../voiceprint/registry.js';
+import { pruneVoiceprintAudits } from '../voiceprint/audit-retention.js';
+import type { WavFileInfo } from '../voiceprint/wav-check.js';
+import { openLiveArea } from './live-area.js';
+import { levelLines, steadyHint, type LevelView } from './progress-format.js';
 import { openEventStream } from '../events/sse-client.js';
 import type { AgentEvent } from '../events/event-bus.js';
-import { checkVoiceprintName, deleteVoiceprintEverywhere, recordSentFile, type RegisterOutcome, type SentAudio } from './register.js';
+import { checkVoiceprintName, deleteVoiceprintEverywhere, recordSentFile, type RegisterOutcome, type SentAudio } from '../voiceprint/register.js';
 
 // `voiceprint enroll` and `voiceprint list`, and what `voiceprint register|delete` (the client's
 // commands in src/cli/voice-commands.ts) call so that the local registry follows them. SQLite, the
@@ -29,7 +29,7 @@ async function agentDb(config: AgentConfig): Promise<Db> {
   return openDatabase({ path: join(config.state_dir, 'agent.db') });
 }
 
-const registryOf = async (db: Db) => (await import('./registry.js')).createVoiceprintRegistry(db);
+const registryOf = async (db: Db) => (await import('../voiceprint/registry.js')).createVoiceprintRegistry(db);
 
 async function withDb<T>(config: AgentConfig, fn: (db: Db) => Promise<T>): Promise<T> {
   const db = await agentDb(config);
@@ -43,7 +43,7 @@ async function withDb<T>(config: AgentConfig, fn: (db: Db) => Promise<T>): Promi
 async function secondsOption(args: ParsedArgs): Promise<number | undefined> {
   const raw = stringOpt(args, 'seconds');
   if (raw === undefined) return undefined;
-  const { MIN_SECONDS, MAX_SECONDS } = await import('./voice-enroll.js');
+  const { MIN_SECONDS, MAX_SECONDS } = await import('../voiceprint/voice-enroll.js');
   const seconds = Number(raw);
   if (!/^\d+(\.\d+)?$/.test(raw) || seconds < MIN_SECONDS || seconds > MAX_SECONDS) {
     throw new UsageError(`--seconds ${JSON.stringify(raw)}: give a number of seconds from ${MIN_SECONDS} to ${MAX_SECONDS} (e.g. 8)`);
@@ -109,7 +109,7 @@ whole recording. A refused recording says what was measured (peak, level, share 
       return printEnrolled(ctx, args.global.json, r);
     }
     await withClient(args, ctx, async ({ client, config: cfg }) => {
-      const [db, { createVoiceEnroll }, { silentLogger }] = await Promise.all([agentDb(cfg), import('./voice-enroll.js'), import('../log/logger.js')]);
+      const [db, { createVoiceEnroll }, { silentLogger }] = await Promise.all([agentDb(cfg), import('../voiceprint/voice-enroll.js'), import('../log/logger.js')]);
       const events = meter.live ? (await import('../events/event-bus.js')).createEventBus() : undefined;
       events?.subscribe(meter.onEvent);
       const voice = createVoiceEnroll({ config: cfg, db, client, logger: silentLogger(), env: ctx.env, micWaitMs: 0, ...(events ? { events } : {}) });

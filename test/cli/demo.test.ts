@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpDir } from '../helpers/tmp.js';
 import { makeTestAlsa } from '../helpers/alsa.js';
-import { controlRequest, spawnDaemon } from './daemon-harness.js';
+import { controlRequest, spawnDaemon } from '../daemon/daemon-harness.js';
 import type { AgentStatus } from '../../src/control/types.js';
 
 describe('terminal-agent demo', () => {
