@@ -132,7 +132,7 @@ function classify(err: unknown, signal: AbortSignal, received: number): Error {
     return new AbortedError(reason, { cause: signal.reason });
   }
   if (isAgentError(err)) return err;
-  // undici ends a body cut by the server with a socket error ("terminated", UND_ERR_SOCKET).
+  // A body cut by the server ends with a socket error (ECONNRESET, "aborted"), not a typed one.
   return new NetworkError(`the POST /tts audio stream broke off after ${received} bytes: ${describeError(err)}; check the network and the service`, {
     operation: 'POST /tts',
     cause: err,

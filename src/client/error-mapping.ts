@@ -155,7 +155,8 @@ export function errorForException(ctx: ErrorContext, err: unknown, timeoutMs: nu
     });
   }
   const notSent = codes.length > 0 && codes.every((c) => NOT_SENT_CODES.has(c));
-  const reason = codes[0] ?? (err instanceof Error ? err.message : String(err));
+  // The connect timeout's code is undici's name; the operator reads what happened instead.
+  const reason = codes[0] === CONNECT_TIMEOUT_CODE ? (err as Error).message : codes[0] ?? (err instanceof Error ? err.message : String(err));
   const tls = codes.find((c) => /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL/.test(c));
   const hint = codes.includes('ENOTFOUND') || codes.includes('EAI_AGAIN')
     ? 'the host name does not resolve; check the base URL and DNS'

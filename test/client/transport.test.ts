@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { connect, type AddressInfo } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { startRig, TEST_UA, type Rig } from './fixtures.js';
 import { tmpDirManual } from '../helpers/tmp.js';
 import { ConfigError, NetworkError } from '../../src/errors.js';
@@ -135,6 +135,29 @@ describe('TLS and proxies', () => {
     expect(err).toBeInstanceOf(NetworkError);
     expect((err as NetworkError).notSent).toBe(false);
   });
+
+  it('a service that takes the TCP connection but never answers TLS fails at the 10 s connect timeout, as not sent', async () => {
+    // A listener that accepts and stays silent: the TLS handshake never completes.
+    const held: Socket[] = [];
+    const silent = createNetServer((s) => held.push(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (silent.address() as AddressInfo).port;
+      const client = rig.clientWith({ face_base_url: `https://localhost:${port}/v1/api`, request_timeout: 60_000, retries: 0 });
+      const t0 = Date.now();
+      const err = await client.listFaces().catch((e: unknown) => e);
+      const took = Date.now() - t0;
+      expect(err).toBeInstanceOf(NetworkError);
+      expect((err as NetworkError).notSent).toBe(true);
+      expect((err as Error).message).toMatch(/Connect Timeout Error \(attempted for 10000 ms\).*cannot be reached/);
+      expect(took).toBeGreaterThanOrEqual(9_900);
+      expect(took).toBeLessThan(20_000);
+      expect(held.length).toBe(1);
+    } finally {
+      held.forEach((s) => s.destroy());
+      silent.close();
+    }
+  }, 30_000);
 
   it('an unreadable ca_file is a ConfigError naming the key when the client is built', () => {
     expect(() => createServiceClient({
