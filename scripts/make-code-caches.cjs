@@ -1,4 +1,4 @@
-// `node make-code-caches.cjs --unit UNIT_FILE [--timeout SECONDS]` (copied by scripts/bundle.mjs to
+// `node make-code-caches.cjs --unit UNIT_FILE [--unit DROP_IN...] [--timeout SECONDS]` (copied by scripts/bundle.mjs to
 // dist/bundle/): makes the V8 code caches of the bundle's chunks (<chunk>.<key>.v8 beside them, see
 // loader.cjs) by running the commands a terminal runs most, each in its own process through
 // code-cache.cjs, one after another: a later run starts from the caches of the earlier ones and
@@ -22,20 +22,24 @@ const DIR = __dirname;
 const CACHE_FILE = /\.v8(\.\d+\.tmp)?$/;
 
 function options(argv) {
-  const o = { unit: undefined, timeoutMs: 60_000 };
+  const o = { units: [], timeoutMs: 60_000 };
   for (let i = 0; i < argv.length; i += 2) {
-    if (argv[i] === '--unit') o.unit = argv[i + 1];
+    if (argv[i] === '--unit' && argv[i + 1]) o.units.push(argv[i + 1]);
     else if (argv[i] === '--timeout' && Number(argv[i + 1]) > 0) o.timeoutMs = Number(argv[i + 1]) * 1000;
     else throw new Error(`make-code-caches: unknown option ${argv[i]} (--unit UNIT_FILE [--timeout SECONDS])`);
   }
-  if (!o.unit) throw new Error('make-code-caches: --unit UNIT_FILE is required (the daemon\'s caches are made with its NODE_OPTIONS)');
+  if (o.units.length === 0) throw new Error('make-code-caches: --unit UNIT_FILE is required (the daemon\'s caches are made with its NODE_OPTIONS)');
   return o;
 }
 
-/** The unit's Environment=NODE_OPTIONS=..., quoted or not; {} when it sets none. */
-function unitNodeOptions(unitFile) {
-  const m = /^Environment="?NODE_OPTIONS=(.*?)"?$/m.exec(readFileSync(unitFile, 'utf8'));
-  return m ? { NODE_OPTIONS: m[1] } : {};
+/** NODE_OPTIONS as the unit and then its drop-ins set it (Environment=NODE_OPTIONS=..., quoted or
+ * not; the last one wins, as in systemd); {} when none does. */
+function unitNodeOptions(files) {
+  let value;
+  for (const file of files) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/^Environment=(?:"NODE_OPTIONS=(.*)"|NODE_OPTIONS=(.*))$/gm)) value = m[1] ?? m[2];
+  }
+  return value ? { NODE_OPTIONS: value } : {};
 }
 
 /** Cache files in DIR, counted by their key (the part between the chunk's name and .v8). */
@@ -52,7 +56,7 @@ const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
 
 async function main() {
   const o = options(process.argv.slice(2));
-  const unitEnv = unitNodeOptions(o.unit);
+  const unitEnv = unitNodeOptions(o.units);
   process.umask(0o022); // readable by the service user whatever umask the caller has
   for (const name of readdirSync(DIR)) if (CACHE_FILE.test(name)) rmSync(join(DIR, name), { force: true });
   const { main: mainChunk } = JSON.parse(readFileSync(join(DIR, 'main-chunk.json'), 'utf8'));

@@ -79,6 +79,17 @@ describe('V8 code caches made on the device (postinst)', () => {
     expect(withFlags.find((c) => c.name === main)?.cached).toBe(true);
   }, 60_000);
 
+  it('follows an admin\'s drop-in that changes the unit\'s NODE_OPTIONS (the last one wins, as in systemd)', () => {
+    const bundle = packageTree();
+    const dropIn = join(bundle, '..', '..', 'memory.conf');
+    writeFileSync(dropIn, '[Service]\nEnvironment=NODE_OPTIONS=--max-old-space-size=200\n');
+    const r = spawnSync(process.execPath, [join(bundle, 'make-code-caches.cjs'), '--unit', UNIT, '--unit', dropIn], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    expect(r.status, r.stderr).toBe(0);
+    const main = (JSON.parse(readFileSync(join(bundle, 'main-chunk.json'), 'utf8')) as { main: string }).main;
+    expect(loadedChunks(bundle, ['--help'], { NODE_OPTIONS: '--max-old-space-size=200' }).find((c) => c.name === main)?.cached).toBe(true);
+    expect(loadedChunks(bundle, ['--help'], { NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=256' }).find((c) => c.name === main)?.cached).toBe(false);
+  }, 60_000);
+
   it('a daemon that cannot start makes it fail with a reason, promptly, keeping the CLI\'s caches', () => {
     const bundle = packageTree();
     const unit = join(bundle, '..', '..', 'broken.service');
