@@ -134,6 +134,9 @@ build_arch() { # deb-arch
   log "$arch: staging $PREFIX"
   cp -a "$SRC/dist" "$app/dist"
   rm -f "$app/dist/.built"
+  # The build's V8 code caches fit only this machine's node and CPU (node's arm64 V8 accepts an x64
+  # cache and can crash on it): postinst makes them on the device (dist/bundle/make-code-caches.cjs).
+  find "$app/dist/bundle" -name '*.v8' -delete
   cp -a "$work/deps/node_modules" "$app/node_modules"
   # package.json: "type": "module" and the version the CLI reports.
   node -e '

@@ -14,7 +14,8 @@
 //    CommonJS (no ESM loader at all) while dist/main.js stays the path the unit, the package and
 //    the tests run;
 // 4. the command index (src/cli/command-index.ts) goes to dist/bundle/commands.json;
-// 5. scripts/code-cache.cjs runs a few commands to write each chunk's code cache (<chunk>.v8).
+// 5. scripts/make-code-caches.cjs runs a few commands to write each chunk's code cache
+//    (<chunk>.<key>.v8).
 //
 // What stays as tsc wrote it, next to the bundle:
 // - every dist/<dir>/<file>.js: the tests and benchmarks import them, and the player child
@@ -26,11 +27,8 @@
 // recorder shim, package.json, createRequire) would see the chunk's URL instead; the plugin below
 // gives each source file the URL of its tsc output, so those paths resolve as before.
 import { build, transform } from 'esbuild';
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFile, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -144,33 +142,9 @@ await symlink('bundle/main.cjs', join(DIST, 'main.js'));
 // Kept for the start-up test (which chunk holds which module) and for anyone asking why a chunk is large.
 await writeFile(META, JSON.stringify(result.metafile));
 
-// Code caches: the commands a terminal runs most, each in its own process, one after another; a
-// later run starts from the caches of the earlier ones and adds what it compiled. The daemon runs
-// with the unit's NODE_OPTIONS (its caches are made for those V8 flags), against a service that
-// is not there, until its control socket answers `status`.
-const unitEnv = Object.fromEntries([...(await readFile(join(ROOT, 'systemd', 'terminal-agent.service'), 'utf8')).matchAll(/^Environment="?(NODE_OPTIONS)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
-const scratch = mkdtempSync(join(tmpdir(), 'ta-code-cache-'));
-const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
-const cacheRun = (args, env = baseEnv) => spawn(process.execPath, [join(ROOT, 'scripts', 'code-cache.cjs'), OUT, mainChunk, ...args], { stdio: 'ignore', env });
-const finished = (child) => new Promise((res) => (child.exitCode !== null || child.signalCode !== null ? res() : child.once('close', res)));
-async function runToEnd(args) {
-  const child = cacheRun(args);
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  // A command that fails (no daemon for the first `status`) still leaves the caches of what it ran.
-  await finished(child);
-  clearTimeout(timer);
-}
-try {
-  const config = join(scratch, 'config.yaml');
-  const socket = join(scratch, 'ctl.sock');
-  writeFileSync(join(scratch, 'secret'), 'code-cache-secret\n');
-  writeFileSync(config, `service:\n  base_url: http://127.0.0.1:9\n  face_base_url: http://127.0.0.1:9/v1/api\n  terminal_secret_file: ${join(scratch, 'secret')}\nstate_dir: ${join(scratch, 'state')}\ncontrol:\n  socket: ${socket}\nenroll:\n  dir: ${join(scratch, 'enroll')}\nlog:\n  level: error\n`);
-  for (const args of [['--help'], ['faces', 'list', '--help'], ['config', 'check', '--config', config], ['faces', 'list', '--cached', '--config', config]]) await runToEnd(args);
-  const daemon = cacheRun(['run', '--config', config], { ...baseEnv, ...unitEnv });
-  for (let i = 0; i < 300 && !existsSync(socket) && daemon.exitCode === null; i++) await sleep(50);
-  await runToEnd(['status', '--config', config]);
-  daemon.kill('SIGTERM');
-  await finished(daemon);
-} finally {
-  rmSync(scratch, { recursive: true, force: true });
-}
+// Code caches (scripts/make-code-caches.cjs, shipped in dist/bundle/ so the Debian package makes
+// them again on the device, where they fit its node and CPU), for the unit's NODE_OPTIONS.
+for (const f of ['code-cache.cjs', 'make-code-caches.cjs']) await copyFile(join(ROOT, 'scripts', f), join(OUT, f));
+const made = spawnSync(process.execPath, [join(OUT, 'make-code-caches.cjs'), '--unit', join(ROOT, 'systemd', 'terminal-agent.service')], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
+// Start-up without them is slower, not wrong: say so, and go on.
+if (made.status !== 0) process.stderr.write(`bundle: ${made.stderr || `make-code-caches exited ${made.status}`}`);

@@ -9,11 +9,15 @@
 //
 // Safety of the cache: V8 checks its own version, the V8 flags and the source's length, and falls
 // back to compiling when they differ (cachedDataRejected); every chunk's name holds a hash of its
-// content, so an edited chunk never meets the cache of another text of the same length. A cache
-// file is named for the node options the process runs with (the daemon with the unit's
-// NODE_OPTIONS, V8 flags that change what V8 accepts; the CLI without), so each finds the caches
-// made its way. The name only picks the file: V8 still checks the flags it was made with.
-// (v8.cachedDataVersionTag() would say it exactly, but node:v8 costs every CLI call 2-5 ms.)
+// content, so an edited chunk never meets the cache of another text of the same length. V8 does
+// NOT check the CPU: node 20.20 for arm64 accepts a cache made on x64 and crashed (SIGSEGV, under
+// qemu) deserializing one of ours, so the CPU is part of the name and a cache made on another
+// machine is never read. A cache file is named for that and for the node options the process runs
+// with (the daemon with the unit's NODE_OPTIONS, V8 flags that change what V8 accepts; the CLI
+// without), so each finds the caches made its way. The name only picks the file: V8 still checks
+// the flags it was made with. (v8.cachedDataVersionTag() would say it exactly, but node:v8 costs
+// every CLI call 2-5 ms.) The Debian package makes its caches on the device, in postinst
+// (dist/bundle/make-code-caches.cjs); nothing here ever writes a cache outside that.
 'use strict';
 const { Script } = require('node:vm');
 const { readFileSync, writeFileSync, renameSync } = require('node:fs');
@@ -39,7 +43,7 @@ function createChunkLoader(dir) {
   const scripts = new Map();
   const nodeRequire = createRequire(join(dir, 'loader.cjs'));
   const sourceUrl = (rel) => pathToFileURL(join(dir, '..', rel)).href;
-  const cacheSuffix = `.${flagsKey([...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' '))}.v8`;
+  const cacheSuffix = `.${flagsKey([process.arch, ...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' '))}.v8`;
 
   function requireFrom(id) {
     // The converted chunks name each other './chunk-XXXX.js'; anything else (node: built-ins, the
@@ -64,27 +68,29 @@ function createChunkLoader(dir) {
       cachedData = undefined;
     }
     const script = new Script(WRAP_HEAD + source + WRAP_TAIL, { filename: file, cachedData });
-    scripts.set(name, { script, cached: cachedData !== undefined && !script.cachedDataRejected });
+    const rejected = cachedData !== undefined && script.cachedDataRejected === true;
+    scripts.set(name, { script, cached: cachedData !== undefined && !rejected, rejected });
     script.runInThisContext()(module.exports, requireFrom, module, file, dir, sourceUrl);
     module.loaded = true;
     return module.exports;
   }
 
-  /** Writes the code cache of every chunk run so far (build time only: scripts/code-cache.cjs). */
+  /** Writes the code cache of every chunk run so far (scripts/code-cache.cjs only), each whole or not at all. */
   function writeCodeCache() {
     const written = [];
     for (const [name, { script }] of scripts) {
       const file = join(dir, name + cacheSuffix);
-      writeFileSync(`${file}.tmp`, script.createCachedData());
-      renameSync(`${file}.tmp`, file);
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, script.createCachedData());
+      renameSync(tmp, file);
       written.push(name);
     }
     return written;
   }
 
-  /** Chunks run so far and whether each came from its code cache (for the start-up test). */
+  /** Chunks run so far: whether each came from its code cache, or V8 refused the one it found. */
   function loaded() {
-    return [...scripts].map(([name, s]) => ({ name, cached: s.cached }));
+    return [...scripts].map(([name, s]) => ({ name, cached: s.cached, rejected: s.rejected }));
   }
 
   return { load, writeCodeCache, loaded };

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../helpers/cli.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+// What the Debian package's postinst runs on the device (dist/bundle/make-code-caches.cjs), on a
+// copy of the built bundle laid out as the package lays it out: the V8 code caches are made where
+// the loader finds them, replace whatever was there, and the CLI then runs from them. A cache fits
+// only the node and CPU that made it, so the package ships none (packaging/check-arm64.sh shows
+// the same on arm64 under qemu).
+
+const UNIT = join(REPO_ROOT, 'systemd', 'terminal-agent.service');
+
+/** An installed-like tree: dist/bundle copied (the caches are written there), the rest linked. */
+function packageTree(): string {
+  const root = tmpDir('ta-code-caches-');
+  mkdirSync(join(root, 'dist'));
+  for (const name of readdirSync(join(REPO_ROOT, 'dist'))) {
+    if (name === 'bundle') cpSync(join(REPO_ROOT, 'dist', 'bundle'), join(root, 'dist', 'bundle'), { recursive: true, filter: (f) => !f.endsWith('.v8') });
+    else symlinkSync(join(REPO_ROOT, 'dist', name), join(root, 'dist', name));
+  }
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules'));
+  cpSync(join(REPO_ROOT, 'package.json'), join(root, 'package.json'));
+  return join(root, 'dist', 'bundle');
+}
+
+const makeCaches = (bundle: string, unit: string) =>
+  spawnSync(process.execPath, [join(bundle, 'make-code-caches.cjs'), '--unit', unit, '--timeout', '30'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+
+/** Cache files by key (<chunk>.js.<key>.v8), and any other cache-like leftovers. */
+function caches(bundle: string): { keys: Map<string, number>; other: string[] } {
+  const keys = new Map<string, number>();
+  const other: string[] = [];
+  for (const name of readdirSync(bundle)) {
+    const m = /^.+\.js\.([0-9a-f]+)\.v8$/.exec(name);
+    if (m) keys.set(m[1]!, (keys.get(m[1]!) ?? 0) + 1);
+    else if (/\.v8|\.tmp$/.test(name)) other.push(name);
+  }
+  return { keys, other };
+}
+
+/** Runs the CLI through the loader (as dist/main.js does) and says which chunks came from a cache. */
+function loadedChunks(bundle: string, args: string[], env: Record<string, string> = {}) {
+  const report = join(bundle, '..', '..', 'loaded.json');
+  const main = (JSON.parse(readFileSync(join(bundle, 'main-chunk.json'), 'utf8')) as { main: string }).main;
+  const r = spawnSync(process.execPath, [join(bundle, 'code-cache.cjs'), '--report', report, bundle, main, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } });
+  expect(r.status, r.stderr).toBe(0);
+  return JSON.parse(readFileSync(report, 'utf8')) as { name: string; cached: boolean; rejected: boolean }[];
+}
+
+describe('V8 code caches made on the device (postinst)', () => {
+  it('writes one set for the CLI and one for the unit\'s NODE_OPTIONS, replaces stale ones, and the CLI then runs every chunk from them', () => {
+    const bundle = packageTree();
+    const main = (JSON.parse(readFileSync(join(bundle, 'main-chunk.json'), 'utf8')) as { main: string }).main;
+    // Left by an older version (a chunk that is gone) and by a run killed while writing.
+    writeFileSync(join(bundle, 'chunk-GONE0000.js.deadbeef.v8'), 'stale');
+    writeFileSync(join(bundle, `${main}.1234abcd.v8.4242.tmp`), 'half');
+    expect(loadedChunks(bundle, ['--help']).every((c) => !c.cached)).toBe(true);
+
+    const r = makeCaches(bundle, UNIT);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^make-code-caches: V8 code caches for the CLI and the daemon: \d+ \(key [0-9a-f]+\), \d+ \(key [0-9a-f]+\)\n$/);
+    const { keys, other } = caches(bundle);
+    expect(other).toEqual([]);
+    expect(keys.size).toBe(2);
+    for (const n of keys.values()) expect(n).toBeGreaterThan(5);
+
+    for (const args of [['--help'], ['faces', 'list', '--help']]) {
+      const chunks = loadedChunks(bundle, args);
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(chunks.filter((c) => !c.cached || c.rejected), args.join(' ')).toEqual([]);
+    }
+    // The daemon's flags find their own set, which V8 accepts (main chunk and all it shares).
+    const nodeOptions = /^Environment="?NODE_OPTIONS=(.*?)"?$/m.exec(readFileSync(UNIT, 'utf8'))![1]!;
+    const withFlags = loadedChunks(bundle, ['--help'], { NODE_OPTIONS: nodeOptions });
+    expect(withFlags.filter((c) => c.rejected)).toEqual([]);
+    expect(withFlags.find((c) => c.name === main)?.cached).toBe(true);
+  }, 60_000);
+
+  it('follows an admin\'s drop-in that changes the unit\'s NODE_OPTIONS (the last one wins, as in systemd)', () => {
+    const bundle = packageTree();
+    const dropIn = join(bundle, '..', '..', 'memory.conf');
+    writeFileSync(dropIn, '[Service]\nEnvironment=NODE_OPTIONS=--max-old-space-size=200\n');
+    const r = spawnSync(process.execPath, [join(bundle, 'make-code-caches.cjs'), '--unit', UNIT, '--unit', dropIn], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    expect(r.status, r.stderr).toBe(0);
+    const main = (JSON.parse(readFileSync(join(bundle, 'main-chunk.json'), 'utf8')) as { main: string }).main;
+    expect(loadedChunks(bundle, ['--help'], { NODE_OPTIONS: '--max-old-space-size=200' }).find((c) => c.name === main)?.cached).toBe(true);
+    expect(loadedChunks(bundle, ['--help'], { NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=256' }).find((c) => c.name === main)?.cached).toBe(false);
+  }, 60_000);
+
+  it('a daemon that cannot start makes it fail with a reason, promptly, keeping the CLI\'s caches', () => {
+    const bundle = packageTree();
+    const unit = join(bundle, '..', '..', 'broken.service');
+    writeFileSync(unit, readFileSync(UNIT, 'utf8').replace(/^Environment="?NODE_OPTIONS=.*$/m, 'Environment="NODE_OPTIONS=--no-such-node-flag"'));
+    const t0 = Date.now();
+    const r = makeCaches(bundle, unit);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^make-code-caches: incomplete \(the daemon did not answer status; caches: \d+ \(key [0-9a-f]+\)\): start-up compiles what has none\n$/);
+    expect(Date.now() - t0).toBeLessThan(25_000);
+    expect(caches(bundle).keys.size).toBe(1);
+    expect(loadedChunks(bundle, ['--help']).every((c) => c.cached)).toBe(true);
+  }, 60_000);
+});
