@@ -9,7 +9,7 @@
 // 1. esbuild splits src/main.ts into ESM chunks (in memory);
 // 2. each chunk is converted to CommonJS (esbuild transform: `import` becomes `require`, an
 //    `await import()` a lazy `require`) and written to dist/bundle/<name>-<hash>.js;
-// 3. dist/bundle/main.cjs (the entry) loads the main chunk through the loader, and dist/main.js
+// 3. dist/bundle/main.cjs (the entry: the loader's code, then a call) loads the main chunk, and dist/main.js
 //    is a symlink to it: Node picks the module format from the real path, so the entry is
 //    CommonJS (no ESM loader at all) while dist/main.js stays the path the unit, the package and
 //    the tests run;
@@ -129,10 +129,14 @@ for (const file of result.outputFiles) {
 if (!mainChunk) throw new Error('bundle: no main chunk in the output');
 
 await copyFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), join(OUT, 'loader.cjs'));
+// The entry holds the loader itself: a require('./loader.cjs') would cost every command a second
+// module resolution (with its package.json lookups), about 1 ms.
+const loaderSource = await readFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), 'utf8');
 await writeFile(join(OUT, 'main.cjs'), `#!/usr/bin/env node
-// The terminal-agent CLI (dist/main.js links here). Written by scripts/bundle.mjs.
-'use strict';
-require('./loader.cjs').createChunkLoader(__dirname).load(${JSON.stringify(mainChunk)});
+// The terminal-agent CLI (dist/main.js links here): scripts/chunk-loader.cjs, then the main chunk.
+// Written by scripts/bundle.mjs.
+${loaderSource}
+createChunkLoader(__dirname).load(${JSON.stringify(mainChunk)});
 `, { mode: 0o755 });
 await writeFile(join(OUT, 'main-chunk.json'), JSON.stringify({ main: mainChunk }));
 // Every command's words, options and help, from the tsc build of the same sources (src/cli/command-index.ts).
