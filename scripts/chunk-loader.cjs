@@ -23,6 +23,8 @@ const { join } = require('node:path');
 // the URL of its tsc output dist/<rel>, so files found beside it are found as before.
 const WRAP_HEAD = '(function (exports, require, module, __filename, __dirname, __taSourceUrl) {';
 const WRAP_TAIL = '\n})';
+// A pack's text is a list of `__taDefineChunk("name.js", function (exports, require, ...) {...});`.
+const PACK_HEAD = '(function (__taDefineChunk) {';
 
 /** FNV-1a of the node options, in hex: a short file-name part. */
 function flagsKey(text) {
@@ -51,6 +53,8 @@ function fileUrlOf(path) {
 function createChunkLoader(dir) {
   const modules = new Map();
   const scripts = new Map();
+  // Chunks defined by a pack (a file holding several small chunks, see bundle.mjs), not yet run.
+  const factories = new Map();
   const nodeRequire = require;
   const sourceUrl = (rel) => fileUrlOf(join(dir, '..', rel));
   const cacheSuffix = `.${flagsKey([...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' '))}.v8`;
@@ -64,12 +68,9 @@ function createChunkLoader(dir) {
   requireFrom.cache = nodeRequire.cache;
   requireFrom.main = nodeRequire.main;
 
-  function load(name) {
-    const known = modules.get(name);
-    if (known) return known.exports;
+  /** Compiles the file `name` (from its code cache when there is one) wrapped in `head`; returns the function. */
+  function compile(name, head) {
     const file = join(dir, name);
-    const module = { exports: {}, filename: file, id: file, loaded: false };
-    modules.set(name, module);
     const source = readFileSync(file, 'utf8');
     let cachedData;
     try {
@@ -77,14 +78,35 @@ function createChunkLoader(dir) {
     } catch {
       cachedData = undefined;
     }
-    const script = new Script(WRAP_HEAD + source + WRAP_TAIL, { filename: file, cachedData });
+    const script = new Script(head + source + WRAP_TAIL, { filename: file, cachedData });
     scripts.set(name, { script, cached: cachedData !== undefined && !script.cachedDataRejected });
-    script.runInThisContext()(module.exports, requireFrom, module, file, dir, sourceUrl);
+    return script.runInThisContext();
+  }
+
+  /**
+   * Reads a pack: each chunk in it is defined, and runs when first required, as if it were a file
+   * of its own. A chunk defined twice keeps its first definition.
+   */
+  function loadPack(name) {
+    compile(name, PACK_HEAD)((chunk, factory) => {
+      if (!factories.has(chunk) && !modules.has(chunk)) factories.set(chunk, factory);
+    });
+  }
+
+  function load(name) {
+    const known = modules.get(name);
+    if (known) return known.exports;
+    const file = join(dir, name);
+    const module = { exports: {}, filename: file, id: file, loaded: false };
+    modules.set(name, module);
+    const factory = factories.get(name) ?? compile(name, WRAP_HEAD);
+    factories.delete(name);
+    factory(module.exports, requireFrom, module, file, dir, sourceUrl);
     module.loaded = true;
     return module.exports;
   }
 
-  /** Writes the code cache of every chunk run so far (build time only: scripts/code-cache.cjs). */
+  /** Writes the code cache of every chunk and pack read so far (build time only: scripts/code-cache.cjs). */
   function writeCodeCache() {
     const written = [];
     for (const [name, { script }] of scripts) {
@@ -96,12 +118,12 @@ function createChunkLoader(dir) {
     return written;
   }
 
-  /** Chunks run so far and whether each came from its code cache (for the start-up test). */
+  /** Chunks and packs read so far and whether each came from its code cache. */
   function loaded() {
     return [...scripts].map(([name, s]) => ({ name, cached: s.cached }));
   }
 
-  return { load, writeCodeCache, loaded };
+  return { load, loadPack, writeCodeCache, loaded };
 }
 
 module.exports = { createChunkLoader, fileUrlOf };

@@ -33,6 +33,7 @@ function modulesOf(traceFile: string): string[] {
   const out = new Set<string>();
   for (const path of paths) {
     const rel = relative(REPO_ROOT, path).split('\\').join('/');
+    if (/^dist\/bundle\/pack-[A-Z0-9]+\.js$/.test(rel)) continue; // its chunks are traced as they run
     const chunk = meta.outputs[rel];
     if (chunk) for (const input of Object.keys(chunk.inputs)) out.add(input);
     else out.add(rel.replace(/^dist\/(.*)\.js$/, 'src/$1.ts'));
