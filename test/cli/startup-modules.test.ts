@@ -172,6 +172,9 @@ describe('what each CLI command loads at start-up', () => {
     expect(check.code, check.stderr).toBe(0);
     expect(check.stdout).toContain('config OK');
     expect(loadedOf(check.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3)\//])).toEqual([]);
+    // Nor node:net (for an IP address check: src/util/ip-address.ts) or node:crypto (for reading a
+    // password hash: src/util/password-hash-format.ts).
+    expect(check.builtins.filter((b) => ['net', CRYPTO, PARSE_ARGS, 'module'].includes(b))).toEqual([]);
 
     const cached = await traceCli('faces-cached', ['faces', 'list', '--cached', '--config', files.configPath]);
     expect(cached.code, cached.stderr).toBe(0);
