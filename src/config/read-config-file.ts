@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { ConfigError } from '../errors.js';
@@ -79,12 +80,16 @@ export function readConfigFileSync(file: string): string {
   }
   let buf: Buffer;
   try {
-    checkStat(file, fstatSync(fd));
+    const st = fstatSync(fd);
+    checkStat(file, st);
+    // Room for the file as it was at the stat and one byte more; a file that grew since gets the
+    // whole allowance (a command reads a few KB, not a zeroed megabyte, each time).
+    buf = Buffer.allocUnsafe(st.size + 1);
     let n = 0;
-    buf = Buffer.alloc(CONFIG_MAX_BYTES + 1);
     for (;;) {
       const bytesRead = readSync(fd, buf, n, buf.length - n, n);
-      if (bytesRead === 0 || (n += bytesRead) === buf.length) break;
+      if (bytesRead === 0 || (n += bytesRead) > CONFIG_MAX_BYTES) break;
+      if (n === buf.length) buf = Buffer.concat([buf, Buffer.alloc(CONFIG_MAX_BYTES + 1 - n)]);
     }
     buf = sizeChecked(file, buf, n);
   } finally {
@@ -133,7 +138,8 @@ function sizeChecked(file: string, buf: Buffer, n: number): Buffer {
 function configText(file: string, buf: Buffer): string {
   const nul = buf.indexOf(0);
   if (nul >= 0) fail(file, 'config file holds binary data (a NUL byte), not YAML text: point --config at the YAML file, or restore it from config/config.example.yaml', lineAt(buf, nul));
-  const bad = firstInvalidUtf8(buf);
+  // isUtf8 (native) for the usual answer; the byte-by-byte search only to name a bad byte.
+  const bad = isUtf8(buf) ? -1 : firstInvalidUtf8(buf);
   if (bad >= 0) fail(file, `config file is not UTF-8 text (byte 0x${buf[bad]!.toString(16)} at offset ${bad}): save it as UTF-8`, lineAt(buf, bad));
   const text = buf.toString('utf8').replace(/^\uFEFF/, '');
   if (text.replace(/#[^\n]*/g, '').trim() === '') {
