@@ -153,7 +153,8 @@ for (const [name, code] of chunks) if (!packed.has(name)) await writeFile(join(O
 await copyFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), join(OUT, 'loader.cjs'));
 // The entry holds the loader itself: a require('./loader.cjs') would cost every command a second
 // module resolution (with its package.json lookups), about 1 ms.
-const loaderSource = await readFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), 'utf8');
+// Node compiles the entry on every start with no code cache: without its comments and blanks.
+const loaderSource = (await transform(await readFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), 'utf8'), { loader: 'js', minifyWhitespace: true, logLevel: 'warning' })).code;
 await writeFile(join(OUT, 'main.cjs'), `#!/usr/bin/env node
 // The terminal-agent CLI (dist/main.js links here): scripts/chunk-loader.cjs, then the pack and
 // the main chunk. Written by scripts/bundle.mjs.
