@@ -59,14 +59,13 @@ async function main() {
   const unitEnv = unitNodeOptions(o.units);
   process.umask(0o022); // readable by the service user whatever umask the caller has
   for (const name of readdirSync(DIR)) if (CACHE_FILE.test(name)) rmSync(join(DIR, name), { force: true });
-  const { main: mainChunk } = JSON.parse(readFileSync(join(DIR, 'main-chunk.json'), 'utf8'));
   const scratch = mkdtempSync(join(tmpdir(), 'ta-code-cache-'));
   // No ALSA device is touched: the daemon's player warm-up loads speaker, which opens "default".
   writeFileSync(join(scratch, 'asound.conf'), 'pcm.!default { type null }\n');
   const baseEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: scratch, ALSA_CONFIG_PATH: join(scratch, 'asound.conf') };
   const children = new Set();
   const run = (args, env = baseEnv) => {
-    const child = spawn(process.execPath, [join(DIR, 'code-cache.cjs'), DIR, mainChunk, ...args], { stdio: 'ignore', env });
+    const child = spawn(process.execPath, [join(DIR, 'code-cache.cjs'), DIR, ...args], { stdio: 'ignore', env });
     children.add(child);
     child.done = new Promise((res) => child.once('close', res)).then(() => children.delete(child));
     child.timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs);

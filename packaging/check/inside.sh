@@ -75,15 +75,14 @@ configure() {
 # NODE_OPTIONS, each accepted by this node (a cache V8 refuses counts as a failure), and what they
 # save: the CPU time of `--help` and `config check` with them and with them moved aside.
 code_caches() {
-  local b=/usr/lib/terminal-agent/dist/bundle main unit_opts keys r
-  main=$("$NODE" -p "require('$b/main-chunk.json').main")
+  local b=/usr/lib/terminal-agent/dist/bundle unit_opts keys r
   unit_opts=$(sed -n 's/^Environment="\{0,1\}NODE_OPTIONS=\(.*\)"\{0,1\}$/\1/p' "$UNIT" | sed 's/"$//')
   keys=$(find "$b" -name '*.js.*.v8' | sed 's/.*\.js\.\([0-9a-f]*\)\.v8$/\1/' | sort | uniq -c | tr -s ' \n' ' ')
   [ "$(find "$b" -name '*.js.*.v8' | sed 's/.*\.js\.//' | sort -u | wc -l)" -ge 2 ] || fail "postinst made no code caches for both the CLI and the daemon (have: ${keys:-none})"
   note "code caches (files, key): $keys"
   loaded_report() { # label env-assignment... -- args...: runs the CLI through the loader, prints "cached/loaded rejected"
     local label=$1; shift; local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-    creds env "${envs[@]}" "$NODE" "$b/code-cache.cjs" --report "$C/loaded-$label.json" "$b" "$main" "$@" >/dev/null 2>&1 || true
+    creds env "${envs[@]}" "$NODE" "$b/code-cache.cjs" --report "$C/loaded-$label.json" "$b" "$@" >/dev/null 2>&1 || true
     "$NODE" -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
       console.log(r.filter((c) => c.cached).length + "/" + r.length, r.filter((c) => c.rejected).map((c) => c.name).join(",") || "none");' "$C/loaded-$label.json"
   }

@@ -30,7 +30,15 @@ export function readCommandIndex(file: URL): CommandMeta[] | undefined {
   } catch {
     return undefined;
   }
-  return JSON.parse(text, (_k, v: unknown) => (v === 'Infinity' ? Infinity : v)) as CommandMeta[];
+  // Without a reviver: JSON.parse calling one for every key and value cost every command about
+  // 0.5 ms. "Infinity" can only stand for a positionals count.
+  const index = JSON.parse(text) as CommandMeta[];
+  for (const c of index) {
+    const p = c.positionals as { min: number | string; max: number | string } | undefined;
+    if (p?.min === 'Infinity') p.min = Infinity;
+    if (p?.max === 'Infinity') p.max = Infinity;
+  }
+  return index;
 }
 
 /** Commands whose `run` imports the group that defines them, and runs that group's own spec. */

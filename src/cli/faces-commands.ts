@@ -1,18 +1,17 @@
-import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { stringOpt, type CliContext, type CommandSpec } from './command.js';
 import { writeErr, writeJson, writeLine, writeTable, type Column } from './output.js';
-import { checkImageFile, checkNameArg, withClient } from './api-client.js';
 import { canonicalName, escapeName } from '../client/names.js';
 import type { FaceRecord, ServiceClient, CallOptions, SkippedRecord } from '../client/types.js';
 import { BadResponseError, UsageError, isFsError, outputFileError } from '../errors.js';
 
 // `faces ...`: one command object per API call, so that later additions (--cached, sync) stay
-// small edits. The faces API's checks and the atomic file writes (node:crypto) are imported by
+// small edits. The faces API's checks, the atomic file writes (node:crypto) and the service
+// commands' helpers (api-client.ts: the image and name checks, node:fs/promises) are imported by
 // the commands that use them: `faces list --cached` must start about as fast as a bare node.
 
 const facesApi = () => import('../client/faces-api.js');
+const apiClient = () => import('./api-client.js');
 
 const FACE_COLUMNS: Column<FaceRecord>[] = [
   { header: 'face_id', value: (f) => f.face_id },
@@ -63,7 +62,7 @@ const list: CommandSpec = {
   summary: "list the terminal group's face records",
   positionals: { min: 0, max: 0 },
   options: { cached: { type: 'boolean', description: 'read the local face cache (state_dir), with no network' } },
-  run: async (args, ctx) => args.values.cached === true ? (await import('./faces-cache-commands.js')).listCachedCommand(args, ctx) : withClient(args, ctx, async ({ client, call }) => {
+  run: async (args, ctx) => args.values.cached === true ? (await import('./faces-list-cached.js')).listCachedCommand(args, ctx) : (await apiClient()).withClient(args, ctx, async ({ client, call }) => {
     const faces = await client.listFaces(call);
     for (const line of await skippedLines(faces.skipped)) writeErr(ctx, line);
     if (args.global.json) return writeJson(ctx, faces);
@@ -78,7 +77,7 @@ const show: CommandSpec = {
   positionals: { min: 1, max: 1, names: ['ID'] },
   run: async (args, ctx) => {
     const id = await faceIdArg(args.positionals[0]);
-    await withClient(args, ctx, async ({ client, call }) => printFace(ctx, args.global.json, await client.getFace(id, call)));
+    await (await apiClient()).withClient(args, ctx, async ({ client, call }) => printFace(ctx, args.global.json, await client.getFace(id, call)));
   },
 };
 
@@ -89,6 +88,7 @@ const add: CommandSpec = {
   options: { name: { type: 'string', description: 'the face name', valueName: 'N' } },
   positionals: { min: 1, max: 1, names: ['IMAGE'] },
   run: async (args, ctx) => {
+    const { checkImageFile, checkNameArg, withClient } = await apiClient();
     const name = checkNameArg(stringOpt(args, 'name'), "'faces add'");
     const path = resolve(ctx.cwd, args.positionals[0]!);
     const contentType = await checkImageFile(path);
@@ -105,6 +105,7 @@ const update: CommandSpec = {
   options: { name: { type: 'string', description: 'the new name (default: keep the current one)', valueName: 'N' } },
   positionals: { min: 1, max: 2, names: ['ID', 'IMAGE'] },
   run: async (args, ctx) => {
+    const { checkImageFile, checkNameArg, withClient } = await apiClient();
     const id = await faceIdArg(args.positionals[0]);
     const given = stringOpt(args, 'name');
     const imageArg = args.positionals[1];
@@ -128,7 +129,7 @@ const del: CommandSpec = {
   positionals: { min: 1, max: 1, names: ['ID'] },
   run: async (args, ctx) => {
     const id = await faceIdArg(args.positionals[0]);
-    await withClient(args, ctx, async ({ client, call }) => {
+    await (await apiClient()).withClient(args, ctx, async ({ client, call }) => {
       await client.deleteFace(id, call);
       if (args.global.json) writeJson(ctx, { face_id: id, deleted: true });
       else writeLine(ctx, `deleted face ${id}`);
@@ -150,10 +151,11 @@ const image: CommandSpec = {
     const path = toStdout ? undefined : resolve(ctx.cwd, outArg);
     const { streamToTemp, commitTemp, ensureWritable } = await import('../util/fs-atomic.js');
     if (path) await ensureWritable(path);
-    await withClient(args, ctx, async ({ client, call }) => {
+    await (await apiClient()).withClient(args, ctx, async ({ client, call }) => {
       const res = await client.getFaceImage(id, call);
       if (res.notModified) throw new BadResponseError('GET /faces/{face_id}/image: 304 without a conditional request');
       if (!path) {
+        const { pipeline } = await import('node:stream/promises');
         await pipeline(res.body, ctx.io.stdout, { end: false });
         return;
       }
@@ -162,7 +164,7 @@ const image: CommandSpec = {
         written = await streamToTemp(path, res.body);
         await commitTemp(written.tmp, path);
       } catch (err) {
-        if (written) await rm(written.tmp, { force: true });
+        if (written) await (await import('node:fs/promises')).rm(written.tmp, { force: true });
         throw isFsError(err) ? outputFileError(path, err) : err;
       }
       const { bytes } = written;
@@ -176,7 +178,7 @@ const sync: CommandSpec = {
   path: ['faces', 'sync'],
   summary: 'sync the local face cache now (through the running daemon, else in this process)',
   positionals: { min: 0, max: 0 },
-  run: async (args, ctx) => (await import('./faces-cache-commands.js')).syncCommand(args, ctx),
+  run: async (args, ctx) => (await import('./faces-sync-command.js')).syncCommand(args, ctx),
 };
 
 export const facesCommands: CommandSpec[] = [list, show, add, update, del, image, sync];

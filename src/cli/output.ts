@@ -5,15 +5,20 @@ import { escapeControls } from '../util/terminal-text.js';
 // characters from outside (util/terminal-text.ts); writeJson writes exact JSON (which has none raw).
 
 export function writeLine(ctx: CliContext, text = ''): void {
-  ctx.io.stdout.write(`${escapeControls(text, true)}\n`);
+  put(ctx, 1, `${escapeControls(text, true)}\n`);
 }
 
 export function writeJson(ctx: CliContext, value: unknown): void {
-  ctx.io.stdout.write(`${JSON.stringify(value)}\n`);
+  put(ctx, 1, `${JSON.stringify(value)}\n`);
 }
 
 export function writeErr(ctx: CliContext, text: string): void {
-  ctx.io.stderr.write(`${escapeControls(text, true)}\n`);
+  put(ctx, 2, `${escapeControls(text, true)}\n`);
+}
+
+function put(ctx: CliContext, fd: 1 | 2, text: string): void {
+  if (ctx.io.text) ctx.io.text(fd, text);
+  else (fd === 1 ? ctx.io.stdout : ctx.io.stderr).write(text);
 }
 
 export interface Column<T> {

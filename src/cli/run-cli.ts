@@ -1,5 +1,5 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { CliContext, CommandSpec, GlobalArgs, ParsedArgs } from './command.js';
+import type { CliContext, CommandSpec, GlobalArgs, OptionSpec, ParsedArgs } from './command.js';
+import { parseArgv } from './parse-argv.js';
 import { writeErr, writeLine } from './output.js';
 import { ExitCode, UsageError, exitCodeOf, isAgentError, ConfigError, formatProblem } from '../errors.js';
 
@@ -72,15 +72,9 @@ export async function runCli(commands: readonly CommandSpec[], argv: readonly st
   const { spec, rest } = found;
   let json = argv.includes('--json');
   try {
-    const config: ParseArgsConfig = {
-      args: rest,
-      options: { ...(spec.options ?? {}), ...GLOBAL_OPTIONS } as ParseArgsConfig['options'],
-      allowPositionals: true,
-      strict: true,
-    };
     let parsed;
     try {
-      parsed = parseArgs(config);
+      parsed = parseArgv(rest, { ...(spec.options ?? {}), ...GLOBAL_OPTIONS } as Record<string, OptionSpec>);
     } catch (err) {
       throw new UsageError(`${(err as Error).message.replace(/\. To specify.*$/s, '')}\n\n${commandHelp(spec)}`, { cause: err });
     }

@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { scanPlainValue } from './plain-scan.js';
+import { readConfigFileSync } from './read-config-file.js';
 
 // The control socket named by a config file, read without the schema (zod) or the secrets, for
 // commands that only ask the running daemon (`status`): they must cost little more than the
@@ -20,8 +20,8 @@ export function scanControlSocket(text: string): string | null | undefined {
 export async function controlSocketOf(configPath: string, cwd: string): Promise<string | undefined> {
   try {
     const file = resolve(cwd, configPath);
-    // Callback fs: node:fs/promises would load readline, fs watchers and more (about 1.5 ms).
-    const text = await new Promise<string>((res, rej) => readFile(file, 'utf8', (err, t) => (err ? rej(err) : res(t))));
+    // Blocking calls (read-config-file.ts): `status` has nothing else to do meanwhile.
+    const text = readConfigFileSync(file);
     let socket: unknown = scanControlSocket(text);
     if (socket === undefined) {
       const { parse } = await import('yaml');

@@ -1,5 +1,5 @@
-import { isIP } from 'node:net';
 import { isLoopbackHost, text } from './schema-fields.js';
+import { ipVersion } from '../util/ip-address.js';
 
 // `host:port` for a TCP listener the agent opens on request (metrics.listen). A terminal sits on
 // networks its operator does not control: loopback unless the config says otherwise, explicitly.
@@ -39,6 +39,6 @@ export function parseConsoleListen(value: string): (ListenAddress & { loopback: 
   const a = parseListenAddress(value);
   if (!a) return `${JSON.stringify(value)} is not host:port: use e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080 (port 0 takes a free one)`;
   const host = a.host === 'localhost' ? '127.0.0.1' : a.host;
-  if (isIP(host) === 0) return `"${a.host}" is not an IP address: write 127.0.0.1, 0.0.0.0 (every interface) or an address of this machine (a host name could resolve elsewhere later)`;
+  if (ipVersion(host) === 0) return `"${a.host}" is not an IP address: write 127.0.0.1, 0.0.0.0 (every interface) or an address of this machine (a host name could resolve elsewhere later)`;
   return { host, port: a.port, loopback: isLoopbackHost(host) };
 }

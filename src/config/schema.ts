@@ -9,7 +9,7 @@ import { DEFAULT_CONTROL_SOCKET } from './control-socket.js';
 import { DEFAULT_STATE_DIR } from './state-dir.js';
 import * as z from 'zod';
 import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, minFree, secretText, size, text } from './schema-fields.js';
-import { parsePasswordHash } from '../util/password-hash.js';
+import { parsePasswordHash } from '../util/password-hash-format.js';
 import { isLoopbackListen, listenAddress, parseConsoleListen } from './listen-address.js';
 
 const SECOND = 1000;

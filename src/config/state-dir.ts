@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { scanPlainValue } from './plain-scan.js';
-import { readConfigFile } from './read-config-file.js';
+import { readConfigFileSync } from './read-config-file.js';
 
 // state_dir of a config file, read without the YAML library or the schema (zod), for
 // `faces list --cached`: it reads the local cache and must cost little more than a bare node.
@@ -29,9 +29,9 @@ export function scanStateDir(text: string): string | undefined {
  * The absolute state_dir named by the config file, or undefined when the file is not plain. A
  * file that cannot be read throws the same ConfigError as the full load.
  */
-export async function stateDirOf(configPath: string, cwd: string): Promise<string | undefined> {
+export function stateDirOf(configPath: string, cwd: string): string | undefined {
   const file = resolve(cwd, configPath);
-  const stateDir = scanStateDir(await readConfigFile(file));
+  const stateDir = scanStateDir(readConfigFileSync(file));
   // Resolved as load-config.ts does: relative to the config file's folder.
   return stateDir === undefined ? undefined : resolve(dirname(file), stateDir);
 }

@@ -7,7 +7,7 @@ import type { SayBody, VoiceprintEnrollBody } from '../control/types.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentError, AbortedError, describeError } from '../errors.js';
 import { stuckWhileBusy, type ProgressCheck } from './watchdog.js';
-import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
+import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
 import { buildComponents, type Components } from './components.js';
 import type { SayRequest } from '../audio/speech.js';
 import type { EventPublisher } from '../events/event-bus.js';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log/logger.js';
 import { ConfigError, describeError } from '../errors.js';
-import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
+import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
 import type { ConsoleServer } from '../console/console-server.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';
 import { buildStatus, controlHandlers } from './daemon-status.js';

@@ -8,8 +8,9 @@ import { randomBytes } from 'node:crypto';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient } from '../client/types.js';
 import { AuthError, NotFoundError, describeError } from '../errors.js';
-import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
-import { createDiskFloor, describeDisk, type DiskReading } from '../disk/disk-floor.js';
+import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
+import { createDiskFloor, type DiskReading } from '../disk/disk-floor.js';
+import { describeDisk } from '../disk/describe-disk.js';
 
 // The individual `doctor` checks. Each answers one question an operator gets wrong, and says the fix.
 

@@ -1,7 +1,7 @@
 import type { AgentStatus } from '../control/types.js';
 import { formatDuration } from '../util/units.js';
-import { describeDisk } from '../disk/disk-floor.js';
-import { ENROLL_DIR_RETRY_MS } from '../enroll/layout.js';
+import { describeDisk } from '../disk/describe-disk.js';
+import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
 import { escapeControls } from '../util/terminal-text.js';
 
 // `terminal-agent status` for a human: a few labelled lines, the most urgent facts first.

@@ -47,12 +47,6 @@ export function createLayout(dir: string, stateDir: string): Layout {
   };
 }
 
-/**
- * How often the agent tries again to start enrollment when enroll.dir cannot be used (a USB stick
- * or share not mounted yet). Here because the daemon, `status` and `doctor` all name it.
- */
-export const ENROLL_DIR_RETRY_MS = 30_000;
-
 /** Creates every folder of the contract that is missing (operators find them ready to use). */
 export async function ensureFolders(layout: Layout): Promise<void> {
   try {

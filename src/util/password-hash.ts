@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import type { PasswordHash } from './password-hash-format.js';
 
 // Console passwords are kept only as scrypt hashes, in the PHC string format that other tools
 // read too: `$scrypt$ln=15,r=8,p=1$<salt>$<hash>` (ln = log2 of N; salt and hash in base64 without
@@ -6,25 +7,10 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 // and about 0.1 s on a desktop core, 0.5 s on a Pi 3: slow enough against guessing, and logins are
 // rare and rate-limited.
 
-export interface PasswordHash {
-  ln: number;
-  r: number;
-  p: number;
-  salt: Buffer;
-  hash: Buffer;
-}
+export { parsePasswordHash, type PasswordHash } from './password-hash-format.js';
 
 const DEFAULT = { ln: 15, r: 8, p: 1 };
 const HASH_BYTES = 32;
-const PHC = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/]{11,})\$([A-Za-z0-9+/]{22,})$/;
-
-export function parsePasswordHash(text: string): PasswordHash | undefined {
-  const m = PHC.exec(text.trim());
-  if (!m) return undefined;
-  const [ln, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (ln < 10 || ln > 20 || r < 1 || r > 32 || p < 1 || p > 16) return undefined;
-  return { ln, r, p, salt: Buffer.from(m[4]!, 'base64'), hash: Buffer.from(m[5]!, 'base64') };
-}
 
 function derive(password: string, h: Omit<PasswordHash, 'hash'>, bytes: number): Promise<Buffer> {
   const N = 2 ** h.ln;

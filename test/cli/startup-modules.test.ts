@@ -21,13 +21,19 @@ import type { Emulator } from '../../src/emulator/index.js';
 const HOOK = fileURLToPath(new URL('./fixtures/trace-loads.cjs', import.meta.url));
 const META = join(REPO_ROOT, 'dist', 'bundle-meta.json');
 
+/** Node's built-in modules a process loaded (the trace's `builtin:` lines), e.g. `fs/promises`. */
+function builtinsOf(traceFile: string): string[] {
+  return readFileSync(traceFile, 'utf8').split('\n').filter((l) => l.startsWith('builtin:')).map((l) => l.slice('builtin:'.length));
+}
+
 /** Source modules (src/... .ts or node_modules/...) behind the files a process loaded. */
 function modulesOf(traceFile: string): string[] {
   const meta = existsSync(META) ? (JSON.parse(readFileSync(META, 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> }) : { outputs: {} };
-  const urls = readFileSync(traceFile, 'utf8').split('\n').filter((u) => u.startsWith('file:'));
+  const paths = readFileSync(traceFile, 'utf8').split('\n').filter((l) => l.startsWith('path:')).map((l) => l.slice('path:'.length));
   const out = new Set<string>();
-  for (const url of urls) {
-    const rel = relative(REPO_ROOT, fileURLToPath(url)).split('\\').join('/');
+  for (const path of paths) {
+    const rel = relative(REPO_ROOT, path).split('\\').join('/');
+    if (/^dist\/bundle\/pack-[A-Z0-9]+\.js$/.test(rel)) continue; // its chunks are traced as they run
     const chunk = meta.outputs[rel];
     if (chunk) for (const input of Object.keys(chunk.inputs)) out.add(input);
     else out.add(rel.replace(/^dist\/(.*)\.js$/, 'src/$1.ts'));
@@ -37,12 +43,24 @@ function modulesOf(traceFile: string): string[] {
 
 async function traceCli(
   name: string, args: string[], env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
+): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[]; builtins: string[] }> {
   const traceFile = join(dir.dir, `trace-${name}.txt`);
   rmSync(traceFile, { force: true });
   const r = await runCliProcess(args, { env: { ...env, NODE_OPTIONS: `--require=${HOOK}`, TA_TRACE_FILE: traceFile } });
-  return { ...r, modules: modulesOf(traceFile) };
+  return { ...r, modules: modulesOf(traceFile), builtins: builtinsOf(traceFile) };
 }
+
+// Built-in modules the light commands must not load, each a measured cost on every call:
+// - node:stream (with node:net, node:tty or a SyncWriteStream): process.stdout/stderr, about 3 ms;
+//   the CLI prints through fds 1 and 2 (src/cli/fd-output.ts);
+// - node:util's parseArgs (internal/util/parse_args), about 1 ms: src/cli/parse-argv.ts;
+// - node:fs/promises (with readline and fs watchers), about 2 ms;
+// - node:crypto, about 3 ms; node:module (the chunk loader's createRequire), about 0.5 ms.
+const STREAMS = ['stream', 'net', 'tty', 'internal/fs/sync_write_stream'];
+const PARSE_ARGS = 'internal/util/parse_args/parse_args';
+const FS_PROMISES = 'fs/promises';
+const CRYPTO = 'crypto';
+const LOADER_EXTRAS = ['module'];
 
 const DAEMON = /^src\/(daemon\/(daemon|agent|components)|cli\/daemon-env)\.ts$/;
 const EMULATOR = /^src\/emulator\//;
@@ -115,6 +133,7 @@ describe('what each CLI command loads at start-up', () => {
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('usage: terminal-agent');
       expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(zod|yaml|pino|better-sqlite3)\//]), args.join(' ')).toEqual([]);
+      expect(r.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b)), args.join(' ')).toEqual([]);
     }
   });
 
@@ -125,7 +144,11 @@ describe('what each CLI command loads at start-up', () => {
     // Nor the config schema, nor the YAML library for a plain config: the socket's path is all it
     // needs from the config file.
     // Nor the service commands' shared helpers (image and name checks): one file read is ~0.5 ms.
-    expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3|zod|yaml)\//, /^src\/config\/schema\.ts$/, /^src\/cli\/api-client\.ts$/, /^src\/client\//])).toEqual([]);
+    expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3|zod|yaml)\//, /^src\/config\/schema\.ts$/, /^src\/cli\/api-client\.ts$/, /^src\/client\//,
+      // nor the disk floor's or the enrollment folders' code (node:fs/promises) for one line of text.
+      /^src\/disk\/disk-floor\.ts$/, /^src\/enroll\/layout\.ts$/])).toEqual([]);
+    // node:net is its one stream; no parseArgs, fs/promises, crypto or extra loader modules.
+    expect(r.builtins.filter((b) => [PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
   });
 
   it('status with a config file that no longer validates still asks the daemon at its socket; with no daemon there it reports the problem (exit 78)', async () => {
@@ -149,13 +172,19 @@ describe('what each CLI command loads at start-up', () => {
     expect(check.code, check.stderr).toBe(0);
     expect(check.stdout).toContain('config OK');
     expect(loadedOf(check.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3)\//])).toEqual([]);
+    // Nor node:net (for an IP address check: src/util/ip-address.ts) or node:crypto (for reading a
+    // password hash: src/util/password-hash-format.ts).
+    expect(check.builtins.filter((b) => ['net', CRYPTO, PARSE_ARGS, 'module'].includes(b))).toEqual([]);
 
     const cached = await traceCli('faces-cached', ['faces', 'list', '--cached', '--config', files.configPath]);
     expect(cached.code, cached.stderr).toBe(0);
     // Nor the logger: it reads the database and prints. Nor, for a plain config, the YAML library
     // and the schema (state_dir is all it needs), nor the control client or the event stream (node:http).
     expect(loadedOf(cached.modules, [...HEAVY, /^node_modules\/(pino|zod|yaml)\//, /^src\/config\/(schema|load-config)\.ts$/, /^src\/(control\/control-client|events\/sse-client)\.ts$/,
-      // nor the faces API's checks or the atomic file writes (node:crypto), which only other faces commands use.
-      /^src\/(client\/faces-api|util\/fs-atomic)\.ts$/])).toEqual([]);
+      // nor the faces API's checks or the atomic file writes (node:crypto), which only other faces commands use,
+      // nor the service commands' helpers (image and name checks) or what `faces sync` needs.
+      /^src\/(client\/faces-api|util\/fs-atomic)\.ts$/, /^src\/cli\/(api-client|progress-format|live-area)\.ts$/, /^src\/client\/media-types\.ts$/,
+      /^src\/cli\/faces-sync-command\.ts$/, /^src\/events\/event-bus\.ts$/])).toEqual([]);
+    expect(cached.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
   });
 });

@@ -51,7 +51,7 @@ describe('reading state_dir without the YAML library or the schema', () => {
     writeFileSync(file, text);
     expect(scanStateDir(text)).not.toBeUndefined();
     const full = await loadConfig({ path: file, env: {}, requireSecrets: false });
-    expect(await stateDirOf('c.yaml', dir)).toBe(full.state_dir);
+    expect(stateDirOf('c.yaml', dir)).toBe(full.state_dir);
   });
 
   it.each(Object.entries(GIVE_UP))('%s: the scan gives up (the full load decides)', (_name, text) => {
@@ -60,7 +60,7 @@ describe('reading state_dir without the YAML library or the schema', () => {
 
   it('a config that cannot be read fails as the full load does', async () => {
     const dir = tmpDir();
-    await expect(stateDirOf('missing.yaml', dir)).rejects.toThrow(ConfigError);
-    await expect(stateDirOf('missing.yaml', dir)).rejects.toThrow(/config file not found/);
+    expect(() => stateDirOf('missing.yaml', dir)).toThrow(ConfigError);
+    expect(() => stateDirOf('missing.yaml', dir)).toThrow(/config file not found/);
   });
 });

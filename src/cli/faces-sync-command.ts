@@ -2,36 +2,17 @@ import { escapeControls } from '../util/terminal-text.js';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import type { CliContext, ParsedArgs } from './command.js';
-import { writeJson, writeLine, writeTable, type Column } from './output.js';
-import { clientFromConfig, loadLocalConfig } from './api-client.js';
-import { stateDirOf } from '../config/state-dir.js';
+import { writeJson, writeLine } from './output.js';
+import { clientFromConfig } from './api-client.js';
 import { AgentError, AuthError, ExitCode, ServiceError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import { FACE_SYNC_ANSWER_MARGIN_MS, faceSyncDeadlineMs } from '../faces/sync-deadline.js';
-import { readCachedFaces, type CachedFaceView } from '../faces/read-cache.js';
 import type { SyncReport } from '../faces/types.js';
 import { openLiveArea } from './live-area.js';
 import { syncProgressLine, type SyncProgressView } from './progress-format.js';
 import { createEventBus, type AgentEvent } from '../events/event-bus.js';
 
-// `faces list --cached` and `faces sync`: the CLI side of the face cache (wired in faces-commands.ts).
-
-const CACHED_COLUMNS: Column<CachedFaceView>[] = [
-  { header: 'face_id', value: (f) => f.face_id },
-  { header: 'name', value: (f) => f.name },
-  { header: 'id', value: (f) => f.id },
-  { header: 'group_id', value: (f) => f.group_id },
-  { header: 'image', value: (f) => f.image },
-];
-
-/** `faces list --cached`: agent.db under the configured state_dir, read-only, no network. */
-export async function listCachedCommand(args: ParsedArgs, ctx: CliContext): Promise<void> {
-  // Only state_dir is needed: from a plain config without YAML or zod, else from the full load.
-  const stateDir = (await stateDirOf(args.global.configPath, ctx.cwd)) ?? (await loadLocalConfig(args, ctx)).state_dir;
-  const faces = readCachedFaces(stateDir);
-  if (args.global.json) return writeJson(ctx, faces);
-  writeTable(ctx, faces, CACHED_COLUMNS, `(no faces cached in ${join(stateDir, 'faces')})`);
-}
+// `faces sync` (wired in faces-commands.ts): through the running daemon, or one sync of its own.
 
 /**
  * `faces sync`: asks the running daemon over the control socket; with no daemon, runs one sync
