@@ -75,6 +75,48 @@ const slimUndici = {
   },
 };
 
+// Modules the daemon runs only now and then, loaded afresh each time and released after (see
+// chunk-loader.cjs): the config reader, with zod and the YAML parser (read at start and on SIGHUP),
+// and the YAML parser on its own (`status` reads the control socket's path with it when the config
+// is unusual). Source files only the CLI runs import them with `await import()`, as the daemon does.
+const TRANSIENT = ['src/config/load-config.ts', 'node_modules/yaml/dist/index.js'];
+
+/**
+ * { chunk of each TRANSIENT module: [chunks only it imports] }: the chunks its static imports
+ * reach, less any that a chunk outside every such group imports (that one's copy is shared by
+ * everyone; a chunk in two groups has a copy in each). A chunk dropped is outside too, so its
+ * own imports are looked at again, until nothing changes.
+ */
+function transientGroups(metafile, sources) {
+  const outputs = Object.fromEntries(Object.entries(metafile.outputs).map(([path, o]) => [basename(path), o]));
+  const importsOf = (name) => (outputs[name]?.imports ?? []).filter((i) => i.kind !== 'dynamic-import' && outputs[basename(i.path)]).map((i) => basename(i.path));
+  const groups = new Map();
+  for (const source of sources) {
+    const root = Object.keys(outputs).find((name) => outputs[name].entryPoint === source);
+    if (!root) throw new Error(`bundle: no chunk has ${source} as its entry point`);
+    const members = new Set();
+    const todo = importsOf(root);
+    while (todo.length > 0) {
+      const name = todo.pop();
+      if (members.has(name)) continue;
+      members.add(name);
+      todo.push(...importsOf(name));
+    }
+    groups.set(root, members);
+  }
+  const inGroups = (name) => groups.has(name) || [...groups.values()].some((m) => m.has(name));
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const [name, o] of Object.entries(outputs)) {
+      if (inGroups(name)) continue;
+      for (const i of o.imports) {
+        for (const members of groups.values()) if (members.delete(basename(i.path))) changed = true;
+      }
+    }
+  }
+  return Object.fromEntries([...groups].map(([root, members]) => [root, [...members].sort()]));
+}
+
 // Chunks of previous builds: dist/bundle/ is rebuilt whole; chunks of the ESM bundle that came
 // before it lay in dist/ itself.
 async function removePreviousChunks() {
@@ -128,12 +170,14 @@ for (const file of result.outputFiles) {
 }
 if (!mainChunk) throw new Error('bundle: no main chunk in the output');
 
+const transient = transientGroups(result.metafile, TRANSIENT);
 await copyFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), join(OUT, 'loader.cjs'));
 await writeFile(join(OUT, 'main.cjs'), `#!/usr/bin/env node
 // The terminal-agent CLI (dist/main.js links here). Written by scripts/bundle.mjs.
 'use strict';
-require('./loader.cjs').createChunkLoader(__dirname).load(${JSON.stringify(mainChunk)});
+require('./loader.cjs').createChunkLoader(__dirname, { transient: ${JSON.stringify(transient)} }).load(${JSON.stringify(mainChunk)});
 `, { mode: 0o755 });
+await writeFile(join(OUT, 'transient.json'), JSON.stringify(transient));
 await writeFile(join(OUT, 'main-chunk.json'), JSON.stringify({ main: mainChunk }));
 // Every command's words, options and help, from the tsc build of the same sources (src/cli/command-index.ts).
 const { buildCommandIndex } = await import(join(DIST, 'cli', 'command-index.js'));

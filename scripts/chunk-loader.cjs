@@ -33,29 +33,25 @@ function flagsKey(text) {
   return h.toString(16);
 }
 
-/** A loader for the chunks in `dir`; `load(name)` runs a chunk once and returns its exports. */
-function createChunkLoader(dir) {
-  const modules = new Map();
-  const scripts = new Map();
+/**
+ * A loader for the chunks in `dir`; `load(name)` runs a chunk once and returns its exports.
+ *
+ * `transient` (scripts/bundle.mjs, from the build's chunk graph): { root chunk: [chunks only it
+ * imports] }. A root runs afresh for each `load`, with its own copies of those chunks, and nothing
+ * here keeps them: once its caller drops the exports, V8 frees their code and data. The daemon
+ * reads its config that way (zod and the YAML parser are then not resident between reads). Every
+ * other chunk is shared as usual, so classes and state outside the group have one copy.
+ * `keepScripts` (build time only) keeps each compiled script for writeCodeCache.
+ */
+function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
   const nodeRequire = createRequire(join(dir, 'loader.cjs'));
   const sourceUrl = (rel) => pathToFileURL(join(dir, '..', rel)).href;
   const cacheSuffix = `.${flagsKey([...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' '))}.v8`;
+  const scripts = new Map();
+  const fromCache = new Map();
 
-  function requireFrom(id) {
-    // The converted chunks name each other './chunk-XXXX.js'; anything else (node: built-ins, the
-    // native packages left out of the bundle) is Node's.
-    return id.startsWith('./') ? load(id.slice(2)) : nodeRequire(id);
-  }
-  requireFrom.resolve = nodeRequire.resolve;
-  requireFrom.cache = nodeRequire.cache;
-  requireFrom.main = nodeRequire.main;
-
-  function load(name) {
-    const known = modules.get(name);
-    if (known) return known.exports;
-    const file = join(dir, name);
-    const module = { exports: {}, filename: file, id: file, loaded: false };
-    modules.set(name, module);
+  function run(name, module, requireFrom) {
+    const file = dir + '/' + name;
     const source = readFileSync(file, 'utf8');
     let cachedData;
     try {
@@ -64,16 +60,44 @@ function createChunkLoader(dir) {
       cachedData = undefined;
     }
     const script = new Script(WRAP_HEAD + source + WRAP_TAIL, { filename: file, cachedData });
-    scripts.set(name, { script, cached: cachedData !== undefined && !script.cachedDataRejected });
+    fromCache.set(name, cachedData !== undefined && !script.cachedDataRejected);
+    if (keepScripts) scripts.set(name, script);
     script.runInThisContext()(module.exports, requireFrom, module, file, dir, sourceUrl);
     module.loaded = true;
-    return module.exports;
   }
+
+  /** Chunks by name, loaded at most once into `modules`; names outside `members` go to `outer`. */
+  function scope(modules, members, outer) {
+    function requireFrom(id) {
+      // The converted chunks name each other './chunk-XXXX.js'; anything else (node: built-ins, the
+      // native packages left out of the bundle) is Node's.
+      return id.startsWith('./') ? loadIn(id.slice(2)) : nodeRequire(id);
+    }
+    requireFrom.resolve = nodeRequire.resolve;
+    requireFrom.cache = nodeRequire.cache;
+    requireFrom.main = nodeRequire.main;
+
+    function loadIn(name) {
+      if (members !== undefined && !members.has(name)) return outer(name);
+      const known = modules.get(name);
+      if (known) return known.exports;
+      if (members === undefined && transient[name]) {
+        return scope(new Map(), new Set([name, ...transient[name]]), loadIn)(name);
+      }
+      const file = dir + '/' + name;
+      const module = { exports: {}, filename: file, id: file, loaded: false };
+      modules.set(name, module);
+      run(name, module, requireFrom);
+      return module.exports;
+    }
+    return loadIn;
+  }
+  const load = scope(new Map(), undefined, undefined);
 
   /** Writes the code cache of every chunk run so far (build time only: scripts/code-cache.cjs). */
   function writeCodeCache() {
     const written = [];
-    for (const [name, { script }] of scripts) {
+    for (const [name, script] of scripts) {
       const file = join(dir, name + cacheSuffix);
       writeFileSync(`${file}.tmp`, script.createCachedData());
       renameSync(`${file}.tmp`, file);
@@ -82,9 +106,9 @@ function createChunkLoader(dir) {
     return written;
   }
 
-  /** Chunks run so far and whether each came from its code cache (for the start-up test). */
+  /** Chunks run so far and whether each (the last time it ran) came from its code cache (for the start-up test). */
   function loaded() {
-    return [...scripts].map(([name, s]) => ({ name, cached: s.cached }));
+    return [...fromCache].map(([name, cached]) => ({ name, cached }));
   }
 
   return { load, writeCodeCache, loaded };

@@ -5,7 +5,8 @@
 const { join } = require('node:path');
 
 const [dir, mainChunk, ...args] = process.argv.slice(2);
-const loader = require(join(dir, 'loader.cjs')).createChunkLoader(dir);
+const transient = require(join(dir, 'transient.json'));
+const loader = require(join(dir, 'loader.cjs')).createChunkLoader(dir, { transient, keepScripts: true });
 process.argv = [process.argv[0], join(dir, 'main.cjs'), ...args];
 process.on('exit', () => loader.writeCodeCache());
 loader.load(mainChunk);
