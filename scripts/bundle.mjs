@@ -117,6 +117,31 @@ function transientGroups(metafile, sources) {
   return Object.fromEntries([...groups].map(([root, members]) => [root, [...members].sort()]));
 }
 
+/**
+ * pino's parts that would load Node's worker_threads and assert for nothing (about 0.4 MB of a
+ * daemon's resident memory, ten built-in modules): the agent logs on its main thread to stdout or
+ * the journal, never through a transport (a worker thread), and sonic-boom asserts one argument.
+ * - thread-stream (pino.transport only): a class that refuses to be made;
+ * - worker_threads, for pino's `isMainThread` (whether to flush on exit): the bundle runs pino on
+ *   the main thread only;
+ * - assert, for sonic-boom and thread-stream: the same check, with Node's error code.
+ */
+const PINO_STUBS = {
+  'thread-stream': "module.exports = class ThreadStream { constructor() { throw new Error('pino transports (worker threads) are not part of the terminal-agent bundle'); } };",
+  worker_threads: 'module.exports = { isMainThread: true };',
+  assert: "module.exports = function assert(value, message) { if (!value) throw Object.assign(new Error(message ?? 'assertion failed'), { code: 'ERR_ASSERTION' }); };",
+};
+const slimPino = {
+  name: 'slim-pino',
+  setup(b) {
+    const fromPino = (importer) => /\/node_modules\/(pino|sonic-boom|thread-stream)\//.test(importer);
+    b.onResolve({ filter: /^thread-stream$/ }, () => ({ path: 'thread-stream', namespace: 'pino-stub' }));
+    b.onResolve({ filter: /^(node:)?(worker_threads|assert)$/ }, (args) =>
+      fromPino(args.importer) ? { path: args.path.replace(/^node:/, ''), namespace: 'pino-stub' } : undefined);
+    b.onLoad({ filter: /.*/, namespace: 'pino-stub' }, (args) => ({ contents: PINO_STUBS[args.path], loader: 'js' }));
+  },
+};
+
 // Chunks of previous builds: dist/bundle/ is rebuilt whole; chunks of the ESM bundle that came
 // before it lay in dist/ itself.
 async function removePreviousChunks() {
@@ -146,7 +171,7 @@ const result = await build({
   legalComments: 'none',
   metafile: true,
   logLevel: 'warning',
-  plugins: [tscUrls, slimUndici, sqliteBindings],
+  plugins: [tscUrls, slimUndici, sqliteBindings, slimPino],
 });
 
 await mkdir(OUT, { recursive: true });

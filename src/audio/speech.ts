@@ -1,6 +1,6 @@
 import type { EventPublisher } from '../events/event-bus.js';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { performance } from '../util/monotonic.js';
 import type { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';

@@ -18,6 +18,7 @@ import { createRoutes, type ConsoleHandlers } from './routes.js';
 import { createStaticFiles } from './static-files.js';
 import { createThumbnails } from './thumbnails.js';
 import { setDateHeader } from '../util/iso-time.js';
+import { performance } from '../util/monotonic.js';
 
 // The web console: one HTTP(S) server on console.listen, serving the built pages and the JSON API.
 // Off unless configured; the daemon imports this module only then.

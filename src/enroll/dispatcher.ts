@@ -8,6 +8,7 @@ import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import type { Kind, OutboxRow, StepOutcome } from './types.js';
 import { isoTime } from '../util/iso-time.js';
+import { performance } from '../util/monotonic.js';
 
 // The outbox loop: starts uploads (upload_concurrency at most, one at a time per kind+name so that
 // files for the same name keep their order), settles faces whose id or outcome is pending, follows

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { performance } from '../util/monotonic.js';
 import { AbortedError, AgentError, AuthError, TimeoutError, describeError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import { createDiskFloor } from '../disk/disk-floor.js';
