@@ -74,6 +74,73 @@ const slimUndici = {
   },
 };
 
+// Modules the daemon runs only now and then, loaded afresh each time and released after (see
+// chunk-loader.cjs): the config reader, with zod and the YAML parser (read at start and on SIGHUP),
+// and the YAML parser on its own (`status` reads the control socket's path with it when the config
+// is unusual). Source files only the CLI runs import them with `await import()`, as the daemon does.
+const TRANSIENT = ['src/config/load-config.ts', 'node_modules/yaml/dist/index.js'];
+
+/**
+ * { chunk of each TRANSIENT module: [chunks only it imports] }: the chunks its static imports
+ * reach, less any that a chunk outside every such group imports (that one's copy is shared by
+ * everyone; a chunk in two groups has a copy in each). A chunk dropped is outside too, so its
+ * own imports are looked at again, until nothing changes.
+ */
+function transientGroups(metafile, sources) {
+  const outputs = Object.fromEntries(Object.entries(metafile.outputs).map(([path, o]) => [basename(path), o]));
+  const importsOf = (name) => (outputs[name]?.imports ?? []).filter((i) => i.kind !== 'dynamic-import' && outputs[basename(i.path)]).map((i) => basename(i.path));
+  const groups = new Map();
+  for (const source of sources) {
+    const root = Object.keys(outputs).find((name) => outputs[name].entryPoint === source);
+    if (!root) throw new Error(`bundle: no chunk has ${source} as its entry point`);
+    const members = new Set();
+    const todo = importsOf(root);
+    while (todo.length > 0) {
+      const name = todo.pop();
+      if (members.has(name)) continue;
+      members.add(name);
+      todo.push(...importsOf(name));
+    }
+    groups.set(root, members);
+  }
+  const inGroups = (name) => groups.has(name) || [...groups.values()].some((m) => m.has(name));
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const [name, o] of Object.entries(outputs)) {
+      if (inGroups(name)) continue;
+      for (const i of o.imports) {
+        for (const members of groups.values()) if (members.delete(basename(i.path))) changed = true;
+      }
+    }
+  }
+  return Object.fromEntries([...groups].map(([root, members]) => [root, [...members].sort()]));
+}
+
+/**
+ * pino's parts that would load Node's worker_threads and assert for nothing (about 0.4 MB of a
+ * daemon's resident memory, ten built-in modules): the agent logs on its main thread to stdout or
+ * the journal, never through a transport (a worker thread), and sonic-boom asserts one argument.
+ * - thread-stream (pino.transport only): a class that refuses to be made;
+ * - worker_threads, for pino's `isMainThread` (whether to flush on exit): the bundle runs pino on
+ *   the main thread only;
+ * - assert, for sonic-boom and thread-stream: the same check, with Node's error code.
+ */
+const PINO_STUBS = {
+  'thread-stream': "module.exports = class ThreadStream { constructor() { throw new Error('pino transports (worker threads) are not part of the terminal-agent bundle'); } };",
+  worker_threads: 'module.exports = { isMainThread: true };',
+  assert: "module.exports = function assert(value, message) { if (!value) throw Object.assign(new Error(message ?? 'assertion failed'), { code: 'ERR_ASSERTION' }); };",
+};
+const slimPino = {
+  name: 'slim-pino',
+  setup(b) {
+    const fromPino = (importer) => /\/node_modules\/(pino|sonic-boom|thread-stream)\//.test(importer);
+    b.onResolve({ filter: /^thread-stream$/ }, () => ({ path: 'thread-stream', namespace: 'pino-stub' }));
+    b.onResolve({ filter: /^(node:)?(worker_threads|assert)$/ }, (args) =>
+      fromPino(args.importer) ? { path: args.path.replace(/^node:/, ''), namespace: 'pino-stub' } : undefined);
+    b.onLoad({ filter: /.*/, namespace: 'pino-stub' }, (args) => ({ contents: PINO_STUBS[args.path], loader: 'js' }));
+  },
+};
+
 // Chunks of previous builds: dist/bundle/ is rebuilt whole; chunks of the ESM bundle that came
 // before it lay in dist/ itself.
 async function removePreviousChunks() {
@@ -105,7 +172,7 @@ const result = await build({
   define: { __TA_PACKAGE_VERSION__: JSON.stringify(JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).version) },
   metafile: true,
   logLevel: 'warning',
-  plugins: [tscUrls, slimUndici, sqliteBindings],
+  plugins: [tscUrls, slimUndici, sqliteBindings, slimPino],
 });
 
 await mkdir(OUT, { recursive: true });
@@ -137,11 +204,15 @@ if (!mainChunk) throw new Error('bundle: no main chunk in the output');
 // required, as before. Larger chunks (zod, yaml, the daemon's parts) stay files of their own,
 // read only by the commands that need them.
 const PACK_MAX_BYTES = 2048;
+// A transient chunk (transientGroups above) runs afresh from its own file at each load: never in the pack.
+const transient = transientGroups(result.metafile, TRANSIENT);
+const transientChunks = new Set(Object.entries(transient).flat(2));
 const staticImports = (name) => (result.metafile.outputs[`dist/bundle/${name}`]?.imports ?? [])
   .filter((i) => i.kind === 'import-statement' && i.path.startsWith('dist/bundle/')).map((i) => basename(i.path));
 const packed = new Set([mainChunk]);
 for (const name of packed) for (const dep of staticImports(name)) packed.add(dep);
-for (const [name, code] of chunks) if (code.length <= PACK_MAX_BYTES) packed.add(name);
+for (const [name, code] of chunks) if (code.length <= PACK_MAX_BYTES && !transientChunks.has(name)) packed.add(name);
+for (const name of packed) if (transientChunks.has(name)) throw new Error(`bundle: transient chunk ${name} is imported statically by the pack`);
 const packText = [...packed].map((name) => `__taDefineChunk(${JSON.stringify(name)},function(exports,require,module,__filename,__dirname,__taSourceUrl){${chunks.get(name)}\n});\n`).join('');
 // Named for its content, as esbuild names chunks, so a code cache never meets another text.
 const packName = `pack-${createHash('sha256').update(packText).digest('hex').slice(0, 8).toUpperCase()}.js`;
@@ -157,10 +228,11 @@ await writeFile(join(OUT, 'main.cjs'), `#!/usr/bin/env node
 // The terminal-agent CLI (dist/main.js links here): scripts/chunk-loader.cjs, then the pack and
 // the main chunk. Written by scripts/bundle.mjs.
 ${loaderSource}
-const loader = createChunkLoader(__dirname);
+const loader = createChunkLoader(__dirname, { transient: ${JSON.stringify(transient)} });
 loader.loadPack(${JSON.stringify(packName)});
 loader.load(${JSON.stringify(mainChunk)});
 `, { mode: 0o755 });
+await writeFile(join(OUT, 'transient.json'), JSON.stringify(transient));
 // For scripts/code-cache.cjs, which starts the CLI the same way, and for the start-up test.
 await writeFile(join(OUT, 'main-chunk.json'), JSON.stringify({ main: mainChunk, pack: packName, packed: [...packed] }));
 // Every command's words, options and help, from the tsc build of the same sources (src/cli/command-index.ts).

@@ -52,25 +52,25 @@ function fileUrlOf(path) {
  * A loader for the chunks in `dir`, which must be this file's own folder (dist/bundle: main.cjs
  * holds a copy of this file, code-cache.cjs requires loader.cjs from there): what the chunks
  * require from node_modules is resolved from there, by this file's own `require`.
- * `load(name)` runs a chunk once and returns its exports.
+ * `load(name)` runs a chunk once and returns its exports; `loadPack(name)` defines the chunks a
+ * pack holds (see bundle.mjs), each run when first required, as if it were a file of its own.
+ *
+ * `transient` (scripts/bundle.mjs, from the build's chunk graph): { root chunk: [chunks only it
+ * imports] }. A root runs afresh for each `load`, with its own copies of those chunks, and nothing
+ * here keeps them: once its caller drops the exports, V8 frees their code and data. The daemon
+ * reads its config that way (zod and the YAML parser are then not resident between reads). Every
+ * other chunk is shared as usual, so classes and state outside the group have one copy. No
+ * transient chunk is in a pack (bundle.mjs), so each fresh run reads its own file.
+ * `keepScripts` (code-cache.cjs only) keeps each compiled script for writeCodeCache.
  */
-function createChunkLoader(dir) {
-  const modules = new Map();
-  const scripts = new Map();
-  // Chunks defined by a pack (a file holding several small chunks, see bundle.mjs), not yet run.
-  const factories = new Map();
+function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
   const nodeRequire = require;
   const sourceUrl = (rel) => fileUrlOf(join(dir, '..', rel));
   const cacheSuffix = `.${flagsKey([process.arch, ...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' '))}.v8`;
-
-  function requireFrom(id) {
-    // The converted chunks name each other './chunk-XXXX.js'; anything else (node: built-ins, the
-    // native packages left out of the bundle) is Node's.
-    return id.startsWith('./') ? load(id.slice(2)) : nodeRequire(id);
-  }
-  requireFrom.resolve = nodeRequire.resolve;
-  requireFrom.cache = nodeRequire.cache;
-  requireFrom.main = nodeRequire.main;
+  const scripts = new Map();
+  const fromCache = new Map();
+  // Chunks defined by a pack, not yet run.
+  const factories = new Map();
 
   /** Compiles the file `name` (from its code cache when there is one) wrapped in `head`; returns the function. */
   function compile(name, head) {
@@ -84,37 +84,52 @@ function createChunkLoader(dir) {
     }
     const script = new Script(head + source + WRAP_TAIL, { filename: file, cachedData });
     const rejected = cachedData !== undefined && script.cachedDataRejected === true;
-    scripts.set(name, { script, cached: cachedData !== undefined && !rejected, rejected });
+    fromCache.set(name, { cached: cachedData !== undefined && !rejected, rejected });
+    if (keepScripts) scripts.set(name, script);
     return script.runInThisContext();
   }
 
-  /**
-   * Reads a pack: each chunk in it is defined, and runs when first required, as if it were a file
-   * of its own. A chunk defined twice keeps its first definition.
-   */
   function loadPack(name) {
     compile(name, PACK_HEAD)((chunk, factory) => {
-      if (!factories.has(chunk) && !modules.has(chunk)) factories.set(chunk, factory);
+      if (!factories.has(chunk)) factories.set(chunk, factory);
     });
   }
 
-  function load(name) {
-    const known = modules.get(name);
-    if (known) return known.exports;
-    const file = join(dir, name);
-    const module = { exports: {}, filename: file, id: file, loaded: false };
-    modules.set(name, module);
-    const factory = factories.get(name) ?? compile(name, WRAP_HEAD);
-    factories.delete(name);
-    factory(module.exports, requireFrom, module, file, dir, sourceUrl);
-    module.loaded = true;
-    return module.exports;
-  }
+  /** Chunks by name, loaded at most once into `modules`; names outside `members` go to `outer`. */
+  function scope(modules, members, outer) {
+    function requireFrom(id) {
+      // The converted chunks name each other './chunk-XXXX.js'; anything else (node: built-ins, the
+      // native packages left out of the bundle) is Node's.
+      return id.startsWith('./') ? loadIn(id.slice(2)) : nodeRequire(id);
+    }
+    requireFrom.resolve = nodeRequire.resolve;
+    requireFrom.cache = nodeRequire.cache;
+    requireFrom.main = nodeRequire.main;
 
-  /** Writes the code cache of every chunk and pack read so far (scripts/code-cache.cjs only), each whole or not at all. */
+    function loadIn(name) {
+      if (members !== undefined && !members.has(name)) return outer(name);
+      const known = modules.get(name);
+      if (known) return known.exports;
+      if (members === undefined && transient[name]) {
+        return scope(new Map(), new Set([name, ...transient[name]]), loadIn)(name);
+      }
+      const file = join(dir, name);
+      const module = { exports: {}, filename: file, id: file, loaded: false };
+      modules.set(name, module);
+      const factory = factories.get(name) ?? compile(name, WRAP_HEAD);
+      factories.delete(name);
+      factory(module.exports, requireFrom, module, file, dir, sourceUrl);
+      module.loaded = true;
+      return module.exports;
+    }
+    return loadIn;
+  }
+  const load = scope(new Map(), undefined, undefined);
+
+  /** Writes the code cache of every chunk and pack read so far (code-cache.cjs only), each whole or not at all. */
   function writeCodeCache() {
     const written = [];
-    for (const [name, { script }] of scripts) {
+    for (const [name, script] of scripts) {
       const file = join(dir, name + cacheSuffix);
       const tmp = `${file}.${process.pid}.tmp`;
       writeFileSync(tmp, script.createCachedData());
@@ -124,9 +139,9 @@ function createChunkLoader(dir) {
     return written;
   }
 
-  /** Chunks and packs read so far: whether each came from its code cache, or V8 refused the one it found. */
+  /** Chunks and packs read so far: whether each (the last time it was read) came from its code cache, or V8 refused the one it found. */
   function loaded() {
-    return [...scripts].map(([name, s]) => ({ name, cached: s.cached, rejected: s.rejected }));
+    return [...fromCache].map(([name, s]) => ({ name, cached: s.cached, rejected: s.rejected }));
   }
 
   return { load, loadPack, writeCodeCache, loaded };

@@ -19,12 +19,11 @@ export const daemonCommands: CommandSpec[] = [
 With $NOTIFY_SOCKET (systemd Type=notify) it reports READY=1, STATUS= and feeds the watchdog.
 Logs go to the journal with priorities and fields under systemd (log.format), else JSON lines on stdout.`,
     async run(args, ctx) {
-      const [{ loadConfig }, { makeDaemonEnv }, { runDaemon }] = await Promise.all([
-        import('../config/load-config.js'),
+      const [{ loadDaemonConfig, makeDaemonEnv }, { runDaemon }] = await Promise.all([
         import('./daemon-env.js'),
         import('../daemon/daemon.js'),
       ]);
-      const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd });
+      const config = await loadDaemonConfig(ctx, args.global.configPath);
       const d = makeDaemonEnv(ctx, { configPath: args.global.configPath, config });
       return runDaemon(d, config, ctx.shutdown);
     },

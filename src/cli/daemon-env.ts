@@ -1,7 +1,7 @@
 import type { DestinationStream } from 'pino';
 import type { CliContext } from './command.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { loadConfig, configSecrets } from '../config/load-config.js';
+import { configSecrets } from '../config/secrets.js';
 import type { AgentConfig } from '../config/schema.js';
 import { createServiceClient } from '../client/service-client.js';
 import { userAgent } from '../version.js';
@@ -17,6 +17,16 @@ export interface DaemonEnvOptions {
   /** Log destination; stdout when absent (journald). */
   destination?: DestinationStream;
   pid?: number;
+}
+
+/**
+ * Reads and validates the config. The config module (with zod and the YAML parser, about 1 to 2 MB
+ * of heap once run) is imported for each read and not kept: the daemon reads its config only at
+ * start and on SIGHUP, and the bundle releases a module nothing holds (scripts/chunk-loader.cjs).
+ */
+export async function loadDaemonConfig(ctx: CliContext, path: string): Promise<AgentConfig> {
+  const { loadConfig } = await import('../config/load-config.js');
+  return loadConfig({ path, env: ctx.env, cwd: ctx.cwd });
 }
 
 export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): DaemonEnv {
@@ -36,7 +46,7 @@ export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): Daemo
     pid: options.pid ?? process.pid,
     version: ctx.version,
     logger,
-    loadConfig: (path) => loadConfig({ path, env: ctx.env, cwd: ctx.cwd }),
+    loadConfig: (path) => loadDaemonConfig(ctx, path),
     createClient: (service, log, onRequest) =>
       createServiceClient({ config: service, logger: log, userAgent: userAgent(ctx.version), onRequest, env: ctx.env }),
     setConfig(cfg) {

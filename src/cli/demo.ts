@@ -7,9 +7,8 @@ import { pino } from 'pino';
 import type { CliContext } from './command.js';
 import { writeLine } from './output.js';
 import { startEmulator, type Emulator, type TerminalCredential } from '../emulator/index.js';
-import { loadConfig } from '../config/load-config.js';
 import { encodeWav } from '../audio/wav.js';
-import { makeDaemonEnv } from './daemon-env.js';
+import { loadDaemonConfig, makeDaemonEnv } from './daemon-env.js';
 import { startDaemon } from '../daemon/daemon.js';
 import { faceImagePng, SAMPLE_FACES } from '../daemon/sample-images.js';
 import { makeDir } from '../util/make-dir.js';
@@ -37,7 +36,7 @@ export async function runDemo(ctx: CliContext): Promise<number> {
     await writeFile(join(dir, 'secrets', 'terminal_secret'), `${creds.terminals[0]!.terminal_secret}\n`, { mode: 0o600 });
     await writeFile(join(dir, 'secrets', 'api_key'), `${creds.apiKey}\n`, { mode: 0o600 });
     await writeFile(configPath, demoConfig(emulator, socketPathFor(dir), await consoleListen()));
-    const config = await loadConfig({ path: configPath, env: ctx.env, cwd: ctx.cwd });
+    const config = await loadDaemonConfig(ctx, configPath);
     // The daemon's JSON log goes to a file: the terminal shows the instructions.
     const destination = pino.destination({ dest: join(dir, 'agent.log'), mkdir: true, sync: true });
     const d = makeDaemonEnv(ctx, { configPath, config, destination });

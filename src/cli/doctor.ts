@@ -1,7 +1,6 @@
 import { dirname, join } from 'node:path';
 import type { CliContext } from './command.js';
 import { writeJson, writeLine } from './output.js';
-import { loadConfigDetailed } from '../config/load-config.js';
 import { createServiceClient } from '../client/service-client.js';
 import { silentLogger } from '../log/logger.js';
 import { userAgent } from '../version.js';
@@ -26,6 +25,9 @@ export async function runDoctor(ctx: CliContext, configPath: string, json: boole
 
   let loaded;
   try {
+    // Imported here, as everywhere: the bundle then keeps zod and YAML to the config module's own
+    // group of chunks, which the daemon loads afresh for each read and releases (bundle.mjs).
+    const { loadConfigDetailed } = await import('../config/load-config.js');
     loaded = await loadConfigDetailed({ path: configPath, env: ctx.env, cwd: ctx.cwd });
     const origins = Object.entries(loaded.secrets).map(([k, v]) => `${k} from ${v.source}`).join(', ');
     emit({ check: 'config', result: 'ok', detail: `${loaded.config.file ?? configPath} valid (${origins})` });

@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';

@@ -1,4 +1,4 @@
-import { isLoopbackHost, text } from './schema-fields.js';
+import { isLoopbackHost } from './plain-checks.js';
 import { ipVersion } from '../util/ip-address.js';
 
 // `host:port` for a TCP listener the agent opens on request (metrics.listen). A terminal sits on
@@ -17,13 +17,6 @@ export function parseListenAddress(value: string): ListenAddress | undefined {
   const port = Number(m[2]);
   if (port > 65535) return undefined;
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
-}
-
-/** The text form, validated; `port` 0 takes a free port (for tests). */
-export function listenAddress(example: string) {
-  return text(`host:port, e.g. ${example}`).refine((v) => parseListenAddress(v) !== undefined, {
-    error: (iss) => `${JSON.stringify(iss.input)} is not host:port: use e.g. ${example} ([::1]:PORT for IPv6), port 0 to 65535`,
-  });
 }
 
 export function isLoopbackListen(value: string): boolean {

@@ -38,10 +38,7 @@ export async function loadConfig(opts: LoadConfigOptions): Promise<AgentConfig> 
   return (await loadConfigDetailed(opts)).config;
 }
 
-/** The secret values of a resolved config, for the logger's scrubber. */
-export function configSecrets(cfg: AgentConfig): string[] {
-  return [cfg.service.terminal_secret, cfg.service.api_key].filter((s): s is string => typeof s === 'string' && s.length > 0);
-}
+export { configSecrets } from './secrets.js';
 
 export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<LoadedConfig> {
   const file = opts.cwd === undefined ? resolve(opts.path) : resolve(opts.cwd, opts.path);
@@ -74,6 +71,7 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   // jitless: zod would compile a fast path for each object schema with `new Function` (code no
   // cache keeps), and a config is parsed once per start or reload: interpreting it is cheaper.
   const parsed = configSchema.safeParse(raw, { jitless: true });
+  releaseZodGlobals();
   if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, doc, counter, file));
 
   if (requireSecrets && terminal.value === undefined && !terminal.failed) {
@@ -230,6 +228,20 @@ function sortProblems(problems: ConfigProblem[]): ConfigProblem[] {
     .map((p, i) => ({ p, i }))
     .sort((a, b) => (a.p.line ?? 0) - (b.p.line ?? 0) || a.i - b.i)
     .map(({ p }) => p);
+}
+
+/**
+ * zod parks its settings and its schema registry on globalThis so that every copy of zod shares
+ * them. Those objects point back into zod's code, so they kept zod and the whole config module
+ * alive for the daemon's life (about 1 MB of heap), though the daemon only reads its config at
+ * start and on SIGHUP: the bundle loads this module afresh for each read (scripts/chunk-loader.cjs,
+ * "transient" chunks) and drops it after. zod reads neither global after loading (it keeps its own
+ * references), and a copy of zod loaded later makes them again.
+ */
+function releaseZodGlobals(): void {
+  const g = globalThis as { __zod_globalConfig?: unknown; __zod_globalRegistry?: unknown };
+  delete g.__zod_globalConfig;
+  delete g.__zod_globalRegistry;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -3,6 +3,8 @@
 // says how to write it correctly. Messages never quote secret values.
 import * as z from 'zod';
 import { formatDuration, formatSize, parseDuration, parseSize } from '../util/units.js';
+import { hasControlChar } from './plain-checks.js';
+import { parseListenAddress } from './listen-address.js';
 
 /** zod's wording is for developers; an operator reads "a number" and sees what was there instead. */
 function typeName(v: unknown): string {
@@ -20,15 +22,6 @@ function expected(what: string) {
 
 export function text(example = 'a text value') {
   return z.string({ error: expected(example) });
-}
-
-/** A control character (line break, NUL, DEL...) cannot travel in an HTTP header. */
-export function hasControlChar(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return true;
-  }
-  return false;
 }
 
 /** Secrets: never echo the value (not even its type's content) in a message. */
@@ -103,11 +96,6 @@ export function size(minBytes: number, maxBytes: number) {
   });
 }
 
-export function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
-}
-
 /** An absolute http(s) URL, without trailing slash, query or fragment. */
 export function baseUrl(example: string, opts: { mustEndWith?: string } = {}) {
   return z.string({ error: expected(`the service URL, e.g. ${example}`) }).transform((v, ctx) => {
@@ -159,5 +147,12 @@ export function minFree() {
       return z.NEVER;
     }
     return { bytes };
+  });
+}
+
+/** The text form of a listen address, validated; `port` 0 takes a free port (for tests). */
+export function listenAddress(example: string) {
+  return text(`host:port, e.g. ${example}`).refine((v) => parseListenAddress(v) !== undefined, {
+    error: (iss) => `${JSON.stringify(iss.input)} is not host:port: use e.g. ${example} ([::1]:PORT for IPv6), port 0 to 65535`,
   });
 }

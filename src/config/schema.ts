@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { DEFAULT_CONTROL_SOCKET } from './control-socket.js';
 import { DEFAULT_STATE_DIR } from './state-dir.js';
 import * as z from 'zod';
-import { baseUrl, bool, choice, decimal, duration, integer, isLoopbackHost, minFree, secretText, size, text } from './schema-fields.js';
+import { baseUrl, bool, choice, decimal, duration, integer, listenAddress, minFree, secretText, size, text } from './schema-fields.js';
+import { isLoopbackHost } from './plain-checks.js';
 import { parsePasswordHash } from '../util/password-hash-format.js';
-import { isLoopbackListen, listenAddress, parseConsoleListen } from './listen-address.js';
+import { isLoopbackListen, parseConsoleListen } from './listen-address.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

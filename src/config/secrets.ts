@@ -9,7 +9,8 @@
 // and the file, never the value.
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
-import { hasControlChar } from './schema-fields.js';
+import { hasControlChar } from './plain-checks.js';
+import type { AgentConfig } from './schema.js';
 
 export type SecretName = 'terminal_secret' | 'api_key';
 export type SecretSource = 'env' | 'credentials' | 'file' | 'inline' | 'none';
@@ -133,4 +134,9 @@ export async function resolveSecret(
   if (typeof inline === 'string') return { value: inline, source: 'inline', origin: `service.${name}`, failed: false };
   // Not a string (a number, a list): the schema reports the type at its line.
   return { source: 'none', failed: inline !== undefined };
+}
+
+/** The secret values of a resolved config, for the logger's scrubber. */
+export function configSecrets(cfg: AgentConfig): string[] {
+  return [cfg.service.terminal_secret, cfg.service.api_key].filter((s): s is string => typeof s === 'string' && s.length > 0);
 }

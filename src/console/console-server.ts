@@ -17,6 +17,8 @@ import { ConsoleHttpError, errorStatus, notFound, securityHeaders, sendError, se
 import { createRoutes, type ConsoleHandlers } from './routes.js';
 import { createStaticFiles } from './static-files.js';
 import { createThumbnails } from './thumbnails.js';
+import { setDateHeader } from '../util/iso-time.js';
+import { performance } from '../util/monotonic.js';
 
 // The web console: one HTTP(S) server on console.listen, serving the built pages and the JSON API.
 // Off unless configured; the daemon imports this module only then.
@@ -177,7 +179,10 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       auth = createConsoleAuth({ password, tls, sessionTtlMs: config.console.session_ttl });
       const swept = await sweepUploads(createLayout(config.enroll.dir, config.state_dir)).catch(() => 0);
       if (swept > 0) log.info({ removed: swept }, 'removed uploads cut short by a previous stop');
-      const handler = (req: IncomingMessage, res: ServerResponse) => void dispatch(req, res);
+      const handler = (req: IncomingMessage, res: ServerResponse) => {
+        setDateHeader(res);
+        void dispatch(req, res);
+      };
       let srv: Server;
       try {
         srv = cert ? (createHttpsServer({ cert: cert.cert, key: cert.key }, handler) as unknown as Server) : createHttpServer(handler);

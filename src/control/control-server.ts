@@ -9,6 +9,7 @@ import {
   NotFoundError, ServiceError, TimeoutError, UsageError, isAgentError,
 } from '../errors.js';
 import { makeDir } from '../util/make-dir.js';
+import { setDateHeader } from '../util/iso-time.js';
 
 // HTTP over a unix socket: every program on the terminal can speak it (curl --unix-socket), access
 // is the file mode (0660, the agent's group), and no TCP port is opened on the device.
@@ -140,7 +141,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       await removeStaleSocket(socketPath, logger);
       const srv = createServer({
         headersTimeout: CONTROL_HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000,
-      }, (req, res) => void dispatch(req, res));
+      }, (req, res) => {
+        setDateHeader(res);
+        void dispatch(req, res);
+      });
       srv.maxConnections = CONTROL_MAX_CONNECTIONS;
       await new Promise<void>((resolve, reject) => {
         srv.once('error', reject);

@@ -18,7 +18,7 @@ import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
 import { startConsole, type ConsoleHandle } from './console-wiring.js';
-import { configSecrets } from '../config/load-config.js';
+import { configSecrets } from '../config/secrets.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
 import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 

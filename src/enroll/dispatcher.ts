@@ -7,6 +7,8 @@ import type { FaceUploader } from './face-uploader.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import type { Kind, OutboxRow, StepOutcome } from './types.js';
+import { isoTime } from '../util/iso-time.js';
+import { performance } from '../util/monotonic.js';
 
 // The outbox loop: starts uploads (upload_concurrency at most, one at a time per kind+name so that
 // files for the same name keep their order), settles faces whose id or outcome is pending, follows
@@ -188,7 +190,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     } else {
       await apply(fresh, { state: 'queued', nextAttemptAt: until, error });
     }
-    logger.warn({ kind: row.kind, name: row.name, err: f.message, retryAt: new Date(until).toISOString() }, 'upload failed; will retry');
+    logger.warn({ kind: row.kind, name: row.name, err: f.message, retryAt: isoTime(until) }, 'upload failed; will retry');
   }
 
   async function runUpload(row: OutboxRow, signal: AbortSignal): Promise<void> {

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import type { Db } from '../db/database.js';
 import { AgentError, BusyError, InvalidInputError, UsageError } from '../errors.js';
 import { fsyncDir } from '../util/fs-atomic.js';
-import { hasControlChar } from '../config/schema-fields.js';
+import { hasControlChar } from '../config/plain-checks.js';
 import { classify, mkdirLikeRoot, splitInner, type Layout } from './layout.js';
 import { resultSidecarPath } from './result-sidecar.js';
 import { KINDS, type Kind } from './types.js';

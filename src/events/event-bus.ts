@@ -1,4 +1,5 @@
 import { scrubSecrets } from '../log/scrub-secrets.js';
+import { isoTime } from '../util/iso-time.js';
 
 // What happened in the agent, in order, for programs on the terminal (GET /events on the control
 // socket, the web console). One bus per daemon process: it outlives a SIGHUP reload, so a client's
@@ -73,7 +74,7 @@ export function createEventBus(opts: EventBusOptions = {}): EventBus {
   return {
     publish(type, raw) {
       const data = opts.secrets ? scrubData(raw, opts.secrets()) : raw;
-      const event: AgentEvent = { id: nextId++, type, at: new Date(now()).toISOString(), data };
+      const event: AgentEvent = { id: nextId++, type, at: isoTime(now()), data };
       if (!TRANSIENT_TYPES.has(type)) {
         if (ring.length < capacity) ring.push(event);
         else {

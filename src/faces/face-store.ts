@@ -1,5 +1,6 @@
 import { inTransaction, type Db } from '../db/database.js';
 import type { CachedFace, SyncReport } from './types.js';
+import { isoTime } from '../util/iso-time.js';
 
 // The face rows in agent.db (FACES_V1). A row with image_file NULL is a face whose image has never
 // been fetched successfully: it is kept (with its error) so that status can show it and the next
@@ -181,6 +182,6 @@ export function toCachedFace(row: Pick<FaceRow, 'face_id' | 'group_id' | 'id' | 
     image: row.image_file ?? '',
     image_sha256: row.image_sha256 ?? '',
     image_bytes: row.image_bytes,
-    updated_at: new Date(row.updated_at).toISOString(),
+    updated_at: isoTime(row.updated_at),
   };
 }

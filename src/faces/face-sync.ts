@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { performance } from '../util/monotonic.js';
 import { AbortedError, AgentError, AuthError, TimeoutError, describeError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import { createDiskFloor } from '../disk/disk-floor.js';
@@ -15,6 +15,7 @@ import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorIn
 import { makeDir } from '../util/make-dir.js';
 import { describeSkip } from '../client/faces-api.js';
 import type { SkippedRecord, SkipReason } from '../client/types.js';
+import { isoTime } from '../util/iso-time.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
@@ -172,12 +173,12 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
 
   function makeReport(reason: SyncReason, startedAt: number, t0: number, fields: Omit<SyncReport, 'reason' | 'started_at' | 'finished_at' | 'duration_ms' | 'faces_cached'>): SyncReport {
     const duration = Math.round(performance.now() - t0);
-    return { reason, started_at: new Date(startedAt).toISOString(), finished_at: new Date(startedAt + duration).toISOString(), duration_ms: duration, faces_cached: cachedCount, ...fields };
+    return { reason, started_at: isoTime(startedAt), finished_at: isoTime(startedAt + duration), duration_ms: duration, faces_cached: cachedCount, ...fields };
   }
 
   function refused(reason: SyncReason, error: SyncErrorInfo): SyncReport {
     const t = now();
-    return { reason, ok: false, started_at: new Date(t).toISOString(), finished_at: new Date(t).toISOString(), duration_ms: 0, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, faces_cached: cachedCount, error, failures: [], ...NO_SKIPS };
+    return { reason, ok: false, started_at: isoTime(t), finished_at: isoTime(t), duration_ms: 0, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, faces_cached: cachedCount, error, failures: [], ...NO_SKIPS };
   }
 
   function syncNow(reason: SyncReason = 'manual'): Promise<SyncReport> {
@@ -320,8 +321,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         state,
         faces_cached: cachedCount,
         last_sync: lastReport ? (last as FaceSyncStatus['last_sync']) : null,
-        last_success_at: lastSuccessAt === null ? null : new Date(lastSuccessAt).toISOString(),
-        next_sync_at: nextSyncAt === null || authError ? null : new Date(nextSyncAt).toISOString(),
+        last_success_at: lastSuccessAt === null ? null : isoTime(lastSuccessAt),
+        next_sync_at: nextSyncAt === null || authError ? null : isoTime(nextSyncAt),
         consecutive_failures: consecutiveFailures,
         last_error: authError ? { ...authError, at: lastError?.at ?? null } : lastError,
         failed_faces: store.failedRows(20).map((r) => ({ face_id: r.face_id, name: r.name, code: r.error_code ?? 'TA_ERR_FAILURE', message: r.error ?? '' })),
@@ -352,8 +353,8 @@ function errorInfo(err: unknown): SyncErrorInfo {
 function reportFromRun(run: SyncRunRow | undefined): SyncReport | null {
   if (!run) return null;
   return {
-    reason: 'start', ok: run.ok === 1, started_at: new Date(run.started_at).toISOString(),
-    finished_at: new Date(run.finished_at ?? run.started_at).toISOString(), duration_ms: run.duration_ms ?? 0,
+    reason: 'start', ok: run.ok === 1, started_at: isoTime(run.started_at),
+    finished_at: isoTime(run.finished_at ?? run.started_at), duration_ms: run.duration_ms ?? 0,
     added: run.added, updated: run.updated, removed: run.removed, failed: run.failed, image_requests: run.image_requests,
     changed: false, faces_cached: 0,
     error: run.error ? { code: run.error_code ?? 'TA_ERR_FAILURE', message: run.error, exit_code: 1 } : null, failures: [], ...NO_SKIPS,

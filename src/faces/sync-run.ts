@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';

@@ -1,5 +1,6 @@
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import { scrubSecrets } from './scrub-secrets.js';
+import { isoTime } from '../util/iso-time.js';
 
 export type { Logger } from 'pino';
 export { scrubSecrets } from './scrub-secrets.js';
@@ -26,7 +27,8 @@ export function createLogger(setup: LoggerSetup = {}): Logger {
   const options: LoggerOptions = {
     level: setup.level ?? 'info',
     base: { pid: process.pid },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    // pino.stdTimeFunctions.isoTime's form, without Date's toISOString (util/iso-time.ts says why).
+    timestamp: () => `,"time":"${isoTime()}"`,
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
     formatters: { level: (label) => ({ level: label }) },
   };

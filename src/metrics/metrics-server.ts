@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import { parseListenAddress } from '../config/listen-address.js';
+import { setDateHeader } from '../util/iso-time.js';
 
 // GET /metrics over TCP for a Prometheus server (metrics.listen, off by default). The control
 // socket serves the same text to programs on the terminal; this listener exists because Prometheus
@@ -32,6 +33,7 @@ export function createMetricsServer(o: MetricsServerOptions): MetricsServer {
     async start() {
       if (server) return;
       const srv = createServer((req, res) => {
+        setDateHeader(res);
         const path = new URL(req.url ?? '/', 'http://metrics').pathname;
         if (req.method !== 'GET' && req.method !== 'HEAD') {
           res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('only GET /metrics\n');

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/database.js';
+import { isoTime } from '../util/iso-time.js';
 
 // The agent's own list of the voiceprints it registered: the API has no list call, so this table is
 // the only place an operator can see what the terminal enrolled (and the id needed to delete it).
@@ -132,6 +133,6 @@ function toRow(r: DbRow): VoiceprintRow {
     info: JSON.parse(r.info_json) as Record<string, unknown>,
     audit_wav: r.audit_wav,
     audit_json: r.audit_json,
-    created_at: new Date(r.created_at).toISOString(),
+    created_at: isoTime(r.created_at),
   };
 }

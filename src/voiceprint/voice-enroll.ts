@@ -19,6 +19,7 @@ import { makeDir } from '../util/make-dir.js';
 import type { EventPublisher } from '../events/event-bus.js';
 import { createLevelMeter } from './level-meter.js';
 import { audioDeviceErrors } from '../audio/speech-metrics.js';
+import { isoTime } from '../util/iso-time.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
 // before the microphone opens, one recording at a time, playback paused while it records, the
@@ -106,7 +107,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     const releaseMic = await mic.acquire(name, signal);
     let pcm: Buffer;
     try {
-      current = { name, phase: 'recording', since: new Date().toISOString() };
+      current = { name, phase: 'recording', since: isoTime() };
       const releasePlayback = deps.playback ? await deps.playback.hold() : undefined;
       recording.set(1);
       logger.info({ name, seconds, device, recorder: config.voiceprint.recorder }, 'recording a voiceprint');
@@ -122,7 +123,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
       releaseMic();
     }
 
-    current = { name, phase: 'checking', since: new Date().toISOString() };
+    current = { name, phase: 'checking', since: isoTime() };
     const report = measurePcm(pcm, sampleRate);
     const quality = toJson(report);
     if (Number.isFinite(report.peakDbfs)) lastPeak.set(report.peakDbfs);
@@ -130,7 +131,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     logger.info({ name, quality }, 'voiceprint recording measured');
     assertQuality(report, { requestedSeconds: seconds, what: `the recording of '${name}'` });
 
-    current = { name, phase: 'uploading', since: new Date().toISOString() };
+    current = { name, phase: 'uploading', since: isoTime() };
     // The recording is kept as the audit copy of what was sent: never into the free-space floor.
     await createDiskFloor(config.state_dir, config.state_min_free ?? 'auto').assertRoom(pcm.length + 44, 'voiceprint recordings');
     await makeDir(auditDir(config.state_dir));
@@ -155,14 +156,14 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
         totals.ok++;
         enrollments.inc({ outcome: 'ok' });
         deps.events?.publish('voiceprint.registered', { name: result.name, voiceprint_id: result.voiceprint_id, levels: result.levels });
-        last = { name: result.name, ok: true, at: new Date().toISOString(), ms: Date.now() - started, voiceprint_id: result.voiceprint_id, quality: result.quality, levels: result.levels };
+        last = { name: result.name, ok: true, at: isoTime(), ms: Date.now() - started, voiceprint_id: result.voiceprint_id, quality: result.quality, levels: result.levels };
         return result;
       } catch (err) {
         totals.failed++;
         const code = isAgentError(err) ? err.code : 'TA_ERR_FAILURE';
         enrollments.inc({ outcome: outcomeOf(code) });
         if (code === 'TA_ERR_RECORDER') deviceErrors.inc({ role: 'input' });
-        last = { name: req.name, ok: false, at: new Date().toISOString(), error: describeError(err), code };
+        last = { name: req.name, ok: false, at: isoTime(), error: describeError(err), code };
         logger.warn({ name: req.name, code, err: describeError(err) }, 'voiceprint enrollment failed');
         deps.events?.publish('voiceprint.failed', { name: req.name, code, reason: describeError(err) });
         throw err;

@@ -1,0 +1,17 @@
+// Checks of config values that the running daemon needs too (file names in the enrollment folders,
+// listen addresses, secrets). They live apart from the schema so that code using them does not
+// import zod: the daemon loads the schema only while it reads its config (see load-config.ts).
+
+/** A control character (line break, NUL, DEL...) cannot travel in an HTTP header. */
+export function hasControlChar(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../helpers/cli.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+// The bundle's chunk loader (scripts/chunk-loader.cjs): a "transient" group of chunks runs afresh
+// at each load and is not kept, so that the daemon's config reader (zod, YAML) is freed between
+// reads; every other chunk has one copy.
+
+const LOADER = join(REPO_ROOT, 'scripts', 'chunk-loader.cjs');
+const require = createRequire(import.meta.url);
+const { createChunkLoader } = require(LOADER) as {
+  createChunkLoader(dir: string, o?: { transient?: Record<string, string[]> }): { load(name: string): Record<string, unknown> };
+};
+
+function chunks(): string {
+  const dir = tmpDir('ta-chunks-');
+  // Each chunk counts its runs on globalThis, as a module with state would show it.
+  const count = (name: string) => `globalThis.__taRuns = globalThis.__taRuns ?? {}; globalThis.__taRuns[${JSON.stringify(name)}] = (globalThis.__taRuns[${JSON.stringify(name)}] ?? 0) + 1;`;
+  writeFileSync(join(dir, 'shared.js'), `${count('shared')} exports.box = {};`);
+  writeFileSync(join(dir, 'member.js'), `${count('member')} exports.big = new Array(1e5).fill(1); exports.shared = require('./shared.js');`);
+  writeFileSync(join(dir, 'root.js'), `${count('root')} exports.member = require('./member.js'); exports.shared = require('./shared.js');`);
+  writeFileSync(join(dir, 'main.js'), `${count('main')} exports.shared = require('./shared.js');`);
+  return dir;
+}
+
+describe('the chunk loader', () => {
+  it('runs a transient group afresh at each load, and shares every chunk outside it', () => {
+    const dir = chunks();
+    const runs = () => (globalThis as { __taRuns?: Record<string, number> }).__taRuns ?? {};
+    const before = { ...runs() };
+    const loader = createChunkLoader(dir, { transient: { 'root.js': ['member.js'] } });
+    const main = loader.load('main.js');
+    const a = loader.load('root.js');
+    const b = loader.load('root.js');
+    expect(a).not.toBe(b);
+    expect(a.member).not.toBe(b.member);
+    expect(a.shared).toBe(main.shared);
+    expect(b.shared).toBe(main.shared);
+    expect((a.member as { shared: unknown }).shared).toBe(main.shared);
+    const ran = (k: string) => (runs()[k] ?? 0) - (before[k] ?? 0);
+    expect([ran('main'), ran('root'), ran('member'), ran('shared')]).toEqual([1, 2, 2, 1]);
+    expect(loader.load('main.js')).toBe(main);
+  });
+
+  it('keeps nothing of a transient group once its caller drops it', () => {
+    const dir = chunks();
+    const script = `
+      const { createChunkLoader } = require(${JSON.stringify(LOADER)});
+      const loader = createChunkLoader(${JSON.stringify(dir)}, { transient: { 'root.js': ['member.js'] } });
+      const kept = loader.load('main.js');
+      let root = loader.load('root.js');
+      const member = new WeakRef(root.member);
+      const shared = new WeakRef(root.shared);
+      root = undefined;
+      setTimeout(() => {
+        gc();
+        console.log(JSON.stringify({ member: member.deref() === undefined, shared: shared.deref() === kept.shared }));
+      }, 10);`;
+    const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual({ member: true, shared: true });
+  });
+
+  it('in the build, the config reader and the YAML parser are transient groups', () => {
+    const transient = JSON.parse(readFileSync(join(REPO_ROOT, 'dist', 'bundle', 'transient.json'), 'utf8')) as Record<string, string[]>;
+    const meta = JSON.parse(readFileSync(join(REPO_ROOT, 'dist', 'bundle-meta.json'), 'utf8')) as { outputs: Record<string, { entryPoint?: string; inputs: Record<string, unknown> }> };
+    const chunk = (name: string) => Object.entries(meta.outputs).find(([path]) => path.endsWith(`/${name}`))![1];
+    const roots = Object.keys(transient).map((name) => chunk(name).entryPoint);
+    expect(roots.sort()).toEqual(['node_modules/yaml/dist/index.js', 'src/config/load-config.ts']);
+    // zod and the schema live in the config reader's own chunks, YAML in both groups: nothing else loads them.
+    const inputsOf = (root: string) => [root, ...transient[root]!].flatMap((name) => Object.keys(chunk(name).inputs));
+    const configRoot = Object.keys(transient).find((name) => chunk(name).entryPoint === 'src/config/load-config.ts')!;
+    expect(inputsOf(configRoot)).toEqual(expect.arrayContaining(['src/config/schema.ts', 'node_modules/zod/v4/core/core.js', 'node_modules/yaml/dist/compose/composer.js']));
+  });
+});
