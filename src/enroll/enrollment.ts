@@ -29,6 +29,13 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 const CLAIM_CONCURRENCY = 4;
 /** How long one read of the unfinished rows' paths serves the files a rescan offers. */
 const ACTIVE_MEMO_MS = 200;
+/**
+ * Face claims wait while this many startable rows are queued for an upload slot: a burst is then
+ * claimed about a budget of claimed-bytes.ts ahead of its uploads, which find the bytes the claim
+ * read still in memory (claiming all of it at once, the uploads read and hashed their staged
+ * copies again: four thread-pool round trips and a sha256 per file).
+ */
+const CLAIM_AHEAD = 8;
 /** Finished files whose results share one sync and one commit, at most. */
 const FINALIZE_BATCH = 128;
 
@@ -115,6 +122,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const claimer = createWorkQueue<string>(CLAIM_CONCURRENCY, async (rel) => {
     const c = candidateOf(rel);
     if (!c) return;
+    if (c.kind === 'faces') await dispatcher.whenReadyBelow(CLAIM_AHEAD);
     const r = await claim(c);
     if (r.outcome !== 'retry') notFiles.delete(rel);
     if (r.outcome === 'queued') {

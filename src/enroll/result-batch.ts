@@ -2,7 +2,7 @@ import { open, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { makeDurable } from '../faces/durability.js';
-import { tempPathFor } from '../util/fs-atomic.js';
+import { removeFile, tempPathFor } from '../util/fs-atomic.js';
 import type { Commit } from './commit-batcher.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
@@ -98,6 +98,6 @@ export async function finalizeRows(
   await commit(() => {
     for (const p of pending) store.finalize(p.row.id);
   });
-  await Promise.all(pending.map((p) => (p.row.staged_path ? rm(p.row.staged_path, { force: true }) : undefined)));
+  await Promise.all(pending.map((p) => (p.row.staged_path ? removeFile(p.row.staged_path) : undefined)));
   return { finished: pending.map((p) => ({ row: p.row, resultFile: p.resultFile })), failed };
 }

@@ -1,4 +1,4 @@
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, unlink } from 'node:fs/promises';
 import { createWriteStream } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -20,6 +20,15 @@ export function tempPathFor(path: string): string {
   let base = basename(path);
   while (Buffer.byteLength(base, 'utf8') > NAME_MAX_BYTES - TEMP_EXTRA_BYTES) base = [...base].slice(0, -1).join('');
   return join(dirname(path), `.${base}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
+/** Removes a file, when it is there: one unlink (fs.rm looks first with an lstat, a second thread-pool trip). */
+export async function removeFile(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
 }
 
 export async function fsyncDir(dir: string): Promise<void> {
