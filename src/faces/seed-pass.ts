@@ -6,6 +6,7 @@ import { commitTemp, fsyncDir, tempPathFor } from '../util/fs-atomic.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import { makeDurable } from './durability.js';
+import type { SyncfsRunner } from '../util/syncfs.js';
 import type { FaceRow, FaceStore } from './face-store.js';
 import { extensionFor, ImageTap } from './image-check.js';
 import type { SyncPassResult } from './sync-run.js';
@@ -40,6 +41,8 @@ export interface SeedPassContext {
   maxImageBytes: number;
   signal: AbortSignal;
   disk?: DiskFloor | undefined;
+  /** syncfs without a fork of the daemon (util/syncfs.ts). */
+  syncfs?: SyncfsRunner | undefined;
 }
 
 interface Checked {
@@ -103,7 +106,7 @@ export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed
     await ctx.disk?.assertRoom(writes.reduce((n, w) => n + w.bytes.length, 0), 'face images');
     try {
       for (const w of writes) await writeFile(w.tmp, w.bytes, { flag: 'wx', mode: 0o644 });
-      await makeDurable(ctx.files.dir, writes.map((w) => w.tmp), ctx.signal, ctx.logger);
+      await makeDurable(ctx.files.dir, writes.map((w) => w.tmp), ctx.signal, ctx.logger, ctx.syncfs);
       for (const w of writes) await commitTemp(w.tmp, ctx.files.pathOf(w.file), false);
     } catch (err) {
       // Renamed ones are strays no row names (removed at start-up); the rest go now.

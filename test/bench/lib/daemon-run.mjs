@@ -18,11 +18,37 @@ export function procCpuMs(pid) {
   return t.user + t.sys;
 }
 
-/** Its own and its reaped children's (a `sync` it spawned is the daemon's cost too). */
+/**
+ * Its own and its children's, reaped or still running, with theirs (a `sync` it spawned, or the
+ * syncfs helper shell that runs them, is the daemon's cost too).
+ */
 export function procCpuSplitMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  let stat;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return { user: 0, sys: 0 }; // a child that ended meanwhile: its parent's figures have it
+  }
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: ((Number(f[11]) + Number(f[13])) / CLK_TCK) * 1000, sys: ((Number(f[12]) + Number(f[14])) / CLK_TCK) * 1000 };
+  const t = { user: ((Number(f[11]) + Number(f[13])) / CLK_TCK) * 1000, sys: ((Number(f[12]) + Number(f[14])) / CLK_TCK) * 1000 };
+  for (const child of liveChildren(pid)) {
+    const c = procCpuSplitMs(child);
+    t.user += c.user;
+    t.sys += c.sys;
+  }
+  return t;
+}
+
+function liveChildren(pid) {
+  const out = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      out.push(...readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean));
+    }
+  } catch {
+    // gone meanwhile
+  }
+  return out;
 }
 
 /** utime+stime per thread (by name, where it has one) of a live process, ms: where the CPU goes (main, libuv pool, V8). */
