@@ -21,7 +21,8 @@ import { canonicalName, nameProblem } from '../client/names.js';
 // start) and the original in place, so the file is simply taken again.
 
 export type ClaimResult =
-  | { outcome: 'queued' | 'failed' | 'duplicate'; rowId: number }
+  | { outcome: 'queued'; rowId: number; /** The row's name (as sent) */ name: string }
+  | { outcome: 'failed' | 'duplicate'; rowId: number }
   | { outcome: 'ignored' | 'unchanged' }
   | { outcome: 'retry' };
 
@@ -285,7 +286,7 @@ export function createClaimer(deps: ClaimDeps) {
         const m = store.mirrorGet(c.name);
         store.mirrorPut({ id: c.name, file: c.rel, size, mtime_ms: mtimeMs, content_sha256: sha256, uploaded: 0 });
         if (m && m.content_sha256 === sha256) return { outcome: 'unchanged' };
-        return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, action: 'upload', state: 'queued' }) };
+        return { outcome: 'queued', name, rowId: store.insert({ ...row, staged_path: staged, action: 'upload', state: 'queued' }) };
       }
       if (store.isActiveSource(c.rel)) return { outcome: 'ignored' };
       const earlier = store.doneByContent(c.kind, name, sha256);
@@ -295,7 +296,7 @@ export function createClaimer(deps: ClaimDeps) {
       }
       // The same content is on its way under another file: take this one once that is done.
       if (store.isActiveContent(c.kind, name, sha256)) return { outcome: 'ignored' };
-      return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
+      return { outcome: 'queued', name, rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
     }, { durable: finishesNow });
     if (result.outcome !== 'queued') await rm(staged, { force: true });
     // `after` is the staged link's inode too when linked: what the upload compares against.

@@ -66,8 +66,14 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
 
   // Files finishing together share their result files' sync and the commit that records them
   // (result-batch.ts); a knowledge entry, or a row recovered without its target, goes alone.
+  // Rows as the dispatcher read them right after committing their outcome: not read again here.
+  const finalRows = new Map<number, OutboxRow>();
   const finalizer = createBatchQueue<number>(FINALIZE_BATCH, async (ids) => {
-    const rows = ids.map((id) => store.get(id)).filter((r): r is OutboxRow => !!r && !r.finalized && (r.state === 'done' || r.state === 'failed'));
+    const rows = ids.map((id) => {
+      const handed = finalRows.get(id);
+      finalRows.delete(id);
+      return handed ?? store.get(id);
+    }).filter((r): r is OutboxRow => !!r && !r.finalized && (r.state === 'done' || r.state === 'failed'));
     const batched = rows.filter((r) => r.kind !== 'knowledge' && r.final_path);
     const failed = new Map<number, unknown>();
     await Promise.all(rows.filter((r) => !batched.includes(r)).map(async (row) => {
@@ -109,6 +115,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       if (row.state === 'failed') logger.warn({ kind: row.kind, name: row.name, file: row.source_path, code: row.last_error_code, err: row.last_error }, 'enrollment file failed');
       else logger.info({ kind: row.kind, name: row.name, file: row.source_path }, 'enrollment file done');
       if (row.kind === 'knowledge' && row.state === 'done') notifier.poke();
+      if (!finalizer.has(row.id)) finalRows.set(row.id, row);
       finalizer.push(row.id);
     },
     onAttempt: (kind, outcome, seconds) => metrics.attempt(kind, outcome, seconds),
@@ -126,8 +133,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     const r = await claim(c);
     if (r.outcome !== 'retry') notFiles.delete(rel);
     if (r.outcome === 'queued') {
-      const row = deps.events ? store.get(r.rowId) : undefined;
-      if (row) deps.events!.publish('enroll.queued', { kind: row.kind, name: row.name, file: row.source_path });
+      deps.events?.publish('enroll.queued', { kind: c.kind, name: r.name, file: c.rel });
       dispatcher.wake();
     }
     else if (r.outcome === 'retry') tracker.touch(rel);
@@ -183,7 +189,9 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       knowledgeScan ??= queueKnowledgeDeletions(layout, store, db, settings.settle_time, loopAc.signal)
         .then((n) => { if (n > 0) dispatcher.wake(); }, (err: unknown) => logger.warn({ err }, 'knowledge deletion check failed'))
         .finally(() => { knowledgeScan = undefined; });
-      for (const row of store.unfinalized(100)) finalizer.push(row.id);
+      // Rows whose result files could not be written: while the finalizer has work (a burst, two
+      // scans a second), what it finishes is not read again here.
+      if (finalizer.size() === 0) for (const row of store.unfinalized(100)) finalizer.push(row.id);
     },
   });
 

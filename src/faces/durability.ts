@@ -27,6 +27,12 @@ function syncfs(dir: string, signal: AbortSignal, runner: SyncfsRunner | undefin
  * (test/bench/enroll.mjs, runs alternated with the old code).
  */
 export const SYNCFS_THRESHOLD = 32;
+/**
+ * The same through the helper shell (util/syncfs.ts), which costs the daemon about 1 ms of CPU
+ * per call: from this many files on it is cheaper than their fdatasyncs (three thread-pool trips
+ * and a journal commit each).
+ */
+export const SYNCFS_HELPER_THRESHOLD = 8;
 const FDATASYNC_CONCURRENCY = 4; // the libuv thread pool's default size
 /** Bytes of new images between two early syncfs calls (about 1,000 face images of 30 KB). */
 export const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
@@ -61,7 +67,7 @@ export function createWriteback(dir: string, signal: AbortSignal, logger: Logger
 
 export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger, runner?: SyncfsRunner): Promise<void> {
   if (files.length === 0) return;
-  if (files.length >= SYNCFS_THRESHOLD) {
+  if (files.length >= (runner ? SYNCFS_HELPER_THRESHOLD : SYNCFS_THRESHOLD)) {
     try {
       await syncfs(dir, signal, runner);
       return;
