@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { Stats } from 'node:fs';
 import { link, lstat, open, readFile, realpath, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { NotRegularFileError, fileTypeOf, openRegularFile } from '../util/safe-open.js';
 import { join, sep } from 'node:path';
@@ -171,13 +172,14 @@ export function createClaimer(deps: ClaimDeps) {
     return rowId === undefined ? { outcome: 'ignored' } : { outcome: 'failed', rowId };
   }
 
-  return async function claim(c: Candidate): Promise<ClaimResult> {
+  /** `look`: an lstat of the file made a moment ago (the stability tracker's), instead of a new one. */
+  return async function claim(c: Candidate, look?: Stats): Promise<ClaimResult> {
     if (c.kind !== 'knowledge' && store.isActiveSource(c.rel)) return { outcome: 'ignored' };
     const abs = layout.abs(c.rel);
     const name = nameOf(c);
     let st;
     try {
-      st = await lstat(abs);
+      st = look ?? await lstat(abs);
     } catch {
       return { outcome: 'ignored' };
     }
