@@ -50,8 +50,13 @@ const SPEAKER_TEXT_MAX = 64 * 1024;
 /** Files up to this size are read in one go (a stream costs a round trip per 64 KB and more JS). */
 const WHOLE_READ_MAX = 1024 * 1024;
 
-/** At most `max` bytes (one more than expected shows that the file grew: the caller retries). */
-async function readAtMost(fh: FileHandle, max: number): Promise<Buffer> {
+/**
+ * At most `max` bytes (one more than expected shows that the file grew: the caller retries). With
+ * `expected`, a read that stops exactly there ends it: a regular file's read comes up short only
+ * at its end, and growth after it shows in the caller's look at the file afterwards (one
+ * thread-pool trip less than reading on until a read returns nothing).
+ */
+async function readAtMost(fh: FileHandle, max: number, expected?: number): Promise<Buffer> {
   {
     const buf = Buffer.allocUnsafe(max);
     let n = 0;
@@ -59,7 +64,7 @@ async function readAtMost(fh: FileHandle, max: number): Promise<Buffer> {
       const { bytesRead } = await fh.read(buf, n, max - n, n);
       if (bytesRead === 0) break;
       n += bytesRead;
-      if (n === max) break;
+      if (n === max || n === expected) break;
     }
     return buf.subarray(0, n);
   }
@@ -96,7 +101,7 @@ async function readAndStage(src: string, ino: number, dest: string, size: number
   let head: Buffer;
   try {
     if (st.ino !== ino) return undefined;
-    head = await readAtMost(fh, size + 1);
+    head = await readAtMost(fh, size + 1, size);
   } finally {
     await fh.close();
   }

@@ -114,11 +114,11 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   }
 
   /** With `bytes` (what was sent), the face cache takes the face without downloading it back. */
-  function created(face: FaceRecord, reconciled: boolean, bytes: Buffer | undefined): StepOutcome {
+  function created(face: FaceRecord, reconciled: boolean, bytes: Buffer | undefined, sha256: string): StepOutcome {
     return {
       state: 'done',
       result: { face_id: face.face_id, group_id: face.group_id, id: face.id, action: 'created', ...(reconciled ? { reconciled: true } : {}) },
-      after: changed(face.face_id, bytes ? { face, bytes } : undefined),
+      after: changed(face.face_id, bytes ? { face, bytes, sha256 } : undefined),
     };
   }
 
@@ -155,7 +155,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         } finally {
           release();
         }
-        const seed = image.bytes ? { face: { ...first, name: row.name }, bytes: image.bytes } : undefined;
+        const seed = image.bytes ? { face: { ...first, name: row.name }, bytes: image.bytes, sha256: row.content_sha256 } : undefined;
         return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id, seed) };
       }
       // Recorded before the request leaves: after a crash, this is what tells a face we created
@@ -202,7 +202,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
           });
         }
       }
-      await Promise.all(found.map(async ([row, face]) => out.set(row.id, created(face, false, await sentBytes(row)))));
+      await Promise.all(found.map(async ([row, face]) => out.set(row.id, created(face, false, await sentBytes(row), row.content_sha256))));
       return out;
     },
 
@@ -214,7 +214,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         const face = findCreated(v, row);
         if (face) {
           logger.info({ name: row.name, faceId: face.face_id }, 'an interrupted upload had created the face: not sending it again');
-          out.set(row.id, created(face, true, await sentBytes(row)));
+          out.set(row.id, created(face, true, await sentBytes(row), row.content_sha256));
         } else {
           out.set(row.id, { state: 'queued' });
         }

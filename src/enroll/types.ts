@@ -38,6 +38,8 @@ export interface EnrollmentDeps {
 export interface FaceSeedImage {
   face: Pick<FaceRecord, 'face_id' | 'group_id' | 'id' | 'name'>;
   bytes: Buffer;
+  /** The sha256 of `bytes` (hex), as the claim took it. */
+  sha256?: string;
 }
 
 export const KINDS = ['faces', 'voiceprints', 'speakers', 'knowledge'] as const;

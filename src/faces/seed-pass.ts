@@ -29,6 +29,8 @@ export interface FaceSeed {
   face: Pick<FaceRecord, 'face_id' | 'group_id' | 'id' | 'name'>;
   /** The image bytes the service accepted for it. */
   bytes: Buffer;
+  /** Their sha256 (hex) when the caller has it already (the claim hashed the same bytes): not hashed again. */
+  sha256?: string | undefined;
 }
 
 export interface SeedPassContext {
@@ -53,7 +55,7 @@ interface Checked {
 
 /** The seed's bytes as the cache would take them from a download, or why not. */
 function check(seed: FaceSeed, maxBytes: number): Checked | string {
-  const tap = new ImageTap(maxBytes, (n) => new Error(`${n} bytes, over ${maxBytes}`));
+  const tap = new ImageTap(maxBytes, (n) => new Error(`${n} bytes, over ${maxBytes}`), !seed.sha256);
   try {
     tap.observe(seed.bytes);
   } catch (err) {
@@ -61,7 +63,7 @@ function check(seed: FaceSeed, maxBytes: number): Checked | string {
   }
   const verdict = tap.verdict();
   if ('problem' in verdict) return verdict.problem;
-  return { seed, ext: extensionFor(verdict.type), sha256: tap.sha256() };
+  return { seed, ext: extensionFor(verdict.type), sha256: seed.sha256 || tap.sha256() };
 }
 
 export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed[]): Promise<SyncPassResult> {
