@@ -4,6 +4,7 @@ import { createSpeech } from '../audio/speech.js';
 import { createVoiceEnroll } from '../voiceprint/voice-enroll.js';
 import { createEnrollment } from '../enroll/index.js';
 import type { SayRequest } from '../audio/speech.js';
+import { createSyncfsRunner } from '../util/syncfs.js';
 
 // The seam between the daemon and the capabilities: each is built from its factory with its config
 // slice, `logger.child({ component })`, the shared db, the service client and this generation's
@@ -49,11 +50,13 @@ export function buildComponents(deps: AgentDeps): Components {
   const child = (component: string) => logger.child({ component });
   // Work READY=1 does not promise waits until it has been sent: it would only delay it.
   const later = afterReady ? { firstSyncAfter: afterReady } : {};
-  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later });
+  // One set of syncfs helper shells for the face cache and the result files (util/syncfs.ts).
+  const syncfs = createSyncfsRunner();
+  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, syncfs });
   const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}), ...(afterReady ? { warmUpAfter: afterReady } : {}) });
   const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, ...events, playback: speech, ...(env ? { env } : {}) });
   const enroll = createEnrollment({
-    config, db, client, logger: child('enroll'), metrics, ...events,
+    config, db, client, logger: child('enroll'), metrics, ...events, syncfs,
     // A face this agent created or updated goes into the cache at once, not at the next sync: from
     // the bytes it sent when it has them, else downloaded.
     onFaceChanged: (faceId, seed) => void (seed ? faces.seedFace(seed) : faces.refreshFace(faceId)).catch(() => {}),

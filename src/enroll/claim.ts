@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { Stats } from 'node:fs';
 import { link, lstat, open, readFile, realpath, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { NotRegularFileError, fileTypeOf, openRegularFile } from '../util/safe-open.js';
 import { join, sep } from 'node:path';
@@ -21,7 +22,8 @@ import { canonicalName, nameProblem } from '../client/names.js';
 // start) and the original in place, so the file is simply taken again.
 
 export type ClaimResult =
-  | { outcome: 'queued' | 'failed' | 'duplicate'; rowId: number }
+  | { outcome: 'queued'; rowId: number; /** The row's name (as sent) */ name: string }
+  | { outcome: 'failed' | 'duplicate'; rowId: number }
   | { outcome: 'ignored' | 'unchanged' }
   | { outcome: 'retry' };
 
@@ -48,8 +50,13 @@ const SPEAKER_TEXT_MAX = 64 * 1024;
 /** Files up to this size are read in one go (a stream costs a round trip per 64 KB and more JS). */
 const WHOLE_READ_MAX = 1024 * 1024;
 
-/** At most `max` bytes (one more than expected shows that the file grew: the caller retries). */
-async function readAtMost(fh: FileHandle, max: number): Promise<Buffer> {
+/**
+ * At most `max` bytes (one more than expected shows that the file grew: the caller retries). With
+ * `expected`, a read that stops exactly there ends it: a regular file's read comes up short only
+ * at its end, and growth after it shows in the caller's look at the file afterwards (one
+ * thread-pool trip less than reading on until a read returns nothing).
+ */
+async function readAtMost(fh: FileHandle, max: number, expected?: number): Promise<Buffer> {
   {
     const buf = Buffer.allocUnsafe(max);
     let n = 0;
@@ -57,7 +64,7 @@ async function readAtMost(fh: FileHandle, max: number): Promise<Buffer> {
       const { bytesRead } = await fh.read(buf, n, max - n, n);
       if (bytesRead === 0) break;
       n += bytesRead;
-      if (n === max) break;
+      if (n === max || n === expected) break;
     }
     return buf.subarray(0, n);
   }
@@ -94,7 +101,7 @@ async function readAndStage(src: string, ino: number, dest: string, size: number
   let head: Buffer;
   try {
     if (st.ino !== ino) return undefined;
-    head = await readAtMost(fh, size + 1);
+    head = await readAtMost(fh, size + 1, size);
   } finally {
     await fh.close();
   }
@@ -170,13 +177,14 @@ export function createClaimer(deps: ClaimDeps) {
     return rowId === undefined ? { outcome: 'ignored' } : { outcome: 'failed', rowId };
   }
 
-  return async function claim(c: Candidate): Promise<ClaimResult> {
+  /** `look`: an lstat of the file made a moment ago (the stability tracker's), instead of a new one. */
+  return async function claim(c: Candidate, look?: Stats): Promise<ClaimResult> {
     if (c.kind !== 'knowledge' && store.isActiveSource(c.rel)) return { outcome: 'ignored' };
     const abs = layout.abs(c.rel);
     const name = nameOf(c);
     let st;
     try {
-      st = await lstat(abs);
+      st = look ?? await lstat(abs);
     } catch {
       return { outcome: 'ignored' };
     }
@@ -285,7 +293,7 @@ export function createClaimer(deps: ClaimDeps) {
         const m = store.mirrorGet(c.name);
         store.mirrorPut({ id: c.name, file: c.rel, size, mtime_ms: mtimeMs, content_sha256: sha256, uploaded: 0 });
         if (m && m.content_sha256 === sha256) return { outcome: 'unchanged' };
-        return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, action: 'upload', state: 'queued' }) };
+        return { outcome: 'queued', name, rowId: store.insert({ ...row, staged_path: staged, action: 'upload', state: 'queued' }) };
       }
       if (store.isActiveSource(c.rel)) return { outcome: 'ignored' };
       const earlier = store.doneByContent(c.kind, name, sha256);
@@ -295,7 +303,7 @@ export function createClaimer(deps: ClaimDeps) {
       }
       // The same content is on its way under another file: take this one once that is done.
       if (store.isActiveContent(c.kind, name, sha256)) return { outcome: 'ignored' };
-      return { outcome: 'queued', rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
+      return { outcome: 'queued', name, rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
     }, { durable: finishesNow });
     if (result.outcome !== 'queued') await rm(staged, { force: true });
     // `after` is the staged link's inode too when linked: what the upload compares against.

@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { Db } from '../db/database.js';
 import { AbortedError } from '../errors.js';
 
@@ -62,13 +62,27 @@ export function createCommitBatcher(db: Db): CommitBatcher {
   const syncNormal = db.prepare('PRAGMA synchronous = NORMAL');
   const syncFull = db.prepare('PRAGMA synchronous = FULL');
 
+  // The WAL file stays open between syncs (an open and a close were two more thread-pool trips
+  // per sync). It is the same file as long as this connection is open: SQLite removes or replaces
+  // it only when the last connection closes, and the daemon drains this batcher first.
+  let walFh: Promise<FileHandle> | undefined;
+  /** The latest WAL sync, settled either way. */
+  let lastSync: Promise<void> = Promise.resolve();
+
   async function syncWal(path: string): Promise<void> {
-    const fh = await open(path, 'r');
+    walFh ??= open(path, 'r');
     try {
-      await fh.datasync();
-    } finally {
-      await fh.close();
+      await (await walFh).datasync();
+    } catch (err) {
+      await closeWal();
+      throw err;
     }
+  }
+
+  async function closeWal(): Promise<void> {
+    const fh = walFh;
+    walFh = undefined;
+    await fh?.then((h) => h.close()).catch(() => undefined);
   }
 
   /** One sync at a time; what commits while it runs waits for the next one (it may not be covered). */
@@ -77,7 +91,9 @@ export function createCommitBatcher(db: Db): CommitBatcher {
     syncing = true;
     const waiters = unsynced;
     unsynced = [];
-    syncWal(path).then(
+    const sync = syncWal(path);
+    lastSync = sync.catch(() => undefined);
+    sync.then(
       () => {
         for (const w of waiters) w.resolve();
       },
@@ -153,6 +169,11 @@ export function createCommitBatcher(db: Db): CommitBatcher {
       setImmediate(flush);
     }
   })) as CommitBatcher;
-  commit.drain = () => (outstanding === 0 ? Promise.resolve() : new Promise<void>((r) => drained.push(r)));
+  commit.drain = async () => {
+    if (outstanding > 0) await new Promise<void>((r) => drained.push(r));
+    // Before the database closes (and SQLite removes the WAL file); a later sync opens it again.
+    await lastSync;
+    if (!syncing) await closeWal();
+  };
   return commit;
 }

@@ -122,8 +122,28 @@ export function createDispatcher(deps: DispatcherDeps) {
   // kind+name with an earlier unfinished row, only this dispatcher changes a queued row, and new
   // rows get higher ids. Dropped on every pause (their wait is decided again) and at run().
   let ready: OutboxRow[] = [];
+  // Whether the startable rows may differ from the last read, which found all there were: new rows
+  // (wake()), a step recorded here, a pause, or time passing (a timed wake-up of the loop). Passes
+  // run after every step of every file; with claims kept just ahead of the uploads, most found
+  // nothing new, a query each.
+  let startableStale = true;
+  /** Callers of whenReadyBelow(), each with its bound. */
+  let readyWaiters: { below: number; resolve(): void }[] = [];
+  let running = false;
 
+  function checkReadyWaiters(): void {
+    if (readyWaiters.length === 0) return;
+    const still: typeof readyWaiters = [];
+    for (const w of readyWaiters) {
+      if (!running || ready.length < w.below) w.resolve();
+      else still.push(w);
+    }
+    readyWaiters = still;
+  }
+
+  /** New rows, or rows changed outside this loop: the startable rows are read again. */
   function wake(): void {
+    startableStale = true;
     wakeUp?.();
   }
 
@@ -131,7 +151,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     tasks.add(p);
     void p.finally(() => {
       tasks.delete(p);
-      wake();
+      wakeUp?.();
     });
   }
 
@@ -144,6 +164,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, finalPath, error: o.error ?? null });
       o.commit?.();
     }, { durable: final });
+    startableStale = true;
     o.after?.();
     if (o.state === 'done' || o.state === 'failed') {
       const fresh = store.get(row.id);
@@ -156,6 +177,8 @@ export function createDispatcher(deps: DispatcherDeps) {
       pausedUntil = Date.now() + Math.max(backoffDelay(deps.retry, failuresInRow++), delayFloor);
       pauseEpoch++;
       ready = [];
+      startableStale = true;
+      checkReadyWaiters();
     }
     return pausedUntil;
   }
@@ -296,9 +319,12 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (now < pausedUntil) return;
     const free = maxStarted - uploading.size;
     if (free <= 0) return;
-    if (ready.length === 0) {
+    if (ready.length === 0 && startableStale) {
       // Rows just started are still 'queued' until their first commit: skip those.
-      ready = store.startable(now, READY_BATCH + uploading.size + finishing.size).filter((r) => !uploading.has(r.id) && !finishing.has(r.id));
+      const limit = READY_BATCH + uploading.size + finishing.size;
+      const rows = store.startable(now, limit);
+      startableStale = rows.length === limit;
+      ready = rows.filter((r) => !uploading.has(r.id) && !finishing.has(r.id));
     }
     while (uploading.size < maxStarted && ready.length > 0) {
       const row = ready.shift()!;
@@ -308,6 +334,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         finishing.delete(row.id);
       }));
     }
+    checkReadyWaiters();
   }
 
   return {
@@ -319,13 +346,18 @@ export function createDispatcher(deps: DispatcherDeps) {
     async run(signal: AbortSignal, requests: AbortSignal): Promise<void> {
       loopSignal = signal;
       ready = [];
+      startableStale = true;
+      running = true;
       while (!signal.aborted) {
         try {
           pass(requests);
         } catch (err) {
           logger.error({ err }, 'outbox pass failed');
         }
-        const next = store.nextDue();
+        // With every upload slot taken, the next wake-up is an upload finishing: the earliest due
+        // time is not read (a query per pass, several passes per file in a burst). A row falling
+        // due meanwhile waits for that wake-up, or IDLE_POLL_MS at most.
+        const next = uploading.size >= maxStarted ? null : store.nextDue();
         const now = Date.now();
         let delay = IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
@@ -333,7 +365,10 @@ export function createDispatcher(deps: DispatcherDeps) {
         if (resolveDeferred) delay = Math.min(delay, RESOLVE_WAIT_MS);
         if (sideThrottled) delay = Math.min(delay, SIDE_CHECK_MS);
         await new Promise<void>((resolve) => {
-          const t = setTimeout(done, Math.max(5, delay));
+          const t = setTimeout(() => {
+            startableStale = true;
+            done();
+          }, Math.max(5, delay));
           function done() {
             clearTimeout(t);
             signal.removeEventListener('abort', done);
@@ -344,7 +379,19 @@ export function createDispatcher(deps: DispatcherDeps) {
           signal.addEventListener('abort', done, { once: true });
         });
       }
+      running = false;
+      checkReadyWaiters();
       await Promise.allSettled([...tasks]);
+    },
+    /**
+     * Resolves once fewer than `below` startable rows wait for an upload slot (at once when the
+     * loop is not running, or is paused: a pause drops them). Claims wait on it so that a burst is
+     * claimed a few dozen files ahead of its uploads, not all at once: the bytes a claim read are
+     * then still kept when its upload comes (claimed-bytes.ts) instead of read again.
+     */
+    whenReadyBelow(below: number): Promise<void> {
+      if (!running || ready.length < below) return Promise.resolve();
+      return new Promise((resolve) => readyWaiters.push({ below, resolve }));
     },
     inFlight: () => uploading.size,
     pausedUntil: () => (pausedUntil > Date.now() ? pausedUntil : null),

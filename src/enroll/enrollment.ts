@@ -1,3 +1,4 @@
+import type { Stats } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inTransaction } from '../db/database.js';
@@ -30,6 +31,13 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 const CLAIM_CONCURRENCY = 4;
 /** How long one read of the unfinished rows' paths serves the files a rescan offers. */
 const ACTIVE_MEMO_MS = 200;
+/**
+ * Face claims wait while this many startable rows are queued for an upload slot: a burst is then
+ * claimed about a budget of claimed-bytes.ts ahead of its uploads, which find the bytes the claim
+ * read still in memory (claiming all of it at once, the uploads read and hashed their staged
+ * copies again: four thread-pool round trips and a sha256 per file).
+ */
+const CLAIM_AHEAD = 8;
 /** Finished files whose results share one sync and one commit, at most. */
 const FINALIZE_BATCH = 128;
 
@@ -60,8 +68,14 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
 
   // Files finishing together share their result files' sync and the commit that records them
   // (result-batch.ts); a knowledge entry, or a row recovered without its target, goes alone.
+  // Rows as the dispatcher read them right after committing their outcome: not read again here.
+  const finalRows = new Map<number, OutboxRow>();
   const finalizer = createBatchQueue<number>(FINALIZE_BATCH, async (ids) => {
-    const rows = ids.map((id) => store.get(id)).filter((r): r is OutboxRow => !!r && !r.finalized && (r.state === 'done' || r.state === 'failed'));
+    const rows = ids.map((id) => {
+      const handed = finalRows.get(id);
+      finalRows.delete(id);
+      return handed ?? store.get(id);
+    }).filter((r): r is OutboxRow => !!r && !r.finalized && (r.state === 'done' || r.state === 'failed'));
     const batched = rows.filter((r) => r.kind !== 'knowledge' && r.final_path);
     const failed = new Map<number, unknown>();
     await Promise.all(rows.filter((r) => !batched.includes(r)).map(async (row) => {
@@ -72,7 +86,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       }
     }));
     if (batched.length > 0) {
-      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger }, batched);
+      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger, syncfs: deps.syncfs }, batched);
       // Announced once the result file is there to be read.
       for (const f of done.finished) publishFinal(f.row, f.resultFile);
       for (const [id, err] of done.failed) failed.set(id, err);
@@ -103,6 +117,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       if (row.state === 'failed') logger.warn({ kind: row.kind, name: row.name, file: row.source_path, code: row.last_error_code, err: row.last_error }, 'enrollment file failed');
       else logger.info({ kind: row.kind, name: row.name, file: row.source_path }, 'enrollment file done');
       if (row.kind === 'knowledge' && row.state === 'done') notifier.poke();
+      if (!finalizer.has(row.id)) finalRows.set(row.id, row);
       finalizer.push(row.id);
     },
     onAttempt: (kind, outcome, seconds) => metrics.attempt(kind, outcome, seconds),
@@ -113,14 +128,18 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const notFiles = new Set<string>();
   const candidateOf = (rel: string) => classify(rel) ?? (notFiles.has(rel) ? classifyNotAFile(rel) : undefined);
 
+  /** The tracker's last look at a settled file (stability.ts), for its claim: one lstat less per file. */
+  const settledLooks = new Map<string, Stats>();
   const claimer = createWorkQueue<string>(CLAIM_CONCURRENCY, async (rel) => {
+    const look = settledLooks.get(rel);
+    settledLooks.delete(rel);
     const c = candidateOf(rel);
     if (!c) return;
-    const r = await claim(c);
+    if (c.kind === 'faces') await dispatcher.whenReadyBelow(CLAIM_AHEAD);
+    const r = await claim(c, look);
     if (r.outcome !== 'retry') notFiles.delete(rel);
     if (r.outcome === 'queued') {
-      const row = deps.events ? store.get(r.rowId) : undefined;
-      if (row) deps.events!.publish('enroll.queued', { kind: row.kind, name: row.name, file: row.source_path });
+      deps.events?.publish('enroll.queued', { kind: c.kind, name: r.name, file: c.rel });
       dispatcher.wake();
     }
     else if (r.outcome === 'retry') tracker.touch(rel);
@@ -137,7 +156,13 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     finalizer.push(row.id);
   }
 
-  const tracker = createStabilityTracker({ settleMs: settings.settle_time, abs: layout.abs, logger, onStable: (rel) => claimer.push(rel) });
+  const tracker = createStabilityTracker({
+    settleMs: settings.settle_time, abs: layout.abs, logger,
+    onStable: (rel, st) => {
+      if (st) settledLooks.set(rel, st);
+      claimer.push(rel);
+    },
+  });
 
   // A rescan offers every file of the inboxes, twice a second during a burst, most of them with a
   // row still on its way: one query lists those rows for all of them (a query per file was a
@@ -176,7 +201,9 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       knowledgeScan ??= queueKnowledgeDeletions(layout, store, db, settings.settle_time, loopAc.signal)
         .then((n) => { if (n > 0) dispatcher.wake(); }, (err: unknown) => logger.warn({ err }, 'knowledge deletion check failed'))
         .finally(() => { knowledgeScan = undefined; });
-      for (const row of store.unfinalized(100)) finalizer.push(row.id);
+      // Rows whose result files could not be written: while the finalizer has work (a burst, two
+      // scans a second), what it finishes is not read again here.
+      if (finalizer.size() === 0) for (const row of store.unfinalized(100)) finalizer.push(row.id);
     },
   });
 

@@ -29,6 +29,26 @@ const SENT_KEPT = 96;
 interface GroupView {
   faces: FaceRecord[];
   startedAt: number;
+  /** The faces by canonical name, built on first use: every upload and resolve looks names up in
+   * a listing of the whole group, and normalizing every name of it for each file was quadratic
+   * (a million NFC normalizations for a burst of a thousand files). */
+  byName?: Map<string, FaceRecord[]>;
+}
+
+/** The faces of the view named `name` (canonical), newest (highest id) first. */
+function facesNamed(v: GroupView, name: string): readonly FaceRecord[] {
+  if (!v.byName) {
+    const byName = new Map<string, FaceRecord[]>();
+    for (const f of v.faces) {
+      const n = canonicalName(f.name);
+      const list = byName.get(n);
+      if (list) list.push(f);
+      else byName.set(n, [f]);
+    }
+    for (const list of byName.values()) list.sort((a, b) => b.id - a.id);
+    v.byName = byName;
+  }
+  return v.byName.get(name) ?? [];
 }
 
 export interface FaceUploaderDeps {
@@ -90,16 +110,15 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   function findCreated(v: GroupView, row: OutboxRow): FaceRecord | undefined {
     const pre = new Set(parseMeta(row).preIds ?? []);
     const known = store.knownFaceIds(row.name);
-    const fresh = v.faces.filter((f) => canonicalName(f.name) === row.name && !pre.has(f.face_id) && !known.has(f.face_id));
-    return fresh.sort((a, b) => b.id - a.id)[0];
+    return facesNamed(v, row.name).find((f) => !pre.has(f.face_id) && !known.has(f.face_id));
   }
 
   /** With `bytes` (what was sent), the face cache takes the face without downloading it back. */
-  function created(face: FaceRecord, reconciled: boolean, bytes: Buffer | undefined): StepOutcome {
+  function created(face: FaceRecord, reconciled: boolean, bytes: Buffer | undefined, sha256: string): StepOutcome {
     return {
       state: 'done',
       result: { face_id: face.face_id, group_id: face.group_id, id: face.id, action: 'created', ...(reconciled ? { reconciled: true } : {}) },
-      after: changed(face.face_id, bytes ? { face, bytes } : undefined),
+      after: changed(face.face_id, bytes ? { face, bytes, sha256 } : undefined),
     };
   }
 
@@ -117,7 +136,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
 
     async upload(row: OutboxRow, signal: AbortSignal, gate: SendGate): Promise<StepOutcome> {
       const v = await viewSince(Date.now() - VIEW_TTL_MS);
-      const existing = v.faces.filter((f) => canonicalName(f.name) === row.name).sort((a, b) => b.id - a.id);
+      const existing = facesNamed(v, row.name);
       const mode = deps.settings.on_existing_face;
       const meta = parseMeta(row);
       const image: FileUpload = { path: row.staged_path!, filename: row.source_path.split('/').at(-1)!, contentType: meta.contentType ?? 'image/jpeg' };
@@ -136,7 +155,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         } finally {
           release();
         }
-        const seed = image.bytes ? { face: { ...first, name: row.name }, bytes: image.bytes } : undefined;
+        const seed = image.bytes ? { face: { ...first, name: row.name }, bytes: image.bytes, sha256: row.content_sha256 } : undefined;
         return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id, seed) };
       }
       // Recorded before the request leaves: after a crash, this is what tells a face we created
@@ -183,7 +202,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
           });
         }
       }
-      await Promise.all(found.map(async ([row, face]) => out.set(row.id, created(face, false, await sentBytes(row)))));
+      await Promise.all(found.map(async ([row, face]) => out.set(row.id, created(face, false, await sentBytes(row), row.content_sha256))));
       return out;
     },
 
@@ -195,7 +214,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         const face = findCreated(v, row);
         if (face) {
           logger.info({ name: row.name, faceId: face.face_id }, 'an interrupted upload had created the face: not sending it again');
-          out.set(row.id, created(face, true, await sentBytes(row)));
+          out.set(row.id, created(face, true, await sentBytes(row), row.content_sha256));
         } else {
           out.set(row.id, { state: 'queued' });
         }
@@ -205,7 +224,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
 
     /** A PUT target that is gone: the next attempt decides again from a fresh listing. */
     forget(faceId: string): void {
-      if (view) view = { ...view, faces: view.faces.filter((f) => f.face_id !== faceId), startedAt: 0 };
+      if (view) view = { faces: view.faces.filter((f) => f.face_id !== faceId), startedAt: 0 };
     },
   };
 }

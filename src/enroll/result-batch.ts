@@ -2,7 +2,8 @@ import { open, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { makeDurable } from '../faces/durability.js';
-import { tempPathFor } from '../util/fs-atomic.js';
+import type { SyncfsRunner } from '../util/syncfs.js';
+import { removeFile, tempPathFor } from '../util/fs-atomic.js';
 import type { Commit } from './commit-batcher.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
@@ -70,7 +71,7 @@ async function prepare(layout: Layout, row: OutboxRow, target: string, dirs: Map
  * rows finished, and the errors of those that were not (they stay unfinalized: a rescan retries).
  */
 export async function finalizeRows(
-  deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger },
+  deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger; syncfs?: SyncfsRunner | undefined },
   rows: OutboxRow[],
 ): Promise<{ finished: Finished[]; failed: Map<number, unknown> }> {
   const { layout, store, commit, placer, syncDir } = deps;
@@ -85,7 +86,7 @@ export async function finalizeRows(
   if (pending.length === 0) return { finished: [], failed };
   try {
     // Not cut short by a stop: the daemon waits for the batch, and the sync has its own timeout.
-    await makeDurable(layout.root, pending.map((p) => p.tmp), new AbortController().signal, deps.logger);
+    await makeDurable(layout.root, pending.map((p) => p.tmp), new AbortController().signal, deps.logger, deps.syncfs);
     await Promise.all(pending.map((p) => rename(p.tmp, p.resultFile)));
     // The result renames, and the originals' (into the same folders), made durable before the rows say so.
     await Promise.all([...new Set(pending.map((p) => dirname(p.resultFile)))].map((d) => syncDir(d)));
@@ -98,6 +99,6 @@ export async function finalizeRows(
   await commit(() => {
     for (const p of pending) store.finalize(p.row.id);
   });
-  await Promise.all(pending.map((p) => (p.row.staged_path ? rm(p.row.staged_path, { force: true }) : undefined)));
+  await Promise.all(pending.map((p) => (p.row.staged_path ? removeFile(p.row.staged_path) : undefined)));
   return { finished: pending.map((p) => ({ row: p.row, resultFile: p.resultFile })), failed };
 }

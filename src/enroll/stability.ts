@@ -1,4 +1,5 @@
 import { lstat, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import type { Logger } from '../log/logger.js';
 
 // A file is taken only once its size and mtime have not changed for settle_time, whatever event
@@ -14,24 +15,28 @@ interface Watch {
 export interface StabilityTrackerDeps {
   settleMs: number;
   abs(rel: string): string;
-  onStable(rel: string): void;
+  /**
+   * `rel` has settled. `lstat` is the look that said so when the path is not a symbolic link: the
+   * claim takes it as its own first look (a stale one only makes the claim see a change and wait
+   * again, never read the wrong bytes: claim.ts compares it with the file after reading).
+   */
+  onStable(rel: string, lstat?: Stats): void;
   logger: Logger;
 }
 
 export type StabilityTracker = ReturnType<typeof createStabilityTracker>;
 
-async function look(path: string): Promise<{ size: number; mtimeMs: number } | undefined> {
+/** The file's size and mtime (a symbolic link's target's); `own` is its lstat when it is no link. */
+async function look(path: string): Promise<{ size: number; mtimeMs: number; own?: Stats } | undefined> {
+  let l: Stats;
   try {
-    return await stat(path);
+    l = await lstat(path);
   } catch {
-    // A dangling symlink is still something to refuse (the claim says why).
-    try {
-      const l = await lstat(path);
-      return l.isSymbolicLink() ? l : undefined;
-    } catch {
-      return undefined;
-    }
+    return undefined;
   }
+  if (!l.isSymbolicLink()) return { size: l.size, mtimeMs: l.mtimeMs, own: l };
+  // A link follows its target; a dangling one is still something to refuse (the claim says why).
+  return stat(path).catch(() => l);
 }
 
 export function createStabilityTracker(deps: StabilityTrackerDeps) {
@@ -78,7 +83,7 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
           watching.set(rel, { size: st.size, mtimeMs, since: Date.now() });
         } else if (now - prev.since >= deps.settleMs) {
           watching.delete(rel);
-          deps.onStable(rel);
+          deps.onStable(rel, 'own' in st ? st.own : undefined);
         }
       }
     } catch (err) {

@@ -1,3 +1,4 @@
+import type { SyncfsRunner } from '../util/syncfs.js';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
@@ -27,6 +28,8 @@ export interface EnrollmentDeps {
    * with `seed`, the listed record and the exact bytes the service accepted (no download needed).
    */
   onFaceChanged?(faceId: string, seed?: FaceSeedImage): void;
+  /** Runs syncfs for result batches without forking the daemon (util/syncfs.ts). */
+  syncfs?: SyncfsRunner;
   /** Retry policy for uploads while the service is unreachable (default 1 s doubling to 60 s). */
   retry?: BackoffPolicy;
 }
@@ -35,6 +38,8 @@ export interface EnrollmentDeps {
 export interface FaceSeedImage {
   face: Pick<FaceRecord, 'face_id' | 'group_id' | 'id' | 'name'>;
   bytes: Buffer;
+  /** The sha256 of `bytes` (hex), as the claim took it. */
+  sha256?: string;
 }
 
 export const KINDS = ['faces', 'voiceprints', 'speakers', 'knowledge'] as const;

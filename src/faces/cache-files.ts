@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../util/fs-atomic.js';
+import { tempSuffix, writeFileAtomic } from '../util/fs-atomic.js';
 import type { FaceRow } from './face-store.js';
 import type { IndexEntry } from './types.js';
 
@@ -37,7 +37,7 @@ export function isValidFaceId(faceId: string): boolean {
  * crypto: the name needs no secrecy.
  */
 export function downloadTempName(faceId: string): string {
-  return `.${faceId}.img.${Math.floor(Math.random() * 0x1_0000_0000).toString(16).padStart(8, '0')}.tmp`;
+  return `.${faceId}.img.${tempSuffix()}.tmp`;
 }
 
 export function imageFileName(faceId: string, ext: string): string {

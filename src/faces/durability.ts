@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import { runPool } from './image-download.js';
+import type { SyncfsRunner } from '../util/syncfs.js';
 
 // New images must be on disk before the rename that publishes them (and before the rows and the
 // index that name them). One fdatasync per file costs a journal commit each: on an SD card, or a
@@ -11,6 +12,13 @@ import { runPool } from './image-download.js';
 // Node has no binding); a small batch, or a system without `sync -f`, gets fdatasync per file.
 
 const run = promisify(execFile);
+const SYNCFS_TIMEOUT_MS = 300_000;
+
+/** One syncfs of `dir`'s file system: through the runner's helper shell when given (util/syncfs.ts), else a fork of `sync`. */
+function syncfs(dir: string, signal: AbortSignal, runner: SyncfsRunner | undefined): Promise<void> {
+  if (runner) return runner.run(dir, signal, SYNCFS_TIMEOUT_MS);
+  return run('sync', ['--file-system', dir], { timeout: SYNCFS_TIMEOUT_MS, signal }).then(() => undefined);
+}
 
 /**
  * From this many new files on, one syncfs is cheaper than a fdatasync each. 256 was tried, to
@@ -19,6 +27,12 @@ const run = promisify(execFile);
  * (test/bench/enroll.mjs, runs alternated with the old code).
  */
 export const SYNCFS_THRESHOLD = 32;
+/**
+ * The same through the helper shell (util/syncfs.ts), which costs the daemon about 1 ms of CPU
+ * per call: from this many files on it is cheaper than their fdatasyncs (three thread-pool trips
+ * and a journal commit each).
+ */
+export const SYNCFS_HELPER_THRESHOLD = 8;
 const FDATASYNC_CONCURRENCY = 4; // the libuv thread pool's default size
 /** Bytes of new images between two early syncfs calls (about 1,000 face images of 30 KB). */
 export const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
@@ -30,7 +44,7 @@ export const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
  * machine with plenty of memory held all 300 MB of a 10,000-face first sync until that last call
  * (0.5 s here, seconds on an SD card). Costs one fork of `sync` each (~10 ms of CPU).
  */
-export function createWriteback(dir: string, signal: AbortSignal, logger: Logger, everyBytes = WRITEBACK_EVERY_BYTES) {
+export function createWriteback(dir: string, signal: AbortSignal, logger: Logger, everyBytes = WRITEBACK_EVERY_BYTES, runner?: SyncfsRunner) {
   let since = 0;
   let running: Promise<void> | undefined;
   return {
@@ -38,7 +52,7 @@ export function createWriteback(dir: string, signal: AbortSignal, logger: Logger
       since += bytes;
       if (since < everyBytes || running || signal.aborted) return;
       since = 0;
-      running = run('sync', ['--file-system', dir], { timeout: 300_000, signal }).then(() => {}, (err: unknown) => {
+      running = syncfs(dir, signal, runner).then(() => {}, (err: unknown) => {
         if (!signal.aborted) logger.debug({ err: (err as Error).message }, 'early syncfs of the face cache failed; the one before the commit still runs');
       }).finally(() => {
         running = undefined;
@@ -51,11 +65,11 @@ export function createWriteback(dir: string, signal: AbortSignal, logger: Logger
   };
 }
 
-export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger): Promise<void> {
+export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger, runner?: SyncfsRunner): Promise<void> {
   if (files.length === 0) return;
-  if (files.length >= SYNCFS_THRESHOLD) {
+  if (files.length >= (runner ? SYNCFS_HELPER_THRESHOLD : SYNCFS_THRESHOLD)) {
     try {
-      await run('sync', ['--file-system', dir], { timeout: 300_000, signal });
+      await syncfs(dir, signal, runner);
       return;
     } catch (err) {
       if (signal.aborted) throw err;

@@ -84,14 +84,14 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       `face sync took longer than ${formatDuration(deadlineMs)} (10 x service.request_timeout x (retries + 1)) and was cut short; the images it finished are kept for the next sync`,
     )), deadlineMs);
     try {
-      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: AbortSignal.any([lifecycle.signal, deadline.signal]), disk };
+      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: AbortSignal.any([lifecycle.signal, deadline.signal]), disk, syncfs: deps.syncfs };
       const seeded = seedsNow.length > 0 ? await runSeedPass(passCtx, seedsNow) : undefined;
       // Seeds alone need no listing; anything else (a forced face, a timed sync) gets a full pass.
       const pass: SyncPassResult = seeded && reason === 'refresh' && forcedNow.size === 0 ? seeded : combine(seeded, await runSyncPass({
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
         syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-        signal: AbortSignal.any([lifecycle.signal, deadline.signal]), forced: forcedNow, disk, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+        signal: AbortSignal.any([lifecycle.signal, deadline.signal]), forced: forcedNow, disk, syncfs: deps.syncfs, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
         ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
       }));
       if (pass.indexVersion) indexVer = pass.indexVersion;

@@ -70,14 +70,17 @@ export class ImageTap {
   bytes = 0;
   private head = Buffer.alloc(0);
   private tail = Buffer.alloc(0);
-  private readonly hash: Hash = createHash('sha256');
+  private readonly hash: Hash | undefined;
 
-  constructor(private readonly maxBytes: number, private readonly onTooLarge: (bytes: number) => Error) {}
+  /** `hashed` false: the caller has the bytes' sha256 already, and sha256() is not called. */
+  constructor(private readonly maxBytes: number, private readonly onTooLarge: (bytes: number) => Error, hashed = true) {
+    this.hash = hashed ? createHash('sha256') : undefined;
+  }
 
   observe(chunk: Uint8Array): void {
     this.bytes += chunk.length;
     if (this.bytes > this.maxBytes) throw this.onTooLarge(this.bytes);
-    this.hash.update(chunk);
+    this.hash?.update(chunk);
     if (this.head.length < HEAD_BYTES) {
       this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
     }
@@ -86,6 +89,7 @@ export class ImageTap {
   }
 
   sha256(): string {
+    if (!this.hash) throw new Error('ImageTap made without hashing');
     return this.hash.digest('hex');
   }
 

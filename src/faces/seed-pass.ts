@@ -6,6 +6,7 @@ import { commitTemp, fsyncDir, tempPathFor } from '../util/fs-atomic.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import { makeDurable } from './durability.js';
+import type { SyncfsRunner } from '../util/syncfs.js';
 import type { FaceRow, FaceStore } from './face-store.js';
 import { extensionFor, ImageTap } from './image-check.js';
 import type { SyncPassResult } from './sync-run.js';
@@ -28,6 +29,8 @@ export interface FaceSeed {
   face: Pick<FaceRecord, 'face_id' | 'group_id' | 'id' | 'name'>;
   /** The image bytes the service accepted for it. */
   bytes: Buffer;
+  /** Their sha256 (hex) when the caller has it already (the claim hashed the same bytes): not hashed again. */
+  sha256?: string | undefined;
 }
 
 export interface SeedPassContext {
@@ -40,6 +43,8 @@ export interface SeedPassContext {
   maxImageBytes: number;
   signal: AbortSignal;
   disk?: DiskFloor | undefined;
+  /** syncfs without a fork of the daemon (util/syncfs.ts). */
+  syncfs?: SyncfsRunner | undefined;
 }
 
 interface Checked {
@@ -50,7 +55,7 @@ interface Checked {
 
 /** The seed's bytes as the cache would take them from a download, or why not. */
 function check(seed: FaceSeed, maxBytes: number): Checked | string {
-  const tap = new ImageTap(maxBytes, (n) => new Error(`${n} bytes, over ${maxBytes}`));
+  const tap = new ImageTap(maxBytes, (n) => new Error(`${n} bytes, over ${maxBytes}`), !seed.sha256);
   try {
     tap.observe(seed.bytes);
   } catch (err) {
@@ -58,7 +63,7 @@ function check(seed: FaceSeed, maxBytes: number): Checked | string {
   }
   const verdict = tap.verdict();
   if ('problem' in verdict) return verdict.problem;
-  return { seed, ext: extensionFor(verdict.type), sha256: tap.sha256() };
+  return { seed, ext: extensionFor(verdict.type), sha256: seed.sha256 || tap.sha256() };
 }
 
 export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed[]): Promise<SyncPassResult> {
@@ -103,7 +108,7 @@ export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed
     await ctx.disk?.assertRoom(writes.reduce((n, w) => n + w.bytes.length, 0), 'face images');
     try {
       for (const w of writes) await writeFile(w.tmp, w.bytes, { flag: 'wx', mode: 0o644 });
-      await makeDurable(ctx.files.dir, writes.map((w) => w.tmp), ctx.signal, ctx.logger);
+      await makeDurable(ctx.files.dir, writes.map((w) => w.tmp), ctx.signal, ctx.logger, ctx.syncfs);
       for (const w of writes) await commitTemp(w.tmp, ctx.files.pathOf(w.file), false);
     } catch (err) {
       // Renamed ones are strays no row names (removed at start-up); the rest go now.

@@ -8,6 +8,7 @@ import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import type { FaceRow, FaceStore } from './face-store.js';
 import { createWriteback, makeDurable, SYNCFS_THRESHOLD } from './durability.js';
+import type { SyncfsRunner } from '../util/syncfs.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
 import { createRoomPool } from './room-pool.js';
@@ -42,6 +43,8 @@ export interface SyncPassContext {
   concurrency: number;
   maxImageBytes: number;
   signal: AbortSignal;
+  /** syncfs without a fork of the daemon (util/syncfs.ts). */
+  syncfs?: SyncfsRunner | undefined;
   /** Faces to re-fetch unconditionally (this agent changed them). */
   forced: ReadonlySet<string>;
   /** Rewrite index.json even if nothing changed (a previous index write failed). */
@@ -135,7 +138,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   };
   report(true);
   const room = ctx.disk ? createRoomPool(ctx.disk, 'face image downloads') : undefined;
-  const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger);
+  const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger, undefined, ctx.syncfs);
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
     client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
     ...(ctx.disk ? { disk: ctx.disk } : {}), ...(room ? { room } : {}),
@@ -228,7 +231,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   ctx.onProgress?.({ ...progress, phase: 'committing' });
   const clearStaging = ctx.staging.dirty();
   try {
-    await makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger);
+    await makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger, ctx.syncfs);
     t.durable = performance.now();
     // A rename that fails leaves already-renamed new images as strays (removed at start-up), the
     // rows, index and old images untouched, and the other downloads kept for the next pass.

@@ -1,3 +1,4 @@
+import type { SyncfsRunner } from '../util/syncfs.js';
 import type { FaceSeed } from './seed-pass.js';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -57,6 +58,8 @@ export interface FaceSyncDeps {
    * does not wait for a sync); start() and its cache repair do not.
    */
   firstSyncAfter?: Promise<void>;
+  /** Runs syncfs for large batches without forking the daemon (util/syncfs.ts); default: a fork of `sync` each. */
+  syncfs?: SyncfsRunner;
 }
 
 /** A face as the cache serves it: the service's record plus its image file. */

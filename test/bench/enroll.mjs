@@ -15,7 +15,7 @@ import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPiBudget, procCpuSplitMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
+import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { configSchema } = await import(join(ROOT, 'dist/config/schema.js'));
@@ -83,6 +83,7 @@ async function oneRun(latencyMs, budget, runNo) {
     await sleep(1500);
     const pid = daemon.child.pid;
     const cpu0 = procCpuSplitMs(pid);
+    const threads0 = procThreadCpuMs(pid);
     const t0 = performance.now();
     const epoch0 = Date.now();
     for (const n of names) await copyFile(join(source, `${n}.jpg`), join(inbox, `${n}.jpg`));
@@ -103,6 +104,8 @@ async function oneRun(latencyMs, budget, runNo) {
       await sleep(20);
     }
     const cpu1 = procCpuSplitMs(pid);
+    const threads1 = procThreadCpuMs(pid);
+    if (process.env.BENCH_THREADS) console.log(`  CPU by thread, ms per file: ${Object.entries(threads1).map(([k, v]) => [k, (v - (threads0[k] ?? 0)) / COUNT]).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; children ${((cpu1.user + cpu1.sys - cpu0.user - cpu0.sys - Object.values(threads1).reduce((a, b) => a + b, 0) + Object.values(threads0).reduce((a, b) => a + b, 0)) / COUNT).toFixed(2)}`);
     const userMs = cpu1.user - cpu0.user;
     const cpuMs = userMs + cpu1.sys - cpu0.sys;
     const peakRssMb = procPeakRssMb(pid);

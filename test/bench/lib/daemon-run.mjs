@@ -2,7 +2,7 @@
 // the unit runs it, its own CPU and peak RSS read from /proc, and the "Pi budget" confinement.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,11 +18,54 @@ export function procCpuMs(pid) {
   return t.user + t.sys;
 }
 
-/** Its own and its reaped children's (a `sync` it spawned is the daemon's cost too). */
+/**
+ * Its own and its children's, reaped or still running, with theirs (a `sync` it spawned, or the
+ * syncfs helper shell that runs them, is the daemon's cost too).
+ */
 export function procCpuSplitMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  let stat;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return { user: 0, sys: 0 }; // a child that ended meanwhile: its parent's figures have it
+  }
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: ((Number(f[11]) + Number(f[13])) / CLK_TCK) * 1000, sys: ((Number(f[12]) + Number(f[14])) / CLK_TCK) * 1000 };
+  const t = { user: ((Number(f[11]) + Number(f[13])) / CLK_TCK) * 1000, sys: ((Number(f[12]) + Number(f[14])) / CLK_TCK) * 1000 };
+  for (const child of liveChildren(pid)) {
+    const c = procCpuSplitMs(child);
+    t.user += c.user;
+    t.sys += c.sys;
+  }
+  return t;
+}
+
+function liveChildren(pid) {
+  const out = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      out.push(...readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean));
+    }
+  } catch {
+    // gone meanwhile
+  }
+  return out;
+}
+
+/** utime+stime per thread (by name, where it has one) of a live process, ms: where the CPU goes (main, libuv pool, V8). */
+export function procThreadCpuMs(pid) {
+  const out = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const comm = String(tid) === String(pid) ? 'main' : name === 'node' ? `thread ${tid}` : name;
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[comm] = (out[comm] ?? 0) + ((Number(f[11]) + Number(f[12])) / CLK_TCK) * 1000;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
 }
 
 /** Peak resident set (VmHWM) of a live process, MB. */
@@ -74,6 +117,7 @@ export function spawnNode(args, opts, budget) {
   // BENCH_STRACE=FILE: syscall counts of the daemon and its threads (strace -c -f); profiling only,
   // the CPU and RSS figures are then strace's.
   if (process.env.BENCH_STRACE && args.includes(MAIN)) return spawn('strace', ['-c', '-f', '-o', process.env.BENCH_STRACE, process.execPath, ...args], opts);
+  if (process.env.BENCH_WRAP && args.includes(MAIN)) return spawn(process.env.BENCH_WRAP, [process.execPath, ...args], opts);
   if (!budget) return spawn(process.execPath, args, opts);
   const quoted = [process.execPath, ...args].map((a) => `'${String(a).replace(/'/g, `'\\''`)}'`).join(' ');
   return spawn('/bin/sh', ['-c', `echo $$ > '${join(budget.dir, 'cgroup.procs')}' && exec ${quoted}`], opts);

@@ -1,0 +1,62 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSyncfsRunner, type SyncfsRunner } from '../../src/util/syncfs.js';
+
+/** This process's child processes (the helper shells and what they run). */
+function children(): string[] {
+  const out: string[] = [];
+  for (const tid of readdirSync('/proc/self/task')) out.push(...readFileSync(`/proc/self/task/${tid}/children`, 'utf8').split(' ').filter(Boolean));
+  return out;
+}
+
+async function until(cond: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('createSyncfsRunner', () => {
+  let runner: SyncfsRunner | undefined;
+  const dirs: string[] = [];
+  afterEach(async () => {
+    runner?.close();
+    for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  });
+
+  it('runs syncfs through one helper shell kept between calls, shares calls made meanwhile, and ends it at close', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
+    dirs.push(dir);
+    const before = new Set(children());
+    runner = createSyncfsRunner();
+    await runner.run(dir, new AbortController().signal, 30_000);
+    const helpers = children().filter((c) => !before.has(c));
+    expect(helpers).toHaveLength(1);
+    // Ten calls at once: all resolve, through the same shell.
+    await Promise.all(Array.from({ length: 10 }, () => runner!.run(dir, new AbortController().signal, 30_000)));
+    expect(children().filter((c) => !before.has(c))).toEqual(helpers);
+    runner.close();
+    await until(() => !children().includes(helpers[0]!));
+  });
+
+  it('fails a call whose sync fails (a folder that is not there), and the next call still works', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
+    dirs.push(dir);
+    runner = createSyncfsRunner();
+    await expect(runner.run(join(dir, 'missing'), new AbortController().signal, 30_000)).rejects.toThrow(/sync --file-system .*missing' failed/);
+    await expect(runner.run(dir, new AbortController().signal, 30_000)).resolves.toBeUndefined();
+  });
+
+  it('rejects at once when the caller aborts', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
+    dirs.push(dir);
+    runner = createSyncfsRunner();
+    const ac = new AbortController();
+    ac.abort(new Error('stopping'));
+    await expect(runner.run(dir, ac.signal, 30_000)).rejects.toThrow('stopping');
+  });
+});
