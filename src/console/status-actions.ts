@@ -1,15 +1,9 @@
-import type { AgentStatus } from '../control/types.js';
+import type { AgentStatus, StatusAction } from '../control/status-types.js';
+
+export type { StatusAction } from '../control/status-types.js';
 
 // The overview's "what is wrong and what fixes it": each problem `status` shows, with the step an
 // operator takes, and the console call that does it where there is one.
-
-export interface StatusAction {
-  component: string;
-  problem: string;
-  fix: string;
-  /** A button the page can offer: the console API call that helps. */
-  action?: { method: 'POST'; path: string; label: string };
-}
 
 function degradedReason(v: unknown): string | undefined {
   if (v && typeof v === 'object' && typeof (v as { degraded?: unknown }).degraded === 'string') return (v as { degraded: string }).degraded;

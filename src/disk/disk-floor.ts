@@ -2,6 +2,9 @@ import { statfsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { DiskFullError } from '../errors.js';
 import { formatSize } from '../util/units.js';
+import type { DiskReading } from './disk-reading.js';
+
+export type { DiskReading } from './disk-reading.js';
 
 // The free space the agent keeps on the file system of state_dir. Its caches (face images and
 // their staging downloads, the TTS cache, voiceprint audit copies) never write into the last
@@ -18,16 +21,6 @@ export const AUTO_MIN_FREE_PERCENT = 5;
 
 /** The resolved config value: bytes, a percentage of the file system, or auto. */
 export type MinFree = { bytes: number } | { percent: number } | 'auto';
-
-export interface DiskReading {
-  /** The folder whose file system is measured (state_dir). */
-  dir: string;
-  free_bytes: number;
-  total_bytes: number;
-  min_free_bytes: number;
-  /** Free space is below the floor: the caches have stopped growing. */
-  nearly_full: boolean;
-}
 
 export interface DiskFloor {
   readonly dir: string;

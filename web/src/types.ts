@@ -1,52 +1,14 @@
-// The JSON the console API answers with (see the daemon's src/control/types.ts and src/console/).
-// Only what the pages read; everything else passes through untyped.
+// The JSON the console API answers with (see src/console/). The status shapes are the daemon's
+// own; the rest is only what the pages read, and everything else passes through untyped.
+import type { AgentStatus, FailureSummary, StatusAction, SyncRunSummary } from '../../src/control/status-types';
 
-export interface SyncRun {
-  started_at: string;
-  finished_at: string | null;
-  ok: boolean;
-  added: number;
-  updated: number;
-  removed: number;
-  failed: number;
-  error: string | null;
-  error_code: string | null;
-}
+// The daemon's own types for GET /status (src/control/status-types.ts: no node module in reach).
+export type SyncRun = SyncRunSummary;
+export type Failure = FailureSummary;
+export type { StatusAction };
 
-export interface Failure {
-  at: string;
-  source: string;
-  kind?: string;
-  name?: string;
-  error: string;
-  code?: string | null;
-}
-
-export interface StatusAction {
-  component: string;
-  problem: string;
-  fix: string;
-  /** A change the console can make at once, e.g. {method: 'POST', path: '/api/faces/sync', label: 'Sync now'}. */
-  action?: { method: 'POST'; path: string; label: string };
-}
-
-export interface Status {
-  version: string;
-  pid: number;
-  state: string;
-  started_at: string;
-  uptime_s: number;
-  config_file: string | null;
-  state_dir: string;
-  faces: { cached: number | null; last_sync: SyncRun | null; last_ok_sync_at: string | null };
-  outbox: Record<string, Record<string, number>>;
-  recent_failures: Failure[];
-  audio: { output_device: string; input_device: string; speech: unknown; voice: unknown };
-  components: Record<string, unknown>;
-  reload: { count: number; last_at: string | null; last_error: string | null };
-  watchdog: { enabled: boolean; interval_ms: number | null; last_fed_at: string | null; failing: string[] };
-  actions?: StatusAction[];
-}
+/** GET /api/status: the control socket's status, plus what the console can offer to fix. */
+export type Status = AgentStatus & { actions?: StatusAction[] };
 
 export interface Face {
   face_id: string;
