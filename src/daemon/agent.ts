@@ -135,6 +135,7 @@ export function createAgent(deps: AgentDeps): Agent {
             log.error({ err, component_failed: name }, `${name} failed while stopping`);
           }
         }
+        c.close();
       })();
       return stopping;
     },

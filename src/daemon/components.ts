@@ -42,6 +42,8 @@ export interface Components {
   enroll: EnrollComponent | undefined;
   speech: SpeechComponent | undefined;
   voice: VoiceComponent | undefined;
+  /** Ends what the components share (the syncfs helper shells), once every one has stopped. */
+  close(): void;
 }
 
 export function buildComponents(deps: AgentDeps): Components {
@@ -66,5 +68,6 @@ export function buildComponents(deps: AgentDeps): Components {
     enroll,
     speech,
     voice,
+    close: () => syncfs.close(),
   };
 }
