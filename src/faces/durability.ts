@@ -33,6 +33,10 @@ export const SYNCFS_THRESHOLD = 32;
  * and a journal commit each).
  */
 export const SYNCFS_HELPER_THRESHOLD = 8;
+/** Whether `count` new files are made durable by one syncfs rather than a fdatasync each. */
+export function syncfsPays(count: number, runner: SyncfsRunner | undefined): boolean {
+  return count >= (runner ? SYNCFS_HELPER_THRESHOLD : SYNCFS_THRESHOLD);
+}
 const FDATASYNC_CONCURRENCY = 4; // the libuv thread pool's default size
 /** Bytes of new images between two early syncfs calls (about 1,000 face images of 30 KB). */
 export const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
@@ -67,7 +71,7 @@ export function createWriteback(dir: string, signal: AbortSignal, logger: Logger
 
 export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger, runner?: SyncfsRunner): Promise<void> {
   if (files.length === 0) return;
-  if (files.length >= (runner ? SYNCFS_HELPER_THRESHOLD : SYNCFS_THRESHOLD)) {
+  if (syncfsPays(files.length, runner)) {
     try {
       await syncfs(dir, signal, runner);
       return;

@@ -7,7 +7,7 @@ import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import type { FaceRow, FaceStore } from './face-store.js';
-import { createWriteback, makeDurable, SYNCFS_THRESHOLD } from './durability.js';
+import { createWriteback, makeDurable, syncfsPays } from './durability.js';
 import type { SyncfsRunner } from '../util/syncfs.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
@@ -128,7 +128,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   let reused = 0;
   // A small pass (the refreshes enrollment starts) syncs each image as it is written: cheaper
   // than a syncfs for a few files (durability.ts).
-  const syncEach = jobs.length < SYNCFS_THRESHOLD;
+  const syncEach = !syncfsPays(jobs.length, ctx.syncfs);
   const progress: SyncProgress = { phase: 'downloading', faces: remote.size, images_done: 0, images_total: jobs.length, bytes: 0 };
   let progressAt = 0;
   const report = (force: boolean) => {
