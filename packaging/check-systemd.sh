@@ -5,8 +5,9 @@
 #   install N          postinst enables and starts the unit; with empty credentials it fails with
 #                      exit 78 naming them, and is not restarted (RestartPreventExitStatus)
 #   configure          systemctl restart: READY (Type=notify) timed from systemd's own timestamps
-#   faces uploading    emulator with --latency, then apt-get install N+1: postinst restarts the
-#                      unit (SIGTERM drain, new start), every face reaches done/ and the emulator once
+#   faces uploading    emulator with --latency, then apt-get install N+1: preinst stops the unit
+#                      (SIGTERM drain) before the unpack, postinst starts it, every face reaches
+#                      done/ and the emulator once
 #   remove / purge     remove stops the unit and keeps state; purge removes it all
 #
 #   sudo packaging/check-systemd.sh [DEB_N [DEB_N+1]]   (N+1 built with build.sh --version when absent)
@@ -93,7 +94,13 @@ pid_n1=$(show MainPID)
 [ "$pid_n1" != "$pid_n" ] && [ "$(show ActiveState)" = active ] \
   || { echo "check: FAIL: after the upgrade MainPID $pid_n1 (was $pid_n), $(show ActiveState)" >&2; exit 1; }
 "${E[@]}" journalctl -u terminal-agent -o cat --no-pager | grep -E '"msg":"(draining|drained|stopping|stopped)' | tail -n 3 | cut -c1-220 || true
-echo "check: postinst restarted the unit: MainPID $pid_n -> $pid_n1"
+# preinst stopped the old daemon before dpkg put the new files in place (rename: a file's ctime is
+# the moment it was unpacked), so no old daemon ran on a half-replaced tree.
+stopped_at=$("${E[@]}" journalctl -u terminal-agent -o short-unix --no-pager | grep -E 'Stopped terminal-agent' | tail -n 1 | cut -d' ' -f1)
+unpacked_at=$("${E[@]}" stat -c %.6Z /usr/lib/terminal-agent/dist/bundle/main.cjs)
+[ -n "$stopped_at" ] && awk -v s="$stopped_at" -v u="$unpacked_at" 'BEGIN { exit !(s < u) }' \
+  || { echo "check: FAIL: the old daemon stopped at ${stopped_at:-never}, the new files were unpacked at $unpacked_at" >&2; exit 1; }
+echo "check: preinst stopped the unit $(awk -v s="$stopped_at" -v u="$unpacked_at" 'BEGIN { printf "%.0f", (u - s) * 1000 }') ms before the new files were unpacked; postinst started it: MainPID $pid_n -> $pid_n1"
 in_sd status
 in_sd wait_done sd "$FACES" 900
 in_sd exactly_once sd "$FACES"

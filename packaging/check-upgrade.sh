@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Upgrade with uploads in flight: version N installed in a fresh minimal root, the daemon
 # uploading faces to an emulator that answers slowly (--latency), `apt-get install` of version
-# N+1 over it, the daemon restarted through its SIGTERM drain, then every face on the emulator
-# exactly once, done/ complete, config and credentials as the operator left them.
+# N+1 over it (the daemon stopped through its SIGTERM drain before the unpack, started after it),
+# then every face on the emulator exactly once, done/ complete, config and credentials as the
+# operator left them.
 #
 #   sudo packaging/check-upgrade.sh [DEB_N [DEB_N+1]]   (amd64, trixie; ARCH=arm64 SUITE=... to change)
 # Without DEB_N+1, it is built from this checkout with a bumped Debian version (build.sh --version).
-# systemd does not run in a chroot, so the restart postinst asks systemd for is done here the same
-# way: SIGTERM to the running daemon, wait for its drain, start the new one with the unit's ExecStart.
+# systemd does not run in a chroot, so the stop preinst asks systemd for and the start postinst asks
+# for are done here the same way: SIGTERM to the running daemon and wait for its drain, then the new
+# one started with the unit's ExecStart (check-systemd.sh has systemd itself do it).
 set -euo pipefail
 . "$(dirname "$0")/check/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "check-upgrade.sh: run as root (chroot, mount)" >&2; exit 77; }
@@ -34,9 +36,8 @@ in_root "$root" run_daemon
 in_root "$root" drop_faces up
 in_root "$root" wait_some_done up 3
 in_root "$root" status
-in_root "$root" install_pkg "/root/check/$(basename "$DEB_N1")" upgrade
-in_root "$root" status
 in_root "$root" stop_daemon
+in_root "$root" install_pkg "/root/check/$(basename "$DEB_N1")" upgrade
 in_root "$root" run_daemon after_upgrade
 in_root "$root" status
 in_root "$root" wait_done up "$FACES" 900

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
@@ -11,7 +11,7 @@ const PKG = join(REPO_ROOT, 'packaging');
 const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: 'utf8', cwd: REPO_ROOT });
 
 describe('Debian packaging', () => {
-  it.each(['postinst', 'prerm', 'postrm'])('maintainer script %s parses with /bin/sh and is executable', (name) => {
+  it.each(['preinst', 'postinst', 'prerm', 'postrm'])('maintainer script %s parses with /bin/sh and is executable', (name) => {
     const file = join(PKG, 'debian', name);
     const r = run('sh', ['-n', file]);
     expect(r.stderr).toBe('');
@@ -20,10 +20,41 @@ describe('Debian packaging', () => {
     expect(run('test', ['-x', file]).status).toBe(0);
   });
 
-  it.each(['build.sh', 'check-amd64.sh', 'check-arm64.sh', 'check-upgrade.sh', 'check/inside.sh', 'check/lib.sh'])('%s parses with bash', (name) => {
+  it.each(['build.sh', 'check-amd64.sh', 'check-arm64.sh', 'check-upgrade.sh', 'check-systemd.sh', 'check/inside.sh', 'check/lib.sh'])('%s parses with bash', (name) => {
     const r = run('bash', ['-n', join(PKG, name)]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
+  });
+
+  // What each maintainer script asks systemd for, as dpkg calls them in an upgrade, a failed upgrade
+  // and a remove: a private mount namespace gives the scripts a /run/systemd/system (systemd runs
+  // on a terminal, not here), and deb-systemd-invoke is a stand-in on PATH that records its
+  // arguments. check-systemd.sh runs the same scripts under a real systemd.
+  function systemdCalls(script: string, ...args: string[]): string[] {
+    const dir = mkdtempSync(join(tmpdir(), 'ta-maint-'));
+    const log = join(dir, 'calls');
+    writeFileSync(join(dir, 'deb-systemd-invoke'), `#!/bin/sh\necho "$*" >>${log}\n`);
+    for (const stub of ['deb-systemd-helper', 'systemctl', 'dpkg-statoverride', 'adduser', 'getent', 'deluser', 'delgroup']) writeFileSync(join(dir, stub), '#!/bin/sh\nexit 0\n');
+    for (const f of ['deb-systemd-invoke', 'deb-systemd-helper', 'systemctl', 'dpkg-statoverride', 'adduser', 'getent', 'deluser', 'delgroup']) chmodSync(join(dir, f), 0o755);
+    const inner = `mount -t tmpfs none /run && mkdir -p /run/systemd/system && exec "$0" "$@"`;
+    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', inner, join(PKG, 'debian', script), ...args], {
+      encoding: 'utf8',
+      env: { PATH: `${dir}:/usr/sbin:/usr/bin:/sbin:/bin` },
+    });
+    expect(r.status, `${script} ${args.join(' ')}: ${r.stderr}`).toBe(0);
+    try {
+      return readFileSync(log, 'utf8').trim().split('\n');
+    } catch {
+      return [];
+    }
+  }
+
+  it('stops the daemon before an upgrade unpacks, and starts the old one again if the upgrade fails', () => {
+    expect(systemdCalls('preinst', 'upgrade', '1.0.0', '1.1.0')).toEqual(['stop terminal-agent.service']);
+    expect(systemdCalls('preinst', 'install')).toEqual([]);
+    expect(systemdCalls('prerm', 'upgrade', '1.1.0')).toEqual([]);
+    expect(systemdCalls('postrm', 'abort-upgrade', '1.0.0')).toEqual(['start terminal-agent.service']);
+    expect(systemdCalls('prerm', 'remove')).toEqual(['stop terminal-agent.service']);
   });
 
   it('points the packaged unit at the bundled node and the package prefix', () => {
