@@ -63,6 +63,17 @@ function fileUrlOf(path) {
  * transient chunk is in a pack (bundle.mjs), so each fresh run reads its own file.
  * `keepScripts` (code-cache.cjs only) keeps each compiled script for writeCodeCache.
  */
+/**
+ * The bundle's chunks have content-hashed names, and some are read only when first needed: one
+ * that is gone means another build was installed over the running one (the package's preinst stops
+ * the daemon first, but a CLI call can straddle an upgrade).
+ */
+function missingChunk(file, cause) {
+  const err = new Error(`${file} is missing: the installed terminal-agent was replaced while this process ran (an upgrade?); run the command again, or restart the daemon (systemctl restart terminal-agent)`, { cause });
+  err.code = 'ERR_TA_CHUNK_MISSING';
+  return err;
+}
+
 function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
   const nodeRequire = require;
   const sourceUrl = (rel) => fileUrlOf(join(dir, '..', rel));
@@ -116,9 +127,16 @@ function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
       const file = join(dir, name);
       const module = { exports: {}, filename: file, id: file, loaded: false };
       modules.set(name, module);
-      const factory = factories.get(name) ?? compile(name, WRAP_HEAD);
-      factories.delete(name);
-      factory(module.exports, requireFrom, module, file, dir, sourceUrl);
+      try {
+        const factory = factories.get(name) ?? compile(name, WRAP_HEAD);
+        factories.delete(name);
+        factory(module.exports, requireFrom, module, file, dir, sourceUrl);
+      } catch (err) {
+        // As Node's require does: a chunk that failed is not kept half-run, so the next call tries
+        // again instead of getting empty exports.
+        modules.delete(name);
+        throw err && err.code === 'ENOENT' && err.path === file ? missingChunk(file, err) : err;
+      }
       module.loaded = true;
       return module.exports;
     }

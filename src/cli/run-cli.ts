@@ -117,6 +117,11 @@ export function reportError(ctx: CliContext, err: unknown, json: boolean): void 
     writeErr(ctx, `terminal-agent: ${err.message} [${err.code}]`);
     return;
   }
+  if ((err as { code?: unknown })?.code === 'ERR_TA_CHUNK_MISSING') {
+    // The bundle's chunk loader: not a bug but an upgrade under a running command; its message says what to do.
+    writeErr(ctx, `terminal-agent: ${(err as Error).message}`);
+    return;
+  }
   // An unexpected bug: keep the stack, it is what a maintainer needs.
   writeErr(ctx, `terminal-agent: unexpected error: ${(err as Error)?.stack ?? String(err)}`);
 }

@@ -35,6 +35,11 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
       } catch (err) {
         state.reload.lastError = describeError(err);
         state.metrics.reloads.inc({ result: 'rejected' });
+        if ((err as { code?: unknown })?.code === 'ERR_TA_CHUNK_MISSING') {
+          // Not the file's fault: another build was installed under this daemon (the package stops it first).
+          logger.error({ err: describeError(err) }, 'reload refused: this daemon\'s program files were replaced; the running configuration stays in use (restart the daemon: systemctl restart terminal-agent)');
+          return;
+        }
         const problems = err instanceof ConfigError ? err.problems : undefined;
         logger.error({ err: describeError(err), problems }, 'reload refused: the new configuration is invalid; the running configuration stays in use (fix the file, then send SIGHUP again)');
         return;

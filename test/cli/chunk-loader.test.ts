@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
@@ -28,6 +28,31 @@ function chunks(): string {
 }
 
 describe('the chunk loader', () => {
+  it('names a chunk that is gone (another build installed meanwhile), and tries it again at the next load', () => {
+    const dir = tmpDir('ta-chunks-');
+    writeFileSync(join(dir, 'main.js'), `exports.later = () => require('./chunk-GONE.js');`);
+    const loader = createChunkLoader(dir);
+    const main = loader.load('main.js') as { later(): { v: number } };
+    const missing = join(dir, 'chunk-GONE.js');
+    expect(() => main.later()).toThrow(`${missing} is missing: the installed terminal-agent was replaced while this process ran (an upgrade?); run the command again, or restart the daemon (systemctl restart terminal-agent)`);
+    expect(() => main.later()).toThrow('is missing');
+    writeFileSync(missing, 'exports.v = 7;');
+    expect(main.later().v).toBe(7);
+  });
+
+  it('makes the CLI say so in one line, with no stack, when a command needs a chunk that is gone', () => {
+    // The built tree copied, with the config reader's chunk deleted: what a CLI call that started
+    // before an upgrade's unpack finds when it reads the config after it.
+    const copy = tmpDir('ta-dist-');
+    cpSync(join(REPO_ROOT, 'dist'), copy, { recursive: true, verbatimSymlinks: true });
+    const gone = readdirSync(join(copy, 'bundle')).filter((f) => /^load-config-\w+\.js$/.test(f));
+    expect(gone).toHaveLength(1);
+    rmSync(join(copy, 'bundle', gone[0]!));
+    const r = spawnSync(process.execPath, [join(copy, 'main.js'), 'config', 'check', '--config', join(copy, 'none.yaml')], { encoding: 'utf8' });
+    expect(r.stderr).toBe(`terminal-agent: ${join(copy, 'bundle', gone[0]!)} is missing: the installed terminal-agent was replaced while this process ran (an upgrade?); run the command again, or restart the daemon (systemctl restart terminal-agent)\n`);
+    expect(r.status).toBe(1);
+  });
+
   it('runs a transient group afresh at each load, and shares every chunk outside it', () => {
     const dir = chunks();
     const runs = () => (globalThis as { __taRuns?: Record<string, number> }).__taRuns ?? {};

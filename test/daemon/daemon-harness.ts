@@ -93,7 +93,7 @@ export interface DaemonProcess {
 }
 
 /** `node dist/main.js run --config CONFIG` (or other args; no --config when `configPath` is undefined). */
-export function spawnDaemon(configPath: string | undefined, env: Record<string, string | undefined> = {}, args: string[] = ['run'], cwd = REPO_ROOT): DaemonProcess {
+export function spawnDaemon(configPath: string | undefined, env: Record<string, string | undefined> = {}, args: string[] = ['run'], cwd = REPO_ROOT, entry = CLI_ENTRY): DaemonProcess {
   const base: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'ALSA_CONFIG_PATH']) if (process.env[k] !== undefined) base[k] = process.env[k]!;
   const fullEnv: Record<string, string> = { ...base };
@@ -101,7 +101,7 @@ export function spawnDaemon(configPath: string | undefined, env: Record<string, 
     if (v === undefined) delete fullEnv[k];
     else fullEnv[k] = v;
   }
-  const argv = [CLI_ENTRY, ...args, ...(configPath === undefined ? [] : ['--config', configPath])];
+  const argv = [entry, ...args, ...(configPath === undefined ? [] : ['--config', configPath])];
   const child = spawn(process.execPath, argv, { cwd, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { writeFileSync, readFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { controlRequest, daemonFiles, isReady, spawnDaemon } from './daemon-harness.js';
@@ -60,5 +62,27 @@ describe('SIGHUP reloads the configuration', () => {
     // Neither the old nor the new secret is in the log.
     expect(d.stdout()).not.toContain('wrong-secret-value-000000');
     expect(d.stdout()).not.toContain(emulator.terminals[0]!.terminal_secret);
+  });
+
+  it('says the program files were replaced, not that the config is invalid, when a SIGHUP finds its chunk gone', async () => {
+    // What an upgrade's unpack would do under a daemon left running (the package's preinst stops it
+    // first): the built tree copied, the daemon run from it, the config reader's chunk deleted.
+    const emulator = await startTestEmulator();
+    const files = daemonFiles(tmpDir('ta-hup-'), emulator);
+    const root = tmpDir('ta-install-');
+    const copy = join(root, 'dist');
+    cpSync(join(REPO_ROOT, 'dist'), copy, { recursive: true, verbatimSymlinks: true });
+    symlinkSync(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules')); // better-sqlite3's addon
+    const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, join(copy, 'main.js'));
+    await d.waitLog(isReady);
+    for (const f of readdirSync(join(copy, 'bundle')).filter((n) => /^load-config-\w+\.js$/.test(n))) rmSync(join(copy, 'bundle', f));
+    d.signal('SIGHUP');
+    const refused = await d.waitLog((l) => l.msg.startsWith('reload refused'));
+    expect(refused.msg).toBe("reload refused: this daemon's program files were replaced; the running configuration stays in use (restart the daemon: systemctl restart terminal-agent)");
+    expect(JSON.stringify(refused.err)).toContain('is missing');
+    const status = (await controlRequest(files.socketPath, 'GET', '/status')).json() as AgentStatus;
+    expect(status.state).toBe('running');
+    d.signal('SIGTERM');
+    expect((await d.exited).code).toBe(0);
   });
 });
