@@ -78,7 +78,9 @@ describe('player watchdog', () => {
     await until(() => f.speech.status().state === 'playing' && existsSync(hung.marker), 'the stuck phrase to start');
     await f.speech.stop();
     expect(await stuck).toMatchObject({ outcome: 'interrupted', reason: 'speech is stopping' });
-    expect(alive(hung.pid())).toBe(false);
+    // stop() is bounded (300 ms here) and may return before the kernel has reaped the killed
+    // child on a loaded machine: gone within a short while is what an operator sees.
+    await until(() => !alive(hung.pid()), 'the killed player to be gone', 2000);
   });
 });
 

@@ -121,13 +121,16 @@ describe('live progress on a terminal, plain lines in a pipe', () => {
   });
 
   it('status --watch redraws the status until Ctrl-C, and prints one block per round when piped', async () => {
-    const r = await runCliInPty(['status', '--watch', '--interval', '0.5', '--config', withDaemon.configPath], {}, 'timeout --preserve-status -s INT 4');
+    // --foreground: timeout then signals the CLI alone. Without it, it also signals its process
+    // group, and on a loaded machine the CLI can take the two SIGINTs as two presses of Ctrl-C
+    // (the second means "exit at once": 130), which a real Ctrl-C, one signal, never is.
+    const r = await runCliInPty(['status', '--watch', '--interval', '0.5', '--config', withDaemon.configPath], {}, 'timeout --foreground --preserve-status -s INT 4');
     expect(r.code, r.output).toBe(0);
     expect(framesOf(r.output, 'terminal-agent status at ')).toBeGreaterThanOrEqual(3);
     expect(plain(r.output)).toContain(`pid ${daemon.pid}, running`);
     expect(r.output).toContain(ERASE_LINE);
     const piped = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn('timeout', ['--preserve-status', '-s', 'INT', '4', process.execPath, CLI_ENTRY, 'status', '--watch', '--interval', '0.5', '--config', withDaemon.configPath]);
+      const child = spawn('timeout', ['--foreground', '--preserve-status', '-s', 'INT', '4', process.execPath, CLI_ENTRY, 'status', '--watch', '--interval', '0.5', '--config', withDaemon.configPath]);
       let stdout = '';
       child.stdout.setEncoding('utf8').on('data', (t: string) => (stdout += t));
       child.once('close', (code) => resolve({ code, stdout }));

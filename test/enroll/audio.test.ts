@@ -32,7 +32,9 @@ describe('voiceprints/ inbox', () => {
 
 describe('speakers/ inbox', () => {
   it('trains LABEL.wav with LABEL.txt, follows the status until 1, then writes done/speakers/LABEL.json', async () => {
-    const rig = await startRig();
+    // Training takes 1.5 s (the test emulator's default 200 ms could be over before the first poll
+    // on a loaded machine, and then no poll would see it in training).
+    const rig = await startRig({ emulator: { trainMs: 1500 } });
     await put(rig.dir, 'speakers/ivan.txt', 'the quick brown fox\n');
     await put(rig.dir, 'speakers/ivan.wav', wav(1));
     await waitFor('done json', () => existsSync(join(rig.dir, 'done/speakers/ivan.json')));
