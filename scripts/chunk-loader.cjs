@@ -49,6 +49,17 @@ function fileUrlOf(path) {
 }
 
 /**
+ * The bundle's chunks have content-hashed names, and some are read only when first needed: one
+ * that is gone means another build was installed over the running one (the package's preinst stops
+ * the daemon first, but a CLI call can straddle an upgrade).
+ */
+function missingChunk(file, cause) {
+  const err = new Error(`${file} is missing: the installed terminal-agent was replaced while this process ran (an upgrade?); run the command again, or restart the daemon (systemctl restart terminal-agent)`, { cause });
+  err.code = 'ERR_TA_CHUNK_MISSING';
+  return err;
+}
+
+/**
  * A loader for the chunks in `dir`, which must be this file's own folder (dist/bundle: main.cjs
  * holds a copy of this file, code-cache.cjs requires loader.cjs from there): what the chunks
  * require from node_modules is resolved from there, by this file's own `require`.
@@ -63,17 +74,6 @@ function fileUrlOf(path) {
  * transient chunk is in a pack (bundle.mjs), so each fresh run reads its own file.
  * `keepScripts` (code-cache.cjs only) keeps each compiled script for writeCodeCache.
  */
-/**
- * The bundle's chunks have content-hashed names, and some are read only when first needed: one
- * that is gone means another build was installed over the running one (the package's preinst stops
- * the daemon first, but a CLI call can straddle an upgrade).
- */
-function missingChunk(file, cause) {
-  const err = new Error(`${file} is missing: the installed terminal-agent was replaced while this process ran (an upgrade?); run the command again, or restart the daemon (systemctl restart terminal-agent)`, { cause });
-  err.code = 'ERR_TA_CHUNK_MISSING';
-  return err;
-}
-
 function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
   const nodeRequire = require;
   const sourceUrl = (rel) => fileUrlOf(join(dir, '..', rel));
