@@ -72,9 +72,11 @@ function missingChunk(file, cause) {
  * reads its config that way (zod and the YAML parser are then not resident between reads). Every
  * other chunk is shared as usual, so classes and state outside the group have one copy. No
  * transient chunk is in a pack (bundle.mjs), so each fresh run reads its own file.
+ * `packs` (bundle.mjs's group packs): { chunk: pack }: the pack is read before that chunk first
+ * runs (a command group, and the chunks it imports, in one file).
  * `keepScripts` (code-cache.cjs only) keeps each compiled script for writeCodeCache.
  */
-function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
+function createChunkLoader(dir, { transient = {}, packs = {}, keepScripts = false } = {}) {
   const nodeRequire = require;
   const sourceUrl = (rel) => fileUrlOf(join(dir, '..', rel));
   const cacheSuffix = `.${flagsKey([process.arch, ...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' '))}.v8`;
@@ -82,6 +84,7 @@ function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
   const fromCache = new Map();
   // Chunks defined by a pack, not yet run.
   const factories = new Map();
+  const packsRead = new Set();
 
   /** Compiles the file `name` (from its code cache when there is one) wrapped in `head`; returns the function. */
   function compile(name, head) {
@@ -101,6 +104,7 @@ function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
   }
 
   function loadPack(name) {
+    packsRead.add(name);
     compile(name, PACK_HEAD)((chunk, factory) => {
       if (!factories.has(chunk)) factories.set(chunk, factory);
     });
@@ -124,6 +128,9 @@ function createChunkLoader(dir, { transient = {}, keepScripts = false } = {}) {
       if (members === undefined && transient[name]) {
         return scope(new Map(), new Set([name, ...transient[name]]), loadIn)(name);
       }
+      // A chunk with a pack of its own (a command group and what it imports): that pack first.
+      const pack = packs[name];
+      if (pack !== undefined && !packsRead.has(pack)) loadPack(pack);
       const file = join(dir, name);
       const module = { exports: {}, filename: file, id: file, loaded: false };
       modules.set(name, module);

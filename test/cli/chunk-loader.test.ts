@@ -8,12 +8,12 @@ import { tmpDir } from '../helpers/tmp.js';
 
 // The bundle's chunk loader (scripts/chunk-loader.cjs): a "transient" group of chunks runs afresh
 // at each load and is not kept, so that the daemon's config reader (zod, YAML) is freed between
-// reads; every other chunk has one copy.
+// reads; every other chunk has one copy. A command group's pack is read when the group first runs.
 
 const LOADER = join(REPO_ROOT, 'scripts', 'chunk-loader.cjs');
 const require = createRequire(import.meta.url);
 const { createChunkLoader } = require(LOADER) as {
-  createChunkLoader(dir: string, o?: { transient?: Record<string, string[]> }): { load(name: string): Record<string, unknown> };
+  createChunkLoader(dir: string, o?: { transient?: Record<string, string[]>; packs?: Record<string, string> }): { load(name: string): Record<string, unknown>; loaded(): { name: string }[] };
 };
 
 function chunks(): string {
@@ -88,6 +88,45 @@ describe('the chunk loader', () => {
     const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual({ member: true, shared: true });
+  });
+
+  it('reads a group\'s pack when the group is first required, and runs each chunk once, from the first pack that defines it', () => {
+    const dir = tmpDir('ta-packs-');
+    const define = (name: string, body: string) => `__taDefineChunk(${JSON.stringify(name)},function(exports,require,module,__filename,__dirname,__taSourceUrl){${body}\n});\n`;
+    const count = (name: string) => `globalThis.__taPackRuns = globalThis.__taPackRuns ?? []; globalThis.__taPackRuns.push(${JSON.stringify(name)});`;
+    // The files on their own say "file": what runs must come from the packs.
+    for (const name of ['group-a.js', 'group-b.js', 'shared.js', 'only-b.js']) writeFileSync(join(dir, name), 'exports.from = "file";');
+    writeFileSync(join(dir, 'pack-A.js'), define('group-a.js', `${count('group-a')} exports.from = "pack"; exports.shared = require('./shared.js');`) + define('shared.js', `${count('shared')} exports.from = "pack A";`));
+    writeFileSync(join(dir, 'pack-B.js'), define('group-b.js', `${count('group-b')} exports.from = "pack"; exports.shared = require('./shared.js'); exports.onlyB = require('./only-b.js');`)
+      + define('shared.js', `${count('shared')} exports.from = "pack B";`) + define('only-b.js', `${count('only-b')} exports.from = "pack";`));
+    const script = `
+      const { createChunkLoader } = require(${JSON.stringify(LOADER)});
+      const loader = createChunkLoader(${JSON.stringify(dir)}, { packs: { 'group-a.js': 'pack-A.js', 'group-b.js': 'pack-B.js' } });
+      const read0 = loader.loaded().map((c) => c.name);
+      const a = loader.load('group-a.js');
+      const read1 = loader.loaded().map((c) => c.name);
+      const b = loader.load('group-b.js');
+      console.log(JSON.stringify({ read0, read1, read2: loader.loaded().map((c) => c.name), a: a.from, b: b.from, shared: a.shared.from, same: a.shared === b.shared, onlyB: b.onlyB.from, runs: globalThis.__taPackRuns }));`;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual({
+      read0: [], read1: ['pack-A.js'], read2: ['pack-A.js', 'pack-B.js'],
+      a: 'pack', b: 'pack', shared: 'pack A', same: true, onlyB: 'pack',
+      runs: ['group-a', 'shared', 'group-b', 'only-b'],
+    });
+  });
+
+  it('in the build, `status` finds its command group and everything it imports in one pack', () => {
+    const bundle = join(REPO_ROOT, 'dist', 'bundle');
+    const { packs, packed } = JSON.parse(readFileSync(join(bundle, 'main-chunk.json'), 'utf8')) as { packs: Record<string, string>; packed: string[] };
+    const meta = JSON.parse(readFileSync(join(REPO_ROOT, 'dist', 'bundle-meta.json'), 'utf8')) as { outputs: Record<string, { entryPoint?: string; inputs: Record<string, unknown> }> };
+    const group = Object.keys(packs).find((name) => /^daemon-commands-/.test(name))!;
+    const text = readFileSync(join(bundle, packs[group]!), 'utf8');
+    const inPack = [...text.matchAll(/__taDefineChunk\("([^"]+)"/g)].map((m) => m[1]!);
+    const inputs = [...inPack, ...packed].flatMap((name) => Object.keys(meta.outputs[`dist/bundle/${name}`]!.inputs));
+    expect(inputs).toEqual(expect.arrayContaining(['src/cli/daemon-commands.ts', 'src/control/control-client.ts', 'src/control/control-http.ts', 'src/daemon/status-format.ts', 'src/config/control-socket.ts']));
+    // Only what the group imports statically: not the daemon, which `run` imports when it runs.
+    expect(inputs).not.toContain('src/daemon/daemon.ts');
   });
 
   it('in the build, the config reader and the YAML parser are transient groups', () => {

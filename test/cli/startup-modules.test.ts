@@ -26,6 +26,11 @@ function builtinsOf(traceFile: string): string[] {
   return readFileSync(traceFile, 'utf8').split('\n').filter((l) => l.startsWith('builtin:')).map((l) => l.slice('builtin:'.length));
 }
 
+/** process.stdout / process.stderr, if the process built them (the trace's `stream:` lines). */
+function streamsOf(traceFile: string): string[] {
+  return readFileSync(traceFile, 'utf8').split('\n').filter((l) => l.startsWith('stream:')).map((l) => l.slice('stream:'.length));
+}
+
 /** Source modules (src/... .ts or node_modules/...) behind the files a process loaded. */
 function modulesOf(traceFile: string): string[] {
   const meta = existsSync(META) ? (JSON.parse(readFileSync(META, 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> }) : { outputs: {} };
@@ -43,11 +48,11 @@ function modulesOf(traceFile: string): string[] {
 
 async function traceCli(
   name: string, args: string[], env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[]; builtins: string[] }> {
+): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[]; builtins: string[]; streams: string[] }> {
   const traceFile = join(dir.dir, `trace-${name}.txt`);
   rmSync(traceFile, { force: true });
   const r = await runCliProcess(args, { env: { ...env, NODE_OPTIONS: `--require=${HOOK}`, TA_TRACE_FILE: traceFile } });
-  return { ...r, modules: modulesOf(traceFile), builtins: builtinsOf(traceFile) };
+  return { ...r, modules: modulesOf(traceFile), builtins: builtinsOf(traceFile), streams: streamsOf(traceFile) };
 }
 
 // Built-in modules the light commands must not load, each a measured cost on every call:
@@ -134,6 +139,7 @@ describe('what each CLI command loads at start-up', () => {
       expect(r.stdout).toContain('usage: terminal-agent');
       expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(zod|yaml|pino|better-sqlite3)\//]), args.join(' ')).toEqual([]);
       expect(r.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b)), args.join(' ')).toEqual([]);
+      expect(r.streams, args.join(' ')).toEqual([]);
     }
   });
 
@@ -149,6 +155,9 @@ describe('what each CLI command loads at start-up', () => {
       /^src\/disk\/disk-floor\.ts$/, /^src\/enroll\/layout\.ts$/])).toEqual([]);
     // node:net is its one stream; no parseArgs, fs/promises, crypto or extra loader modules.
     expect(r.builtins.filter((b) => [PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
+    // Nor process.stdout or process.stderr: it prints with writeSync, and exits once it has the
+    // answer rather than tearing its socket down (Node's teardown reads process.stderr, building it).
+    expect(r.streams).toEqual([]);
   });
 
   it('status with a config file that no longer validates still asks the daemon at its socket; with no daemon there it reports the problem (exit 78)', async () => {
