@@ -121,7 +121,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   // NOT EXISTS per row) per pass. They stay startable until taken: in id order, none shares its
   // kind+name with an earlier unfinished row, only this dispatcher changes a queued row, and new
   // rows get higher ids. Dropped on every pause (their wait is decided again) and at run().
-  let ready: OutboxRow[] = [];
+  let ready: number[] = [];
   // Whether the startable rows may differ from the last read, which found all there were: new rows
   // (wake()), a step recorded here, a pause, or time passing (a timed wake-up of the loop). Passes
   // run after every step of every file; with claims kept just ahead of the uploads, most found
@@ -322,12 +322,13 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (ready.length === 0 && startableStale) {
       // Rows just started are still 'queued' until their first commit: skip those.
       const limit = READY_BATCH + uploading.size + finishing.size;
-      const rows = store.startable(now, limit);
-      startableStale = rows.length === limit;
-      ready = rows.filter((r) => !uploading.has(r.id) && !finishing.has(r.id));
+      const ids = store.startable(now, limit);
+      startableStale = ids.length === limit;
+      ready = ids.filter((id) => !uploading.has(id) && !finishing.has(id));
     }
     while (uploading.size < maxStarted && ready.length > 0) {
-      const row = ready.shift()!;
+      const row = store.get(ready.shift()!);
+      if (!row) continue;
       uploading.add(row.id);
       track(runUpload(row, signal).finally(() => {
         uploading.delete(row.id);
