@@ -52,6 +52,12 @@ export interface DispatcherDeps {
 const AUTH_PAUSE_MS = 30_000;
 const IDLE_POLL_MS = 1_000;
 /**
+ * With no row waiting for anything (no queued, unknown, training or resolving row, no step in
+ * flight), only wake() brings work: the loop sleeps this long instead of reading the outbox every
+ * second after a burst. A backstop, not a schedule.
+ */
+const IDLE_EMPTY_MS = 60_000;
+/**
  * Faces waiting for their id are listed once this many gather, or after this long. A listing
  * costs the service (and us) the whole group: a thousand faces for a burst of a thousand files.
  */
@@ -107,6 +113,8 @@ export function createDispatcher(deps: DispatcherDeps) {
   let lastServiceError: string | null = null;
   let wakeUp: (() => void) | undefined;
   let resolveDeferred = false;
+  /** Rows waiting for their face id at the last side check. */
+  let resolvingRows = 0;
   let lastSideCheck = 0;
   let sideThrottled = false;
   const tasks = new Set<Promise<void>>();
@@ -298,6 +306,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (side === 0 && !sideThrottled) {
       lastSideCheck = now;
       const waiting = store.stateSummary('resolving');
+      resolvingRows = waiting.n;
       const unknown = store.due('unknown', now, 500);
       const batches: [OutboxRow[], 'resolve' | 'reconcile'][] = [];
       // One listing per face is a lot of listings: let a few gather while uploads keep going
@@ -360,7 +369,8 @@ export function createDispatcher(deps: DispatcherDeps) {
         // due meanwhile waits for that wake-up, or IDLE_POLL_MS at most.
         const next = uploading.size >= maxStarted ? null : store.nextDue();
         const now = Date.now();
-        let delay = IDLE_POLL_MS;
+        const empty = next === null && uploading.size === 0 && tasks.size === 0 && resolvingRows === 0 && ready.length === 0;
+        let delay = empty ? IDLE_EMPTY_MS : IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
         if (pausedUntil > now) delay = Math.min(delay, pausedUntil - now);
         if (resolveDeferred) delay = Math.min(delay, RESOLVE_WAIT_MS);
