@@ -305,20 +305,22 @@ export function createDispatcher(deps: DispatcherDeps) {
     sideThrottled = side === 0 && now - lastSideCheck < SIDE_CHECK_MS;
     if (side === 0 && !sideThrottled) {
       lastSideCheck = now;
-      const waiting = store.stateSummary('resolving');
+      const summary = store.sideSummary();
+      const waiting = summary.resolving ?? { n: 0, oldest: now };
       resolvingRows = waiting.n;
-      const unknown = store.due('unknown', now, 500);
+      const isDue = (state: 'unknown' | 'training') => (summary[state]?.due ?? Infinity) <= now;
+      const unknown = isDue('unknown') ? store.due('unknown', now, 500) : [];
       const batches: [OutboxRow[], 'resolve' | 'reconcile'][] = [];
       // One listing per face is a lot of listings: let a few gather while uploads keep going
       // (counted, not read, until they go: this runs every pass).
-      resolveDeferred = waiting.n > 0 && waiting.n < RESOLVE_BATCH && uploading.size > 0 && now - (waiting.oldest ?? now) < RESOLVE_WAIT_MS;
+      resolveDeferred = waiting.n > 0 && waiting.n < RESOLVE_BATCH && uploading.size > 0 && now - waiting.oldest < RESOLVE_WAIT_MS;
       if (waiting.n > 0 && !resolveDeferred) batches.push([store.byState('resolving'), 'resolve']);
       if (unknown.length && now >= pausedUntil) batches.push([unknown, 'reconcile']);
       for (const [rows, step] of batches) {
         side++;
         track(runFaceBatch(rows, step).finally(() => side--));
       }
-      for (const row of store.due('training', now, 16)) {
+      for (const row of isDue('training') ? store.due('training', now, 16) : []) {
         side++;
         track(deps.poll(row, signal).then(async (o) => apply(row, o), (err: unknown) => {
           if (!signal.aborted) logger.warn({ err, name: row.name }, 'speaker status poll failed');

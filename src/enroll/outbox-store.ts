@@ -24,6 +24,14 @@ export interface CountRow {
   oldest: number | null;
 }
 
+export interface SideSummary {
+  n: number;
+  /** The oldest updated_at. */
+  oldest: number;
+  /** The earliest next_attempt_at. */
+  due: number;
+}
+
 export type OutboxStore = ReturnType<typeof createOutboxStore>;
 
 export function createOutboxStore(db: Db) {
@@ -49,8 +57,10 @@ export function createOutboxStore(db: Db) {
       ORDER BY o.id LIMIT ?`).pluck(),
     // By state first: the planner would otherwise walk every unfinalized row (outbox_pending).
     byState: db.prepare('SELECT * FROM outbox INDEXED BY outbox_queue WHERE state = ? AND finalized = 0 ORDER BY id'),
-    // How many rows wait in a state and since when, without reading them (checked every pass).
-    stateSummary: db.prepare('SELECT COUNT(*) AS n, MIN(updated_at) AS oldest FROM outbox INDEXED BY outbox_queue WHERE state = ? AND finalized = 0'),
+    // How many rows wait for a side step, since when, and the earliest due, without reading them
+    // (checked every pass; an empty read of every column costs as much as ten small rows).
+    sideSummary: db.prepare(`SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest, MIN(next_attempt_at) AS due FROM outbox INDEXED BY outbox_queue
+      WHERE state IN ('resolving', 'unknown', 'training') AND finalized = 0 GROUP BY state`),
     unfinalized: db.prepare(`SELECT * FROM outbox WHERE finalized = 0 AND state IN ('done', 'failed') ORDER BY id LIMIT ?`),
     nextDue: db.prepare(`SELECT MIN(t) AS t FROM (SELECT MIN(next_attempt_at) AS t FROM outbox WHERE state = 'queued' AND finalized = 0
       UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'unknown' AND finalized = 0
@@ -105,7 +115,12 @@ export function createOutboxStore(db: Db) {
     /** Ids of queued rows that may start now, in order. */
     startable: (now: number, limit: number) => s.startable.all(now, limit) as number[],
     byState: (state: RowState) => s.byState.all(state) as OutboxRow[],
-    stateSummary: (state: RowState) => s.stateSummary.get(state) as { n: number; oldest: number | null },
+    /** Rows waiting for a side step, by state (absent: none). */
+    sideSummary(): Partial<Record<RowState, SideSummary>> {
+      const out: Partial<Record<RowState, SideSummary>> = {};
+      for (const r of s.sideSummary.all() as (SideSummary & { state: RowState })[]) out[r.state] = r;
+      return out;
+    },
     unfinalized: (limit: number) => s.unfinalized.all(limit) as OutboxRow[],
     nextDue: () => (s.nextDue.get() as { t: number | null }).t,
     /** Face ids this agent already recorded for NAME: never taken as the result of another upload. */
