@@ -52,6 +52,12 @@ export interface DispatcherDeps {
 const AUTH_PAUSE_MS = 30_000;
 const IDLE_POLL_MS = 1_000;
 /**
+ * With no row waiting for anything (no queued, unknown, training or resolving row, no step in
+ * flight), only wake() brings work: the loop sleeps this long instead of reading the outbox every
+ * second after a burst. A backstop, not a schedule.
+ */
+const IDLE_EMPTY_MS = 60_000;
+/**
  * Faces waiting for their id are listed once this many gather, or after this long. A listing
  * costs the service (and us) the whole group: a thousand faces for a burst of a thousand files.
  */
@@ -107,6 +113,8 @@ export function createDispatcher(deps: DispatcherDeps) {
   let lastServiceError: string | null = null;
   let wakeUp: (() => void) | undefined;
   let resolveDeferred = false;
+  /** Rows waiting for their face id at the last side check. */
+  let resolvingRows = 0;
   let lastSideCheck = 0;
   let sideThrottled = false;
   const tasks = new Set<Promise<void>>();
@@ -121,7 +129,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   // NOT EXISTS per row) per pass. They stay startable until taken: in id order, none shares its
   // kind+name with an earlier unfinished row, only this dispatcher changes a queued row, and new
   // rows get higher ids. Dropped on every pause (their wait is decided again) and at run().
-  let ready: OutboxRow[] = [];
+  let ready: number[] = [];
   // Whether the startable rows may differ from the last read, which found all there were: new rows
   // (wake()), a step recorded here, a pause, or time passing (a timed wake-up of the loop). Passes
   // run after every step of every file; with claims kept just ahead of the uploads, most found
@@ -297,19 +305,22 @@ export function createDispatcher(deps: DispatcherDeps) {
     sideThrottled = side === 0 && now - lastSideCheck < SIDE_CHECK_MS;
     if (side === 0 && !sideThrottled) {
       lastSideCheck = now;
-      const waiting = store.stateSummary('resolving');
-      const unknown = store.due('unknown', now, 500);
+      const summary = store.sideSummary();
+      const waiting = summary.resolving ?? { n: 0, oldest: now };
+      resolvingRows = waiting.n;
+      const isDue = (state: 'unknown' | 'training') => (summary[state]?.due ?? Infinity) <= now;
+      const unknown = isDue('unknown') ? store.due('unknown', now, 500) : [];
       const batches: [OutboxRow[], 'resolve' | 'reconcile'][] = [];
       // One listing per face is a lot of listings: let a few gather while uploads keep going
       // (counted, not read, until they go: this runs every pass).
-      resolveDeferred = waiting.n > 0 && waiting.n < RESOLVE_BATCH && uploading.size > 0 && now - (waiting.oldest ?? now) < RESOLVE_WAIT_MS;
+      resolveDeferred = waiting.n > 0 && waiting.n < RESOLVE_BATCH && uploading.size > 0 && now - waiting.oldest < RESOLVE_WAIT_MS;
       if (waiting.n > 0 && !resolveDeferred) batches.push([store.byState('resolving'), 'resolve']);
       if (unknown.length && now >= pausedUntil) batches.push([unknown, 'reconcile']);
       for (const [rows, step] of batches) {
         side++;
         track(runFaceBatch(rows, step).finally(() => side--));
       }
-      for (const row of store.due('training', now, 16)) {
+      for (const row of isDue('training') ? store.due('training', now, 16) : []) {
         side++;
         track(deps.poll(row, signal).then(async (o) => apply(row, o), (err: unknown) => {
           if (!signal.aborted) logger.warn({ err, name: row.name }, 'speaker status poll failed');
@@ -322,12 +333,13 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (ready.length === 0 && startableStale) {
       // Rows just started are still 'queued' until their first commit: skip those.
       const limit = READY_BATCH + uploading.size + finishing.size;
-      const rows = store.startable(now, limit);
-      startableStale = rows.length === limit;
-      ready = rows.filter((r) => !uploading.has(r.id) && !finishing.has(r.id));
+      const ids = store.startable(now, limit);
+      startableStale = ids.length === limit;
+      ready = ids.filter((id) => !uploading.has(id) && !finishing.has(id));
     }
     while (uploading.size < maxStarted && ready.length > 0) {
-      const row = ready.shift()!;
+      const row = store.get(ready.shift()!);
+      if (!row) continue;
       uploading.add(row.id);
       track(runUpload(row, signal).finally(() => {
         uploading.delete(row.id);
@@ -359,7 +371,8 @@ export function createDispatcher(deps: DispatcherDeps) {
         // due meanwhile waits for that wake-up, or IDLE_POLL_MS at most.
         const next = uploading.size >= maxStarted ? null : store.nextDue();
         const now = Date.now();
-        let delay = IDLE_POLL_MS;
+        const empty = next === null && uploading.size === 0 && tasks.size === 0 && resolvingRows === 0 && ready.length === 0;
+        let delay = empty ? IDLE_EMPTY_MS : IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
         if (pausedUntil > now) delay = Math.min(delay, pausedUntil - now);
         if (resolveDeferred) delay = Math.min(delay, RESOLVE_WAIT_MS);

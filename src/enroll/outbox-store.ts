@@ -24,6 +24,14 @@ export interface CountRow {
   oldest: number | null;
 }
 
+export interface SideSummary {
+  n: number;
+  /** The oldest updated_at. */
+  oldest: number;
+  /** The earliest next_attempt_at. */
+  due: number;
+}
+
 export type OutboxStore = ReturnType<typeof createOutboxStore>;
 
 export function createOutboxStore(db: Db) {
@@ -33,7 +41,6 @@ export function createOutboxStore(db: Db) {
       VALUES (@kind, @name, @source_path, @source_size, @source_mtime_ms, @staged_path, @content_sha256, @size, @action, @meta_json, @state,
         @last_error, @last_error_code, @last_status, @result_json, @final_path, @now, @now)`),
     get: db.prepare('SELECT * FROM outbox WHERE id = ?'),
-    pending: db.prepare('SELECT * FROM outbox WHERE finalized = 0 ORDER BY id'),
     activeBySource: db.prepare('SELECT id FROM outbox WHERE source_path = ? AND finalized = 0 LIMIT 1'),
     activeSources: db.prepare('SELECT source_path FROM outbox WHERE finalized = 0').pluck(),
     doneByContent: db.prepare(`SELECT * FROM outbox WHERE kind = ? AND name = ? AND content_sha256 = ? AND state = 'done' AND result_json IS NOT NULL
@@ -43,16 +50,21 @@ export function createOutboxStore(db: Db) {
     // In id order without sorting every waiting row (the planner would pick outbox_state otherwise).
     due: db.prepare('SELECT * FROM outbox INDEXED BY outbox_queue WHERE state = ? AND next_attempt_at <= ? AND finalized = 0 ORDER BY id LIMIT ?'),
     // Queued rows that may start now: files for the same kind+name go one at a time, in order.
-    startable: db.prepare(`SELECT * FROM outbox AS o INDEXED BY outbox_queue WHERE o.state = 'queued' AND o.next_attempt_at <= ? AND o.finalized = 0
+    // Their ids only: a row of every column costs about ten times a small one to build, and most
+    // rows read ahead were read again before they started (dispatcher.ts).
+    startable: db.prepare(`SELECT o.id FROM outbox AS o INDEXED BY outbox_queue WHERE o.state = 'queued' AND o.next_attempt_at <= ? AND o.finalized = 0
       AND NOT EXISTS (SELECT 1 FROM outbox AS p WHERE p.kind = o.kind AND p.name = o.name AND p.id < o.id AND p.state NOT IN ('done', 'failed'))
-      ORDER BY o.id LIMIT ?`),
+      ORDER BY o.id LIMIT ?`).pluck(),
     // By state first: the planner would otherwise walk every unfinalized row (outbox_pending).
     byState: db.prepare('SELECT * FROM outbox INDEXED BY outbox_queue WHERE state = ? AND finalized = 0 ORDER BY id'),
-    // How many rows wait in a state and since when, without reading them (checked every pass).
-    stateSummary: db.prepare('SELECT COUNT(*) AS n, MIN(updated_at) AS oldest FROM outbox INDEXED BY outbox_queue WHERE state = ? AND finalized = 0'),
+    // How many rows wait for a side step, since when, and the earliest due, without reading them
+    // (checked every pass; an empty read of every column costs as much as ten small rows).
+    sideSummary: db.prepare(`SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest, MIN(next_attempt_at) AS due FROM outbox INDEXED BY outbox_queue
+      WHERE state IN ('resolving', 'unknown', 'training') AND finalized = 0 GROUP BY state`),
     unfinalized: db.prepare(`SELECT * FROM outbox WHERE finalized = 0 AND state IN ('done', 'failed') ORDER BY id LIMIT ?`),
-    nextDue: db.prepare(`SELECT MIN(t) AS t FROM (SELECT MIN(next_attempt_at) AS t FROM outbox WHERE state = 'queued'
-      UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'unknown' UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'training')`),
+    nextDue: db.prepare(`SELECT MIN(t) AS t FROM (SELECT MIN(next_attempt_at) AS t FROM outbox WHERE state = 'queued' AND finalized = 0
+      UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'unknown' AND finalized = 0
+      UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'training' AND finalized = 0)`),
     doneFaceResults: db.prepare(`SELECT result_json FROM outbox WHERE kind = 'faces' AND name = ? AND state = 'done' AND result_json IS NOT NULL`),
     startAttempt: db.prepare(`UPDATE outbox SET state = 'sending', attempts = attempts + 1, started_at = @now, action = @action, meta_json = @meta_json,
       updated_at = @now WHERE id = @id`),
@@ -93,7 +105,6 @@ export function createOutboxStore(db: Db) {
       return Number(info.lastInsertRowid);
     },
     get: (id: number) => s.get.get(id) as OutboxRow | undefined,
-    pending: () => s.pending.all() as OutboxRow[],
     isActiveSource: (rel: string) => s.activeBySource.get(rel) !== undefined,
     /** The inbox paths of every unfinished row. */
     activeSources: () => new Set(s.activeSources.all() as string[]),
@@ -101,9 +112,15 @@ export function createOutboxStore(db: Db) {
     isActiveContent: (kind: Kind, name: string, sha: string) => s.activeByContent.get(kind, name, sha) !== undefined,
     isActiveName: (kind: Kind, name: string) => s.activeName.get(kind, name) !== undefined,
     due: (state: RowState, now: number, limit: number) => s.due.all(state, now, limit) as OutboxRow[],
-    startable: (now: number, limit: number) => s.startable.all(now, limit) as OutboxRow[],
+    /** Ids of queued rows that may start now, in order. */
+    startable: (now: number, limit: number) => s.startable.all(now, limit) as number[],
     byState: (state: RowState) => s.byState.all(state) as OutboxRow[],
-    stateSummary: (state: RowState) => s.stateSummary.get(state) as { n: number; oldest: number | null },
+    /** Rows waiting for a side step, by state (absent: none). */
+    sideSummary(): Partial<Record<RowState, SideSummary>> {
+      const out: Partial<Record<RowState, SideSummary>> = {};
+      for (const r of s.sideSummary.all() as (SideSummary & { state: RowState })[]) out[r.state] = r;
+      return out;
+    },
     unfinalized: (limit: number) => s.unfinalized.all(limit) as OutboxRow[],
     nextDue: () => (s.nextDue.get() as { t: number | null }).t,
     /** Face ids this agent already recorded for NAME: never taken as the result of another upload. */

@@ -85,6 +85,18 @@ export function journalFields(record: Record<string, unknown>, identifier = 'ter
 
 /** One datagram of the native protocol. Values are cut at 16 KiB (a datagram has limits). */
 export function encodeJournalEntry(fields: Array<[string, string]>): Buffer {
+  // Most entries are short one-line values: one string, encoded once (three Buffers per field
+  // and a concat were most of the 13 µs an entry took).
+  let text = '';
+  for (const [name, value] of fields) {
+    // 3 bytes a UTF-16 unit at most: a value this short cannot reach the cut.
+    if (value.length * 3 > MAX_VALUE_BYTES || value.includes('\n')) return encodeFieldByField(fields);
+    text += `${name}=${value}\n`;
+  }
+  return Buffer.from(text, 'utf8');
+}
+
+function encodeFieldByField(fields: Array<[string, string]>): Buffer {
   const parts: Buffer[] = [];
   for (const [name, raw] of fields) {
     let value = Buffer.from(raw, 'utf8');

@@ -32,6 +32,23 @@ describe('openDatabase', () => {
     db.close();
   });
 
+  it('upgrades an outbox written by release 1 (schema 2): rows kept, the dispatcher indexes hold only unfinished rows', () => {
+    const path = join(tmp(), 'agent.db');
+    let db = openDatabase({ path, migrations: MIGRATIONS.filter((m) => m.version <= 2) });
+    const insert = db.prepare(`INSERT INTO outbox (kind, name, source_path, source_size, source_mtime_ms, content_sha256, size, state, finalized, created_at, updated_at)
+      VALUES ('faces', ?, ?, 1, 1, 'h', 1, ?, ?, 1, 1)`);
+    insert.run('ann', 'faces/ann.jpg', 'done', 1);
+    insert.run('ben', 'faces/ben.jpg', 'queued', 0);
+    db.close();
+    db = openDatabase({ path });
+    expect(schemaVersion(db)).toBe(MIGRATIONS.at(-1)!.version);
+    expect(db.prepare('SELECT name FROM outbox ORDER BY id').pluck().all()).toEqual(['ann', 'ben']);
+    const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox' ORDER BY name").pluck().all();
+    expect(indexes).toEqual(['outbox_due', 'outbox_failed', 'outbox_name', 'outbox_queue', 'outbox_source']);
+    expect(db.prepare('SELECT source_path FROM outbox INDEXED BY outbox_source WHERE finalized = 0').pluck().all()).toEqual(['faces/ben.jpg']);
+    db.close();
+  });
+
   it('rolls back a failing migration as a whole', () => {
     const path = join(tmp(), 'agent.db');
     const bad = { version: 1, name: 'bad', sql: 'CREATE TABLE ok (x); CREATE TABLE broken (;' };

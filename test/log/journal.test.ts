@@ -70,6 +70,15 @@ describe('journald native protocol', () => {
     expect(decodeJournalEntry(buf)).toEqual({ MESSAGE: 'hello', ERR_STACK: 'line one\nline two', FILE: 'faces/a=b.jpg' });
   });
 
+  it('encodes one-line entries, non-ASCII included, as the same bytes KEY=value by KEY=value, and cuts values over 16 KiB', () => {
+    const fields: Array<[string, string]> = [['MESSAGE', 'enrollment file done'], ['NAME', 'Zoë 李 🙂'], ['FILE', 'faces/Zoë.jpg']];
+    const buf = encodeJournalEntry(fields);
+    expect(buf.equals(Buffer.from(fields.map(([k, v]) => `${k}=${v}\n`).join(''), 'utf8'))).toBe(true);
+    expect(decodeJournalEntry(buf)).toEqual(Object.fromEntries(fields));
+    const long = encodeJournalEntry([['MESSAGE', 'x'], ['ERR', 'é'.repeat(10_000)]]);
+    expect(decodeJournalEntry(long).ERR).toBe(`${'é'.repeat(8192)}...[cut]`);
+  });
+
   it('maps levels to syslog priorities and keys to journal field names', () => {
     expect(['fatal', 'error', 'warn', 'info', 'debug', 'trace'].map(priorityOf)).toEqual([2, 3, 4, 6, 7, 7]);
     expect([60, 50, 40, 30, 20].map(priorityOf)).toEqual([2, 3, 4, 6, 7]);

@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Writable } from 'node:stream';
+import { capture } from './capture.js';
 import { createLogger, scrubSecrets } from '../../src/log/logger.js';
-
-function capture() {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(String(chunk));
-      cb();
-    },
-  });
-  return { lines, destination: destination as unknown as NodeJS.WritableStream & { write(s: string): boolean } };
-}
 
 describe('createLogger', () => {
   it('writes JSON lines with the component of a child logger', () => {
