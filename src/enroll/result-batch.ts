@@ -3,7 +3,8 @@ import { dirname, join } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { makeDurable } from '../faces/durability.js';
 import type { SyncfsRunner } from '../util/syncfs.js';
-import { removeFile, tempPathFor } from '../util/fs-atomic.js';
+import { tempPathFor } from '../util/fs-atomic.js';
+import { removeStateFile } from '../util/state-fs.js';
 import type { Commit } from './commit-batcher.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
@@ -99,6 +100,7 @@ export async function finalizeRows(
   await commit(() => {
     for (const p of pending) store.finalize(p.row.id);
   });
-  await Promise.all(pending.map((p) => (p.row.staged_path ? removeFile(p.row.staged_path) : undefined)));
+  // Staged copies are under state_dir: removed on the event loop (util/state-fs.ts).
+  for (const p of pending) if (p.row.staged_path) removeStateFile(p.row.staged_path);
   return { finished: pending.map((p) => ({ row: p.row, resultFile: p.resultFile })), failed };
 }
