@@ -6,7 +6,8 @@ import { NotRegularFileError, fileTypeOf } from './safe-open.js';
 // wake-ups and an eventfd round, against 2 to 10 µs for the call itself; an enrollment burst made
 // about 20 per file. Blocking is bounded the same way SQLite's is: better-sqlite3 writes and reads
 // agent.db, in the same state_dir, on the event loop at every commit, so a state_dir that hangs
-// stalls the daemon either way. Nothing here fsyncs (that stays on the pool), reads are capped
+// stalls the daemon either way (the face cache's seed pass writes its images the same way,
+// seed-pass.ts). Nothing here fsyncs (that stays on the pool), reads are capped
 // (SYNC_READ_MAX), and nothing here ever touches enroll.dir (a share or a USB stick can hang): a
 // staged hard link is there only when link(2) succeeded, which needs the same mount as staging.
 
