@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { link, lstat, open, readFile, realpath, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { NotRegularFileError, fileTypeOf, openRegularFile } from '../util/safe-open.js';
+import { SYNC_READ_MAX, readRegularFileSync } from '../util/state-fs.js';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
 import { formatSize } from '../util/units.js';
@@ -97,13 +98,20 @@ async function copyAndHash(src: string, ino: number, dest: string, size: number,
  */
 async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean): Promise<{ sha256: string; bytes: number; head: Buffer; linked: boolean } | undefined> {
   const linked = canLink && (await link(src, dest).then(() => true, () => false));
-  const { fh, st } = await openRegularFile(linked ? dest : src);
   let head: Buffer;
-  try {
+  if (linked && size < SYNC_READ_MAX) {
+    // The link is in staging, under state_dir: read on the event loop (util/state-fs.ts says why).
+    const { st, bytes } = readRegularFileSync(dest, size + 1, size);
     if (st.ino !== ino) return undefined;
-    head = await readAtMost(fh, size + 1, size);
-  } finally {
-    await fh.close();
+    head = bytes;
+  } else {
+    const { fh, st } = await openRegularFile(linked ? dest : src);
+    try {
+      if (st.ino !== ino) return undefined;
+      head = await readAtMost(fh, size + 1, size);
+    } finally {
+      await fh.close();
+    }
   }
   if (!linked && head.length === size) await writeFile(dest, head, { flag: 'wx', mode: 0o600 });
   return { sha256: sha256Of(head), bytes: head.length, head, linked };

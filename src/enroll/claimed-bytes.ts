@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { statOrUndefined } from '../util/state-fs.js';
 import type { Stats } from 'node:fs';
 
 // The bytes a claim read (and hashed) of a small face image, kept for its upload: without them the
@@ -62,7 +62,8 @@ export function createClaimedBytes(maxBytes = KEPT_MAX_BYTES, maxAgeMs = KEPT_MA
       const k = drop(rowId);
       if (!k || k.staged !== stagedPath) return undefined;
       if (!k.linked) return k.bytes;
-      const st = await stat(stagedPath).catch(() => undefined);
+      // Staging is under state_dir: looked at on the event loop (util/state-fs.ts).
+      const st = statOrUndefined(stagedPath);
       const same = st && st.ino === k.linked.ino && st.size === k.linked.size && st.mtimeMs === k.linked.mtimeMs && st.ctimeMs === k.linked.ctimeMs;
       return same ? k.bytes : undefined;
     },

@@ -181,12 +181,12 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     layout, rescanMs: settings.rescan_interval, logger,
     burstScanMs: Math.max(100, Math.min(settings.rescan_interval, settings.settle_time / 2)),
     load: () => tracker.size() + claimer.size(),
-    onCandidate(rel, notAFile, scanned) {
+    onCandidate(rel, notAFile, scanned, seen) {
       if (notAFile && classifyNotAFile(rel)) notFiles.add(rel);
       const c = candidateOf(rel);
       if (!c || tracker.has(rel) || claimer.has(rel)) return;
       if (c.kind !== 'knowledge' && (scanned ? activeSources().has(rel) : store.isActiveSource(rel))) return;
-      tracker.touch(rel);
+      tracker.touch(rel, seen);
     },
     onUndecodable(relDir) {
       if (undecodableRuns.has(relDir)) return;

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { lstat, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { removeFile, writeFileAtomic } from '../util/fs-atomic.js';
+import { writeFileAtomic } from '../util/fs-atomic.js';
+import { removeStateFile } from '../util/state-fs.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
 import { mkdirLikeRoot, splitInner } from './layout.js';
@@ -156,6 +157,6 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
     placer.release(dest);
   }
   await commit(() => store.finalize(row.id));
-  if (row.staged_path) await removeFile(row.staged_path);
+  if (row.staged_path) removeStateFile(row.staged_path);
   return resultFile;
 }

@@ -95,9 +95,17 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
   }
 
   return {
-    /** Starts following `rel` (a no-op when followed already: each tick notices changes itself). */
-    touch(rel: string): void {
-      if (!watching.has(rel)) watching.set(rel, null);
+    /**
+     * Starts following `rel` (a no-op when followed already: each tick notices changes itself).
+     * `seen`: an lstat made just now by whoever noticed the file (the folder watcher's), taken as
+     * the first look instead of one more thread-pool trip. Its time is now or later than the
+     * lstat, so the wait is never shortened: a change after that lstat shows at the next look.
+     */
+    touch(rel: string, seen?: Stats): void {
+      if (!watching.has(rel)) {
+        // A symbolic link's own lstat says nothing of its target: look() follows it.
+        watching.set(rel, seen && !seen.isSymbolicLink() ? { size: seen.size, mtimeMs: Math.floor(seen.mtimeMs), since: Date.now() } : null);
+      }
       arm();
     },
     has: (rel: string) => watching.has(rel),

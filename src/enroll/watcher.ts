@@ -1,3 +1,4 @@
+import type { Stats } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../log/logger.js';
@@ -29,9 +30,10 @@ export interface FolderWatcherDeps {
   /**
    * A file (relative to enroll.dir) that may be new or changed; `notAFile` when a listing showed
    * it is a FIFO, socket, device node, or a folder where only files belong; `scanned` when a
-   * rescan offers it (every file of the inboxes, again and again in a burst) rather than an event.
+   * rescan offers it (every file of the inboxes, again and again in a burst) rather than an event;
+   * `seen`: chokidar's lstat of it, made for the event (the stability tracker's first look).
    */
-  onCandidate(rel: string, notAFile?: boolean, scanned?: boolean): void;
+  onCandidate(rel: string, notAFile?: boolean, scanned?: boolean, seen?: Stats): void;
   /** A listing of this folder (relative to enroll.dir) showed a name that is not valid UTF-8. */
   onUndecodable?(relDir: string): void;
   /** Something under knowledge/ disappeared, or a rescan finished: look for deleted entries. */
@@ -50,9 +52,9 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
   // one fails alike, and the watcher is closed and opened again around every burst of files.
   const said = new Set<string>();
 
-  function emit(absPath: string): void {
+  function emit(absPath: string, seen?: Stats): void {
     const rel = toRel(layout.root, absPath);
-    if (rel) deps.onCandidate(rel);
+    if (rel) deps.onCandidate(rel, undefined, undefined, seen);
     if (!burst && deps.load() > BURST_ENTER) {
       burst = true;
       logger.info({ waiting: deps.load() }, 'many files arriving: scanning the enrollment folders instead of watching them');
@@ -69,8 +71,9 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
       ignored: (path: string) => isIgnoredName(path.slice(path.lastIndexOf('/') + 1)),
     });
     watcher = w;
-    w.on('add', emit);
-    w.on('change', emit);
+    // chokidar lstats every file it reports (followSymlinks: false) and hands the stats over.
+    w.on('add', (p: string, st?: Stats) => emit(p, st));
+    w.on('change', (p: string, st?: Stats) => emit(p, st));
     w.on('unlink', (p: string) => {
       if (toRel(layout.root, p)?.startsWith('knowledge/')) deps.onKnowledgeScan();
     });

@@ -1,8 +1,10 @@
-import { rm, writeFile } from 'node:fs/promises';
+import { renameSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { setImmediate } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { FaceRecord } from '../client/types.js';
 import type { DiskFloor } from '../disk/disk-floor.js';
-import { commitTemp, fsyncDir, tempPathFor } from '../util/fs-atomic.js';
+import { fsyncDir, tempPathFor } from '../util/fs-atomic.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import { makeDurable } from './durability.js';
@@ -107,9 +109,14 @@ export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed
   if (writes.length > 0) {
     await ctx.disk?.assertRoom(writes.reduce((n, w) => n + w.bytes.length, 0), 'face images');
     try {
-      for (const w of writes) await writeFile(w.tmp, w.bytes, { flag: 'wx', mode: 0o644 });
+      // The cache is under state_dir: written and renamed on the event loop, a turn of it each
+      // (util/state-fs.ts says why); only the sync that makes them durable goes to the pool.
+      for (const w of writes) {
+        writeFileSync(w.tmp, w.bytes, { flag: 'wx', mode: 0o644 });
+        await setImmediate();
+      }
       await makeDurable(ctx.files.dir, writes.map((w) => w.tmp), ctx.signal, ctx.logger, ctx.syncfs);
-      for (const w of writes) await commitTemp(w.tmp, ctx.files.pathOf(w.file), false);
+      for (const w of writes) renameSync(w.tmp, ctx.files.pathOf(w.file));
     } catch (err) {
       // Renamed ones are strays no row names (removed at start-up); the rest go now.
       await Promise.all(writes.map((w) => rm(w.tmp, { force: true })));

@@ -3,18 +3,21 @@ import { spawn, type ChildProcess } from 'node:child_process';
 // syncfs(2) of the file system holding a folder, without forking the daemon for each call. Node
 // has no binding for it, and `sync --file-system DIR` (coreutils) run by execFile cost about 4 ms
 // of the daemon's CPU per call (the fork copies the page tables of a ~90 MB process) and 3.5 ms
-// in the child; an enrollment burst of a thousand files made about two dozen of them. Here a small
-// shell per folder runs `sync` instead: the daemon writes one line per call and reads one answer
-// ("0" done, anything else failed), and the forks are the shell's (about 1 ms each in all). The
-// shell ends when its stdin closes: after IDLE_MS without a call, at close(), or when the daemon
-// dies (the pipe closes with it), so none outlives the daemon.
+// in the child; an enrollment burst of a thousand files made about two dozen of them. Here one
+// small shell runs `sync` instead, for every folder (the face cache and the enrollment folders,
+// each burst needs both; a shell per folder was a second fork of the daemon per burst): the
+// daemon writes the folder as one line per call and reads one answer ("0" done, anything else
+// failed), and the forks are the shell's (about 1 ms each in all). The shell ends when its stdin
+// closes: after IDLE_MS without a call, at close(), or when the daemon dies (the pipe closes with
+// it), so none outlives the daemon.
 //
-// Calls that arrive while one runs share the next one: a syncfs that starts after a caller's
-// writes covers them, one already running may not.
+// Calls for a folder that arrive while its sync runs share the next one for it: a syncfs that
+// starts after a caller's writes covers them, one already running may not. One sync runs at a
+// time; folders waiting take turns in the order they were first asked for.
 
 /** A helper shell with nothing to do ends after this long. */
 const IDLE_MS = 10_000;
-const SCRIPT = 'while read -r _; do sync --file-system -- "$1" && echo 0 || echo 1; done';
+const SCRIPT = 'while IFS= read -r d; do sync --file-system -- "$d" && echo 0 || echo 1; done';
 
 interface Waiter {
   resolve(): void;
@@ -23,10 +26,10 @@ interface Waiter {
 
 interface Helper {
   child: ChildProcess;
-  /** Waiting for the answer of the call that is running. */
-  current: Waiter[] | undefined;
-  /** Arrived while it ran: served by the next call. */
-  next: Waiter[];
+  /** The folder whose sync is running, and who waits for its answer. */
+  current: { dir: string; waiters: Waiter[] } | undefined;
+  /** Per folder, calls that arrived while a sync ran: served by the next sync of that folder. */
+  next: Map<string, Waiter[]>;
   out: string;
   idle: NodeJS.Timeout | undefined;
 }
@@ -34,54 +37,54 @@ interface Helper {
 export interface SyncfsRunner {
   /** Resolves once a syncfs of `dir`'s file system that started after this call has finished. */
   run(dir: string, signal: AbortSignal, timeoutMs: number): Promise<void>;
-  /** Ends the helper shells (calls waiting fail). */
+  /** Ends the helper shell (calls waiting fail). */
   close(): void;
 }
 
 export function createSyncfsRunner(): SyncfsRunner {
-  const helpers = new Map<string, Helper>();
+  let helper: Helper | undefined;
 
-  function fail(dir: string, h: Helper, err: Error): void {
-    if (helpers.get(dir) === h) helpers.delete(dir);
+  function fail(h: Helper, err: Error): void {
+    if (helper === h) helper = undefined;
     clearTimeout(h.idle);
-    const waiting = [...(h.current ?? []), ...h.next];
+    const waiting = [...(h.current?.waiters ?? []), ...[...h.next.values()].flat()];
     h.current = undefined;
-    h.next = [];
+    h.next.clear();
     h.child.stdin?.destroy();
     h.child.kill('SIGKILL');
     for (const w of waiting) w.reject(err);
   }
 
-  function pump(dir: string, h: Helper): void {
-    if (h.current || h.next.length === 0) return;
+  function pump(h: Helper): void {
+    if (h.current) return;
+    const first = h.next.entries().next();
+    if (first.done) return;
+    const [dir, waiters] = first.value;
+    h.next.delete(dir);
     clearTimeout(h.idle);
-    h.current = h.next;
-    h.next = [];
-    h.child.stdin!.write('\n');
+    h.current = { dir, waiters };
+    h.child.stdin!.write(`${dir}\n`);
   }
 
-  function answered(dir: string, h: Helper, line: string): void {
-    const done = h.current ?? [];
+  function answered(h: Helper, line: string): void {
+    const done = h.current;
     h.current = undefined;
-    for (const w of done) {
+    for (const w of done?.waiters ?? []) {
       if (line === '0') w.resolve();
-      else w.reject(new Error(`'sync --file-system ${dir}' failed`));
+      else w.reject(new Error(`'sync --file-system ${done!.dir}' failed`));
     }
-    pump(dir, h);
-    if (!h.current) h.idle = setTimeout(() => close(dir, h), IDLE_MS).unref();
+    pump(h);
+    if (!h.current) h.idle = setTimeout(() => close(h), IDLE_MS).unref();
   }
 
-  function close(dir: string, h: Helper): void {
-    if (helpers.get(dir) === h) helpers.delete(dir);
+  function close(h: Helper): void {
+    if (helper === h) helper = undefined;
     h.child.stdin?.end();
   }
 
-  function helperFor(dir: string): Helper {
-    const known = helpers.get(dir);
-    if (known) return known;
-    const child = spawn('/bin/sh', ['-c', SCRIPT, 'syncfs', dir], { stdio: ['pipe', 'pipe', 'ignore'] });
-    const h: Helper = { child, current: undefined, next: [], out: '', idle: undefined };
-    helpers.set(dir, h);
+  function start(): Helper {
+    const child = spawn('/bin/sh', ['-c', SCRIPT, 'syncfs'], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const h: Helper = { child, current: undefined, next: new Map(), out: '', idle: undefined };
     // Never what keeps the daemon's event loop alive: a stop does not wait for the idle timeout.
     child.unref();
     (child.stdin as unknown as { unref?(): void }).unref?.();
@@ -92,32 +95,36 @@ export function createSyncfsRunner(): SyncfsRunner {
       for (let nl = h.out.indexOf('\n'); nl >= 0; nl = h.out.indexOf('\n')) {
         const line = h.out.slice(0, nl).trim();
         h.out = h.out.slice(nl + 1);
-        answered(dir, h, line);
+        answered(h, line);
       }
     });
-    child.stdin!.on('error', (err: Error) => fail(dir, h, err));
-    child.on('error', (err: Error) => fail(dir, h, err));
-    child.on('exit', (code, sig) => fail(dir, h, new Error(`the syncfs helper for ${dir} ended (${sig ?? code})`)));
+    child.stdin!.on('error', (err: Error) => fail(h, err));
+    child.on('error', (err: Error) => fail(h, err));
+    child.on('exit', (code, sig) => fail(h, new Error(`the syncfs helper ended (${sig ?? code})`)));
     return h;
   }
 
   return {
     run(dir: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
       if (signal.aborted) return Promise.reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-      const h = helperFor(dir);
+      // One line per folder: a name with a line break cannot be passed (the caller falls back to fdatasync).
+      if (dir.includes('\n')) return Promise.reject(new Error(`'sync --file-system' cannot be asked for a folder whose name holds a line break: ${JSON.stringify(dir)}`));
+      const h = (helper ??= start());
       return new Promise<void>((resolve, reject) => {
         const onAbort = () => {
           settle();
           reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
         };
-        // A sync stuck that long (a dead disk): this helper is given up, the next call starts another.
-        const timer = setTimeout(() => fail(dir, h, new Error(`'sync --file-system ${dir}' took over ${timeoutMs} ms`)), timeoutMs);
+        // A sync stuck that long (a dead disk): the helper is given up, the next call starts another.
+        const timer = setTimeout(() => fail(h, new Error(`'sync --file-system ${dir}' took over ${timeoutMs} ms`)), timeoutMs);
         const settle = () => {
           clearTimeout(timer);
           signal.removeEventListener('abort', onAbort);
         };
         signal.addEventListener('abort', onAbort, { once: true });
-        h.next.push({
+        const waiters = h.next.get(dir) ?? [];
+        h.next.set(dir, waiters);
+        waiters.push({
           resolve: () => {
             settle();
             resolve();
@@ -127,11 +134,11 @@ export function createSyncfsRunner(): SyncfsRunner {
             reject(err);
           },
         });
-        pump(dir, h);
+        pump(h);
       });
     },
     close(): void {
-      for (const [dir, h] of [...helpers]) close(dir, h);
+      if (helper) close(helper);
     },
   };
 }

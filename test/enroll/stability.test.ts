@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { writeFileSync } from 'node:fs';
+import { lstatSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
@@ -42,5 +42,32 @@ describe('stability tracker', () => {
       tracker.stop();
     }
     expect(tracker.ticking()).toBe(false);
+  });
+
+  it("takes the watcher's lstat as its first look (one look less), but never a symbolic link's", async () => {
+    const dir = tmpDir('ta-stability-');
+    const looks: string[] = [];
+    const stable: string[] = [];
+    const tracker = createStabilityTracker({ settleMs: 100, abs: (rel) => { looks.push(rel); return join(dir, rel); }, onStable: (rel) => stable.push(rel), logger: pino({ level: 'silent' }) });
+    tracker.start();
+    try {
+      writeFileSync(join(dir, 'a.jpg'), 'bytes');
+      symlinkSync(join(dir, 'a.jpg'), join(dir, 'l.jpg'));
+      writeFileSync(join(dir, 'b.jpg'), 'bytes');
+      const seenB = lstatSync(join(dir, 'b.jpg'));
+      tracker.touch('a.jpg', lstatSync(join(dir, 'a.jpg')));
+      tracker.touch('l.jpg', lstatSync(join(dir, 'l.jpg')));
+      tracker.touch('b.jpg', seenB);
+      // b.jpg grew after the watcher's look: the wait starts again from the tracker's own look.
+      writeFileSync(join(dir, 'b.jpg'), 'bytes, and more');
+      const end = Date.now() + 5_000;
+      while (stable.length < 3 && Date.now() < end) await sleep(20);
+      expect(stable.sort()).toEqual(['a.jpg', 'b.jpg', 'l.jpg']);
+      expect(looks.filter((r) => r === 'a.jpg')).toHaveLength(1);
+      expect(looks.filter((r) => r === 'l.jpg')).toHaveLength(2);
+      expect(looks.filter((r) => r === 'b.jpg')).toHaveLength(2);
+    } finally {
+      tracker.stop();
+    }
   });
 });

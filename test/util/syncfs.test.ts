@@ -43,6 +43,18 @@ describe('createSyncfsRunner', () => {
     await until(() => !children().includes(helpers[0]!));
   });
 
+  it('serves every folder through the same shell, each call answered for its own folder', async () => {
+    const a = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
+    const b = await mkdtemp(join(tmpdir(), 'ta-syncfs- spaced '));
+    dirs.push(a, b);
+    const before = new Set(children());
+    runner = createSyncfsRunner();
+    const calls = [a, b, a, join(b, 'missing'), b].map((d) => runner!.run(d, new AbortController().signal, 30_000).then(() => 'ok', (e: Error) => e.message));
+    expect(await Promise.all(calls)).toEqual(['ok', 'ok', 'ok', expect.stringMatching(/missing' failed/), 'ok']);
+    expect(children().filter((c) => !before.has(c))).toHaveLength(1);
+    await expect(runner.run('/tmp/a\nb', new AbortController().signal, 30_000)).rejects.toThrow(/line break/);
+  });
+
   it('fails a call whose sync fails (a folder that is not there), and the next call still works', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
     dirs.push(dir);
