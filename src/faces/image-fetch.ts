@@ -1,5 +1,5 @@
 import { rename, rm } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import { imageFileName } from './cache-files.js';
 import type { Logger } from 'pino';
 import { downloadImage, type DownloadContext, type ImageJob, type ImageOutcome } from './image-download.js';
@@ -76,7 +76,7 @@ async function record(ctx: FetchContext, job: FetchJob, res: ImageOutcome): Prom
   if (job.publish) {
     // Not durable yet, and named by nothing: the syncfs before the commit covers it (durability.ts).
     file = imageFileName(job.faceId, res.ext);
-    const path = join(ctx.cacheDir, file);
+    const path = `${ctx.cacheDir}/${file}`; // as cache-files.ts pathOf: the name the download was opened with
     if (res.tmp !== path) {
       try {
         await rename(res.tmp, path);
