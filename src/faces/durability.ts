@@ -38,8 +38,11 @@ export function syncfsPays(count: number, runner: SyncfsRunner | undefined): boo
   return count >= (runner ? SYNCFS_HELPER_THRESHOLD : SYNCFS_THRESHOLD);
 }
 const FDATASYNC_CONCURRENCY = 4; // the libuv thread pool's default size
-/** Bytes of new images between two early syncfs calls (about 1,000 face images of 30 KB). */
-export const WRITEBACK_EVERY_BYTES = 32 * 1024 * 1024;
+/**
+ * Bytes of new images between two early syncfs calls (about 270 face images of 30 KB): what is
+ * left for the syncfs before the commit, which waits on it (8 MB: 0.5 s or more on an SD card).
+ */
+export const WRITEBACK_EVERY_BYTES = 8 * 1024 * 1024;
 
 /**
  * Early syncfs calls while a large pass downloads, one at a time, each after WRITEBACK_EVERY_BYTES
@@ -69,12 +72,16 @@ export function createWriteback(dir: string, signal: AbortSignal, logger: Logger
   };
 }
 
-export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger, runner?: SyncfsRunner): Promise<void> {
-  if (files.length === 0) return;
+/**
+ * Makes `files` durable; says how: 'syncfs' also made every rename and file creation in the cache
+ * before the call durable (no folder fsync needed for them), 'each' or 'none' did not.
+ */
+export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger, runner?: SyncfsRunner): Promise<'syncfs' | 'each' | 'none'> {
+  if (files.length === 0) return 'none';
   if (syncfsPays(files.length, runner)) {
     try {
       await syncfs(dir, signal, runner);
-      return;
+      return 'syncfs';
     } catch (err) {
       if (signal.aborted) throw err;
       logger.debug({ err: (err as Error).message }, "'sync --file-system' failed; falling back to fdatasync per image");
@@ -89,4 +96,5 @@ export async function makeDurable(dir: string, files: readonly string[], signal:
     }
   });
   if (error !== undefined) throw error;
+  return 'each';
 }

@@ -105,10 +105,14 @@ export function createFaceStore(db: Db) {
      * made the first sync's heap peak. The objects are the store's own: read them, do not change them.
      */
     servedRows(): ReadonlyArray<Readonly<FaceRow>> {
-      if (!mirror) return served.all();
-      const rows: FaceRow[] = [];
-      for (const r of mirror.values()) if (r.image_file !== null) rows.push(r);
-      return rows.sort(byIdThenFaceId);
+      return mirror ? servedOf(mirror.values()) : served.all();
+    },
+    /** What servedRows() will give once `changes` are committed: the index is written meanwhile (sync-run.ts). */
+    servedRowsAfter(changes: FaceChanges): ReadonlyArray<Readonly<FaceRow>> {
+      const after = new Map(rowMap());
+      for (const row of changes.upserts) after.set(row.face_id, row);
+      for (const id of changes.deletes) after.delete(id);
+      return servedOf(after.values());
     },
     countServed(): number {
       return countServed.get()?.n ?? 0;
@@ -162,6 +166,12 @@ export function createFaceStore(db: Db) {
 }
 
 export type FaceStore = ReturnType<typeof createFaceStore>;
+
+function servedOf(rows: Iterable<FaceRow>): FaceRow[] {
+  const out: FaceRow[] = [];
+  for (const r of rows) if (r.image_file !== null) out.push(r);
+  return out.sort(byIdThenFaceId);
+}
 
 /** SQLite's `ORDER BY id, face_id`: NULL ids first, face_id by code unit (32 hex digits, so by byte). */
 function byIdThenFaceId(a: FaceRow, b: FaceRow): number {

@@ -4,9 +4,9 @@ import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.j
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
 import type { AgentError } from '../errors.js';
 import type { DiskFloor } from '../disk/disk-floor.js';
-import type { CacheFiles } from './cache-files.js';
+import type { CacheFiles, PreparedIndex } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
-import type { FaceRow, FaceStore } from './face-store.js';
+import type { FaceChanges, FaceRow, FaceStore } from './face-store.js';
 import { createWriteback, makeDurable, syncfsPays } from './durability.js';
 import type { SyncfsRunner } from '../util/syncfs.js';
 import { runPool, type ImageOutcome } from './image-download.js';
@@ -22,9 +22,10 @@ import { makeDir } from '../util/make-dir.js';
 //   1. list the group and plan (which images to fetch, which due re-checks to send now);
 //   2. download into the staging folder `faces/.staging/` (a transport failure aborts the pass; what
 //      was downloaded is kept there for the next pass, staging.ts; a bad image only marks its face);
-//   3. commit: make the new images durable, rename them into place, write the rows (and forget the
-//      kept downloads) in one transaction, replace index.json; the images the new index no longer
-//      names are deleted later (face-sync.ts).
+//   3. commit: make the new images durable (the new index.json is written to a temp name
+//      meanwhile), rename them into place, write the rows (and forget the kept downloads) in one
+//      transaction, rename the index into place; the images the new index no longer names are
+//      deleted later (face-sync.ts).
 
 export interface SyncPassContext {
   client: ServiceClient;
@@ -230,27 +231,45 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
 
   ctx.onProgress?.({ ...progress, phase: 'committing' });
   const clearStaging = ctx.staging.dirty();
+  const changes: FaceChanges = { upserts, deletes, ...(clearStaging ? { also: () => ctx.staging.clearRows() } : {}) };
+  const indexWritten = added + updated + removed > 0 || ctx.forceIndex;
+  let index: PreparedIndex | undefined;
   try {
-    await makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger, ctx.syncfs);
+    // The images are made durable by another process (a syncfs) or the thread pool: the index the
+    // commit will name is written meanwhile, so that after the commit it only has to be renamed.
+    const [durable, prepared] = await Promise.allSettled([
+      makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger, ctx.syncfs),
+      indexWritten ? ctx.files.prepareIndex(ctx.store.servedRowsAfter(changes)) : undefined,
+    ]);
+    if (prepared.status === 'fulfilled') index = prepared.value;
+    if (durable.status === 'rejected') throw durable.reason;
+    if (prepared.status === 'rejected') throw prepared.reason;
     t.durable = performance.now();
     // A rename that fails leaves already-renamed new images as strays (removed at start-up), the
     // rows, index and old images untouched, and the other downloads kept for the next pass.
     // Published downloads (image-fetch.ts) are in place already.
-    const { error: renameError } = await runPool(renames.filter(([tmp, file]) => tmp !== ctx.files.pathOf(file)), 4, ctx.signal, async ([tmp, file]) => {
+    const toRename = renames.filter(([tmp, file]) => tmp !== ctx.files.pathOf(file));
+    const { error: renameError } = await runPool(toRename, 4, ctx.signal, async ([tmp, file]) => {
       await commitTemp(tmp, ctx.files.pathOf(file), false);
     });
     if (renameError !== undefined) throw renameError;
-    if (renames.length > 0) await fsyncDir(ctx.files.dir);
+    // A syncfs made the folder's entries made before it durable too (the published downloads'):
+    // only renames after it, or images made durable one by one, need the folder's fsync.
+    if (toRename.length > 0 || (renames.length > 0 && durable.value !== 'syncfs')) await fsyncDir(ctx.files.dir);
     t.renamed = performance.now();
-    ctx.store.commit({ upserts, deletes, ...(clearStaging ? { also: () => ctx.staging.clearRows() } : {}) });
+    ctx.store.commit(changes);
   } catch (err) {
+    if (index) await ctx.files.discardIndex(index);
     await keepDownloads(ctx);
     throw err;
   }
   t.committed = performance.now();
-  if (clearStaging) await ctx.staging.cleared();
-  const indexWritten = added + updated + removed > 0 || ctx.forceIndex;
-  const indexVersion = indexWritten ? await ctx.files.writeIndex(ctx.store.servedRows()) : null;
+  let indexVersion: string | null = null;
+  try {
+    if (index) indexVersion = await ctx.files.publishIndex(index);
+  } finally {
+    if (clearStaging) await ctx.staging.cleared();
+  }
   const ms = (a: number, b: number) => Math.round(b - a);
   ctx.logger.debug({
     list_ms: ms(t.start, t.listed), plan_download_ms: ms(t.listed, t.downloaded), durable_ms: ms(t.downloaded, t.durable),

@@ -3,7 +3,8 @@
 //   npm run build && node test/bench/faces-sync.mjs [--faces 10000] [--size 30000] [--concurrency 8]
 //   env RUNS=2 (runs per variant), VARIANTS=0,pi (0 = no added latency; 20 = 20 ms; pi = Pi budget);
 //   profiling: BENCH_PROF=DIR (daemon --cpu-prof), BENCH_PROF_PLAIN=DIR (the plain loop's), BENCH_NODE_ARGS,
-//   BENCH_DAEMON_ENV (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1
+//   BENCH_DAEMON_ENV (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
+//   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio)
 // Prints, as figures and ratios:
 //   - the first sync end to end as a user sees it: from spawning the real daemon (dist/main.js run,
 //     as the unit runs it, a fresh state_dir) to index.json naming all N faces, against a plain
@@ -165,12 +166,13 @@ async function main() {
       const rs = [];
       try {
         for (let i = 1; i <= runs; i++) {
-          const b = await plainGetLoop(emu, work, concurrency, budget);
+          const b = process.env.BENCH_DAEMON_ONLY ? { ms: NaN, cpuMs: NaN } : await plainGetLoop(emu, work, concurrency, budget);
           const d = await daemonFirstSync(emu, work, n, budget);
           const r = { ...d, plainMs: b.ms, plainCpuMs: b.cpuMs, ratio: d.ms / b.ms };
           rs.push(r);
           console.log(`  run ${i}: plain loop (spawn to done) ${(b.ms / 1000).toFixed(2)} s; daemon spawn to index.json naming all ${n}: ${(d.ms / 1000).toFixed(2)} s; ratio ${r.ratio.toFixed(2)}x (target <= 1.15x); ` +
             `daemon CPU ${(d.cpuMs / 1000).toFixed(2)} s (user ${(d.userMs / 1000).toFixed(2)}), ${(d.cpuMs / n).toFixed(2)} ms per face (plain loop ${(b.cpuMs / n).toFixed(2)}); peak RSS ${d.peakRssMb.toFixed(1)} MB (target <= 120 MB); ${d.imageRequests} image requests`);
+          console.log(`    daemon timeline, ms from spawn: ${Object.entries(d.timeline).map(([k, t]) => `${k} ${Math.round(t)}`).join(', ')}`);
         }
       } finally {
         budget?.close();
@@ -286,9 +288,11 @@ async function daemonFirstSync(emu, work, n, budget) {
   emu.clearRequests();
   const index = join(dir, 'state', 'faces', 'index.json');
   const t0 = performance.now();
+  const wall0 = Date.now();
+  let readyMs = NaN;
   const extraArgs = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const daemon = spawnDaemon(dir, config, { budget, extraArgs });
-  daemon.ready.catch(() => {});
+  daemon.ready.then(() => { readyMs = performance.now() - t0; }, () => {});
   let lastMtime = 0;
   let ms;
   for (;;) {
@@ -314,7 +318,10 @@ async function daemonFirstSync(emu, work, n, budget) {
   }
   const cpu = procCpuSplitMs(daemon.child.pid);
   const peakRssMb = procPeakRssMb(daemon.child.pid);
-  const imageRequests = emu.requests.filter((r) => r.path.endsWith('/image')).length;
+  const images = emu.requests.filter((r) => r.path.endsWith('/image'));
+  const list = emu.requests.find((r) => r.method === 'GET' && /\/faces$/.test(r.path));
+  // Where the time goes, ms from the spawn (the emulator's clock is this process's).
+  const timeline = { ready: readyMs, list: (list?.at ?? NaN) - wall0, first_image: (images[0]?.at ?? NaN) - wall0, last_image: (images.at(-1)?.at ?? NaN) - wall0, index: ms };
   await daemon.stop();
-  return { ms, cpuMs: cpu.user + cpu.sys, userMs: cpu.user, peakRssMb, imageRequests };
+  return { ms, cpuMs: cpu.user + cpu.sys, userMs: cpu.user, peakRssMb, imageRequests: images.length, timeline };
 }
