@@ -88,11 +88,6 @@ export class ImageTap {
     this.tail = joined.subarray(Math.max(0, joined.length - TAIL_BYTES));
   }
 
-  /** The type the first bytes tell (once HEAD_BYTES or the whole body are in), else undefined. */
-  sniffed(): ImageType | undefined {
-    return sniffImageType(this.head);
-  }
-
   sha256(): string {
     if (!this.hash) throw new Error('ImageTap made without hashing');
     return this.hash.digest('hex');

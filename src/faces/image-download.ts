@@ -5,8 +5,8 @@ import type { ServiceClient } from '../client/types.js';
 import {
   AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError, TimeoutError,
 } from '../errors.js';
-import { ImageTap, extensionFor, type ImageType } from './image-check.js';
-import { downloadTempName, imageFileName } from './cache-files.js';
+import { ImageTap, extensionFor } from './image-check.js';
+import { downloadTempName } from './cache-files.js';
 import type { DiskFloor, Reservation } from '../disk/disk-floor.js';
 import type { RoomPool } from './room-pool.js';
 
@@ -42,11 +42,6 @@ export interface DownloadContext {
   room?: RoomPool;
   /** fdatasync each temp file before closing it (a small pass: durability.ts). */
   syncEach?: boolean;
-  /**
-   * Write under the final name `<face_id>.<ext>` in `dir` when the first bytes tell the type and
-   * no file has that name yet, instead of a temp name to rename later (image-fetch.ts publish).
-   */
-  finalName?: boolean;
 }
 
 /** Retries of a body that broke off mid-way; failures before the body are the client's to retry. */
@@ -104,7 +99,7 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
     throw err;
   }) : undefined;
   try {
-    stored = await writeTemp(ctx.dir, faceId, res.body, tap, disk, room, ctx.syncEach === true, ctx.finalName === true);
+    stored = await writeTemp(ctx.dir, faceId, res.body, tap, disk, room, ctx.syncEach === true);
   } catch (err) {
     await res.cancel().catch(() => {});
     throw classifyBodyError(err, faceId, ctx.dir, ctx.signal);
@@ -137,7 +132,7 @@ const WRITE_BATCH = 64 * 1024;
  * at once before any rename (durability.ts), then fsyncs the folder once after the renames.
  */
 async function writeTemp(
-  dir: string, faceId: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined, sync: boolean, finalName: boolean,
+  dir: string, faceId: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined, sync: boolean,
 ): Promise<{ tmp: string; bytes: number }> {
   let tmp = '';
   let fd: number | undefined;
@@ -151,7 +146,7 @@ async function writeTemp(
       pendingBytes = 0;
       const beyond = buf.length - (room?.left ?? 0);
       if (beyond > 0) await disk?.assertRoom(beyond, 'face image downloads');
-      if (fd === undefined) ({ fd, tmp } = await openTemp(dir, faceId, finalName ? tap.sniffed() : undefined));
+      if (fd === undefined) ({ fd, tmp } = await openTemp(dir, faceId));
       while (buf.length > 0) {
         const n = await new Promise<number>((resolve, reject) => write(fd!, buf, 0, buf.length, null, (err, written) => (err ? reject(err) : resolve(written))));
         room?.wrote(n);
@@ -178,21 +173,14 @@ async function writeTemp(
   return { tmp, bytes: tap.bytes };
 }
 
-/**
- * A new file in `dir`: `<face_id>.<ext>` when the type is known and that name is free (a publish,
- * image-fetch.ts: no rename later, one thread-pool trip and one directory change fewer per image),
- * else a temp name (cache-files.ts downloadTempName); a clash of temp names is retried with another.
- * A file under the final name is named by no row or index until the commit, like a published
- * download; a crash leaves it unrecorded, and the start-up removes it (cache-files.ts removeStrays).
- */
-async function openTemp(dir: string, faceId: string, type?: ImageType): Promise<{ fd: number; tmp: string }> {
-  for (let attempt = type ? 0 : 1; ; attempt++) {
-    const tmp = `${dir}/${attempt === 0 ? imageFileName(faceId, extensionFor(type!)) : downloadTempName(faceId)}`;
+/** A new temp file (cache-files.ts downloadTempName) in the staging folder; a clash is retried with another name. */
+async function openTemp(dir: string, faceId: string): Promise<{ fd: number; tmp: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const tmp = `${dir}/${downloadTempName(faceId)}`;
     try {
       const fd = await new Promise<number>((resolve, reject) => open(tmp, 'wx', 0o644, (err, f) => (err ? reject(err) : resolve(f))));
       return { fd, tmp };
     } catch (err) {
-      // A final name taken (a leftover the start-up has not removed yet): a temp name, renamed later.
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw err;
     }
   }

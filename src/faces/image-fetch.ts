@@ -51,9 +51,8 @@ export async function fetchImage(ctx: FetchContext, job: FetchJob): Promise<Imag
     ctx.logger.warn({ face_id: job.faceId, file: s.file }, 'a kept face image download does not match its record (size or sha256); it is downloaded again');
     await ctx.staging.discard([s]);
   }
-  // Written under its final name when it can be (image-download.ts openTemp), else in the same
-  // folder: the rename that publishes it is then the cheap, same-directory kind.
-  return record(ctx, job, await downloadImage(job.publish ? { ...ctx, dir: ctx.cacheDir, finalName: true } : ctx, job));
+  // Same folder as the final name: the rename that publishes it is the cheap, same-directory kind.
+  return record(ctx, job, await downloadImage(job.publish ? { ...ctx, dir: ctx.cacheDir } : ctx, job));
 }
 
 async function useStaged(ctx: FetchContext, s: StagedImage, prevSha256: string | null | undefined, checkedAt: number): Promise<ImageOutcome> {
@@ -76,16 +75,14 @@ async function record(ctx: FetchContext, job: FetchJob, res: ImageOutcome): Prom
   if (job.publish) {
     // Not durable yet, and named by nothing: the syncfs before the commit covers it (durability.ts).
     file = imageFileName(job.faceId, res.ext);
-    const path = `${ctx.cacheDir}/${file}`; // as cache-files.ts pathOf: the name the download was opened with
-    if (res.tmp !== path) {
-      try {
-        await rename(res.tmp, path);
-      } catch (err) {
-        await rm(res.tmp, { force: true });
-        throw err;
-      }
-      res = { ...res, tmp: path };
+    const path = `${ctx.cacheDir}/${file}`; // as cache-files.ts pathOf
+    try {
+      await rename(res.tmp, path);
+    } catch (err) {
+      await rm(res.tmp, { force: true });
+      throw err;
     }
+    res = { ...res, tmp: path };
   }
   ctx.staging.add({
     face_id: job.faceId, file, ext: res.ext, sha256: res.sha256, bytes: res.bytes,
