@@ -4,7 +4,7 @@ import { writeJson, writeLine, writeErr } from './output.js';
 import { clientFromConfig, type ApiSession } from './api-client.js';
 import { tryConnectControl } from '../control/control-client.js';
 import type { Db } from '../db/database.js';
-import { UsageError, describeError } from '../errors.js';
+import { AbortedError, UsageError, describeError } from '../errors.js';
 import { ensureWritable } from '../util/fs-atomic.js';
 import { resolveTtsParams, ttsBody, type SayRequest, type SayResult } from '../audio/speech-types.js';
 import { saveSynthesizedWav } from '../audio/wav-file-writer.js';
@@ -113,10 +113,16 @@ joins its queue (phrases never overlap); --interrupt stops the current one and c
         writeLine(ctx, `wrote ${path}: ${formatDuration(saved.audio_ms)}, ${saved.sample_rate} Hz, ${saved.channels} channel(s), ${saved.bits_per_sample}-bit, ${formatSize(saved.bytes)}`);
         return;
       }
-      const daemon = await tryConnectControl(session.config.control.socket);
+      // Ctrl-C closes the connection, which the daemon takes as a hang-up: the phrase is cut, or
+      // dropped from its queue, as in direct playback.
+      const daemon = await tryConnectControl(session.config.control.socket, { signal: ctx.shutdown });
       if (daemon) {
         // Only what the operator gave: the daemon applies the tts.* defaults of its own config.
-        const result = (await daemon.say({ ...req })) as SayResult;
+        const result = await (daemon.say({ ...req }) as Promise<SayResult>).catch((err: unknown) => {
+          if (!(err instanceof AbortedError) || !ctx.shutdown.aborted) throw err;
+          const reason = ctx.shutdown.reason instanceof Error ? ctx.shutdown.reason.message : 'stopped';
+          return { outcome: 'interrupted', reason } as SayResult;
+        });
         return report(ctx, args, 'daemon', result);
       }
       report(ctx, args, 'direct', await sayDirect(session, ctx, req));

@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { ControlTimeout, controlRequest, type ControlResponse } from './control-http.js';
+import { ControlAborted, ControlTimeout, controlRequest, type ControlResponse } from './control-http.js';
 import {
   AbortedError, AgentError, AudioDeviceError, AudioQualityError, AuthError, BadRequestError,
   BadResponseError, BusyError, DaemonError, InvalidInputError, NetworkError, NotFoundError,
@@ -22,6 +22,11 @@ export interface ControlClient {
 export interface ControlCallOptions {
   /** Overall deadline per call, ms (default 10 min: /say and /voiceprint/enroll wait for the audio). */
   timeoutMs?: number;
+  /**
+   * Ends a call early (the CLI's Ctrl-C): the connection closes, and the daemon takes that as the
+   * caller hanging up (a phrase of `say` is cut or dropped from the queue, a recording stopped).
+   */
+  signal?: AbortSignal;
 }
 
 /** Connects to the daemon's control socket; throws DaemonError when no daemon answers there. */
@@ -54,8 +59,9 @@ export function controlClient(socketPath: string, options: ControlCallOptions = 
   const timeoutMs = options.timeoutMs ?? 10 * 60_000;
   const call = async (method: string, path: string, body?: unknown): Promise<ControlResponse> => {
     try {
-      return await controlRequest(socketPath, method, path, body === undefined ? undefined : JSON.stringify(body), timeoutMs);
+      return await controlRequest(socketPath, method, path, body === undefined ? undefined : JSON.stringify(body), timeoutMs, options.signal);
     } catch (err) {
+      if (err instanceof ControlAborted) throw new AbortedError(err.message, { cause: err });
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ECONNREFUSED') throw notRunning(socketPath, err);
       if (err instanceof ControlTimeout) throw new DaemonError(`the daemon did not answer ${method} ${path} within ${Math.round(timeoutMs / 1000)}s on ${socketPath}; check 'journalctl -u terminal-agent'`, { cause: err });

@@ -21,11 +21,18 @@ export interface ControlResponse {
 /** The call took longer than its deadline. */
 export class ControlTimeout extends Error {}
 
+/** The caller's signal ended the call: the socket is closed, which the daemon takes as a hang-up. */
+export class ControlAborted extends Error {}
+
 const HEAD_END = Buffer.from('\r\n\r\n');
 const READ_BUFFER_BYTES = 64 * 1024;
 
-export function controlRequest(socketPath: string, method: string, path: string, payload: string | undefined, timeoutMs: number): Promise<ControlResponse> {
+export function controlRequest(socketPath: string, method: string, path: string, payload: string | undefined, timeoutMs: number, signal?: AbortSignal): Promise<ControlResponse> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new ControlAborted(`${method} ${path} not sent: interrupted`));
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
@@ -47,6 +54,7 @@ export function controlRequest(socketPath: string, method: string, path: string,
       if (done) return;
       done = true;
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       if (err) {
         socket.destroy();
         reject(err);
@@ -64,6 +72,8 @@ export function controlRequest(socketPath: string, method: string, path: string,
       }
     };
     const timer = setTimeout(() => finish(new ControlTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => finish(new ControlAborted(`${method} ${path} interrupted before the daemon answered`));
+    signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('connect', () => {
       const body = payload === undefined ? '' : payload;
       const head = `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n`

@@ -115,6 +115,36 @@ describe('terminal-agent say', () => {
     expect(fail.stderr).toMatch(/ALSA device "unplugged".*\[TA_ERR_AUDIO_DEVICE\]/s);
   });
 
+  it('Ctrl-C while the daemon holds the phrase ends the call at once and drops the phrase; the next one plays', async () => {
+    const s = await setup();
+    const pcm = await s.expectedPcm('after the interrupt');
+    const daemon = spawn(process.execPath, [CLI_ENTRY, 'run', '--config', s.configPath], {
+      cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...s.env }, stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const exited = new Promise((resolve) => daemon.once('exit', resolve));
+    onTestFinished(async () => {
+      daemon.kill('SIGTERM');
+      await exited;
+    });
+    await until(() => existsSync(join(s.dir, 'control.sock')) || daemon.exitCode !== null, 'the daemon\'s control socket', 20_000);
+    // The service holds the answer: without Ctrl-C the CLI would wait for it.
+    s.emulator.faults.add({ method: 'POST', path: '/tts', action: 'delay', delayMs: 30_000, times: 1 });
+    const say = spawn(process.execPath, [CLI_ENTRY, 'say', 'held by the service', '--config', s.configPath], { env: { PATH: process.env.PATH ?? '', ...s.env } });
+    let stdout = '';
+    say.stdout.setEncoding('utf8').on('data', (t: string) => (stdout += t));
+    const done = new Promise<number | null>((resolve) => say.once('close', resolve));
+    await until(() => ttsCount(s.emulator) === 1, 'the daemon to ask the service', 20_000);
+    const t0 = Date.now();
+    say.kill('SIGINT');
+    expect(await done).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(stdout).toBe('interrupted: SIGINT\n');
+    const next = await runCliProcess(['say', 'after the interrupt', '--config', s.configPath, '--json'], { env: s.env, timeoutMs: 30_000 });
+    expect(next.stderr).toBe('');
+    expect(JSON.parse(next.stdout)).toMatchObject({ mode: 'daemon', outcome: 'played' });
+    expect((await s.alsa.waitPlayed(pcm.length)).equals(pcm)).toBe(true);
+  });
+
   it('several clients at once go through the daemon\'s queue: whole phrases, one after the other', async () => {
     const s = await setup();
     const texts = ['client one speaking', 'client two says something longer', 'client three'];
