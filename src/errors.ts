@@ -218,6 +218,14 @@ export function isAgentError(err: unknown): err is AgentError {
   return err instanceof AgentError;
 }
 
+/**
+ * The bundle's chunk loader (scripts/chunk-loader.cjs, plain CommonJS outside these classes) found
+ * one of its files gone: another build was installed under this process, not a bug or a bad input.
+ */
+export function isProgramReplaced(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'ERR_TA_CHUNK_MISSING';
+}
+
 /** Exit code for anything thrown out of a command. */
 export function exitCodeOf(err: unknown): ExitCode {
   return isAgentError(err) ? err.exitCode : ExitCode.failure;

@@ -1,7 +1,7 @@
 import type { CliContext, CommandSpec, GlobalArgs, OptionSpec, ParsedArgs } from './command.js';
 import { parseArgv } from './parse-argv.js';
 import { writeErr, writeLine } from './output.js';
-import { ExitCode, UsageError, exitCodeOf, isAgentError, ConfigError, formatProblem } from '../errors.js';
+import { ExitCode, UsageError, exitCodeOf, isAgentError, isProgramReplaced, ConfigError, formatProblem } from '../errors.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/terminal-agent/config.yaml';
 
@@ -117,8 +117,8 @@ export function reportError(ctx: CliContext, err: unknown, json: boolean): void 
     writeErr(ctx, `terminal-agent: ${err.message} [${err.code}]`);
     return;
   }
-  if ((err as { code?: unknown })?.code === 'ERR_TA_CHUNK_MISSING') {
-    // The bundle's chunk loader: not a bug but an upgrade under a running command; its message says what to do.
+  if (isProgramReplaced(err)) {
+    // An upgrade under a running command: its message says what to do.
     writeErr(ctx, `terminal-agent: ${(err as Error).message}`);
     return;
   }

@@ -1,6 +1,6 @@
 import { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
-import { ConfigError, describeError } from '../errors.js';
+import { ConfigError, describeError, isProgramReplaced } from '../errors.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';
 import type { AgentConfig } from '../config/schema.js';
 import { createAgent } from './agent.js';
@@ -35,7 +35,7 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
       } catch (err) {
         state.reload.lastError = describeError(err);
         state.metrics.reloads.inc({ result: 'rejected' });
-        if ((err as { code?: unknown })?.code === 'ERR_TA_CHUNK_MISSING') {
+        if (isProgramReplaced(err)) {
           // Not the file's fault: another build was installed under this daemon (the package stops it first).
           logger.error({ err: describeError(err) }, 'reload refused: this daemon\'s program files were replaced; the running configuration stays in use (restart the daemon: systemctl restart terminal-agent)');
           return;
