@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { open } from 'node:fs/promises';
-import { commitTemp, tempPathFor, tempSuffix, writeFileAtomic } from '../util/fs-atomic.js';
+import { commitTemp, tempSuffix, writeFileAtomic, writeTempFile } from '../util/fs-atomic.js';
 import { makeDir } from '../util/make-dir.js';
 import type { FaceRow } from './face-store.js';
 import type { IndexEntry } from './types.js';
@@ -94,21 +93,8 @@ export function createCacheFiles(folder: string) {
      */
     async prepareIndex(rows: readonly FaceRow[]): Promise<PreparedIndex> {
       const text = renderIndex(indexEntries(rows));
-      const tmp = tempPathFor(indexPath);
       await makeDir(dir);
-      try {
-        const fh = await open(tmp, 'wx', 0o644);
-        try {
-          await fh.writeFile(text);
-          await fh.datasync();
-        } finally {
-          await fh.close();
-        }
-      } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
-      }
-      return { tmp, version: indexVersion(text) };
+      return { tmp: await writeTempFile(indexPath, text, 'wx'), version: indexVersion(text) };
     },
     /** Renames a prepared index into place (durably), then writes index.version; returns the version. */
     async publishIndex(prepared: PreparedIndex): Promise<string> {

@@ -56,18 +56,33 @@ export interface AtomicWriteOptions {
   dirExists?: boolean;
 }
 
-/** Writes `data` to `path` atomically (temp file + fsync + rename + dir fsync). */
-export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
-  if (!options.dirExists) await makeDir(dirname(path));
+/**
+ * Writes `data` to a temp name beside `path` (its folder must exist) and fsyncs it; returns that
+ * name, for the caller to rename (commitTemp) or remove. Nothing is left behind when it fails.
+ * `flag` 'wx' refuses a file already there under that name.
+ */
+export async function writeTempFile(path: string, data: string | Uint8Array, flag: 'w' | 'wx' = 'w'): Promise<string> {
   const tmp = tempPathFor(path);
   try {
-    const fh = await open(tmp, 'w', 0o644);
+    const fh = await open(tmp, flag, 0o644);
     try {
       await fh.writeFile(data);
       await fh.sync();
     } finally {
       await fh.close();
     }
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  return tmp;
+}
+
+/** Writes `data` to `path` atomically (temp file + fsync + rename + dir fsync). */
+export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+  if (!options.dirExists) await makeDir(dirname(path));
+  const tmp = await writeTempFile(path, data);
+  try {
     await rename(tmp, path);
   } catch (err) {
     await rm(tmp, { force: true });
