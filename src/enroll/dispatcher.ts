@@ -1,4 +1,3 @@
-import { AbortedError } from '../errors.js';
 import type { Commit } from './commit-batcher.js';
 import type { Logger } from '../log/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../util/backoff.js';
@@ -9,17 +8,12 @@ import { parseMeta } from './outbox-store.js';
 import type { Kind, OutboxRow, StepOutcome } from './types.js';
 import { isoTime } from '../util/iso-time.js';
 import { performance } from '../util/monotonic.js';
+import { NotSentError, createRequestSlots, type SendGate } from './send-gate.js';
 
 // The outbox loop: starts uploads (upload_concurrency at most, one at a time per kind+name so that
 // files for the same name keep their order), settles faces whose id or outcome is pending, follows
 // speaker training, and records each step in one transaction. After a retryable failure it pauses
 // every upload with backoff instead of letting a thousand queued files hammer a dead service.
-
-/**
- * Waits for a request slot (upload_concurrency at most on the wire); resolves to its release.
- * Throws NotSentError when uploads were paused or stopped meanwhile: the request must not go.
- */
-export type SendGate = () => Promise<() => void>;
 
 export interface KindHandler {
   /** With `gated`, the handler calls `gate` itself right before its request (after its durable "sending" commit). */
@@ -65,41 +59,12 @@ const RESOLVE_BATCH = 64;
 const RESOLVE_WAIT_MS = 1_000;
 /**
  * Side steps (resolve, reconcile, training polls) are looked for at most this often: each look is
- * three queries, and passes run after every upload. Their rows wait seconds anyway.
+ * a summary query (and the due rows' reads when some are due), and passes run after every upload.
+ * Their rows wait seconds anyway.
  */
 const SIDE_CHECK_MS = 50;
 /** Startable rows fetched per query. */
 const READY_BATCH = 32;
-
-/**
- * The gate refused to let a prepared request go (pause or stop): the row goes back to the queue.
- * Never leaves the dispatcher; an AbortedError so that anything else reads it as "not done".
- */
-class NotSentError extends AbortedError {
-  constructor() {
-    super('the upload was held back before its request left (uploads paused or stopping)');
-  }
-}
-
-/** FIFO counting semaphore for the request slots. */
-function createSlots(limit: number) {
-  let free = limit;
-  const waiters: (() => void)[] = [];
-  return {
-    acquire(): Promise<void> {
-      if (free > 0) {
-        free--;
-        return Promise.resolve();
-      }
-      return new Promise((resolve) => waiters.push(resolve));
-    },
-    release(): void {
-      const next = waiters.shift();
-      if (next) next();
-      else free++;
-    },
-  };
-}
 
 export function createDispatcher(deps: DispatcherDeps) {
   const { store, logger } = deps;
@@ -122,7 +87,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   // slot's previous request is still on the wire: up to twice upload_concurrency uploads are
   // started, and the request slots keep upload_concurrency requests at the service at most.
   // A row marked sending whose request never leaves (crash) is settled like any unknown outcome.
-  const slots = createSlots(deps.concurrency);
+  const slots = createRequestSlots(deps.concurrency);
   const maxStarted = deps.concurrency * 2;
   let loopSignal: AbortSignal | undefined;
   // Startable rows fetched ahead: one query per READY_BATCH uploads instead of one (with a
@@ -228,21 +193,8 @@ export function createDispatcher(deps: DispatcherDeps) {
     const handler = deps.handlers[row.kind];
     const epoch = pauseEpoch;
     const t0 = performance.now();
-    const gate: SendGate = async () => {
-      await slots.acquire();
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        slots.release();
-      };
-      // A failure seen meanwhile paused uploads, or the agent is stopping: do not send.
-      if (epoch !== pauseEpoch || signal.aborted || loopSignal?.aborted) {
-        release();
-        throw new NotSentError();
-      }
-      return release;
-    };
+    // A failure seen meanwhile paused uploads, or the agent is stopping: do not send.
+    const gate = slots.gateFor(() => epoch !== pauseEpoch || signal.aborted || loopSignal?.aborted === true);
     try {
       deps.onSending?.(row);
       let outcome: StepOutcome;

@@ -2,7 +2,7 @@ import type { FaceRecord, FileUpload, ServiceClient } from '../client/types.js';
 import type { Logger } from '../log/logger.js';
 import type { Applied } from './failure.js';
 import type { Commit } from './commit-batcher.js';
-import type { SendGate } from './dispatcher.js';
+import type { SendGate } from './send-gate.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { canonicalName } from '../client/names.js';
