@@ -226,6 +226,12 @@ export function isProgramReplaced(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === 'ERR_TA_CHUNK_MISSING';
 }
 
+/** Why a signal ended some work, for a message: its reason's text ('SIGINT', 'caller hung up'). */
+export function abortReason(signal: AbortSignal | undefined, fallback: string): string {
+  const reason: unknown = signal?.reason;
+  return reason instanceof Error ? reason.message : fallback;
+}
+
 /** Exit code for anything thrown out of a command. */
 export function exitCodeOf(err: unknown): ExitCode {
   return isAgentError(err) ? err.exitCode : ExitCode.failure;

@@ -4,7 +4,7 @@ import { writeJson, writeLine, writeErr } from './output.js';
 import { clientFromConfig, type ApiSession } from './api-client.js';
 import { tryConnectControl } from '../control/control-client.js';
 import type { Db } from '../db/database.js';
-import { AbortedError, UsageError, describeError } from '../errors.js';
+import { AbortedError, UsageError, abortReason, describeError } from '../errors.js';
 import { ensureWritable } from '../util/fs-atomic.js';
 import { resolveTtsParams, ttsBody, type SayRequest, type SayResult } from '../audio/speech-types.js';
 import { saveSynthesizedWav } from '../audio/wav-file-writer.js';
@@ -120,7 +120,7 @@ joins its queue (phrases never overlap); --interrupt stops the current one and c
         // Only what the operator gave: the daemon applies the tts.* defaults of its own config.
         const result = await (daemon.say({ ...req }) as Promise<SayResult>).catch((err: unknown) => {
           if (!(err instanceof AbortedError) || !ctx.shutdown.aborted) throw err;
-          const reason = ctx.shutdown.reason instanceof Error ? ctx.shutdown.reason.message : 'stopped';
+          const reason = abortReason(ctx.shutdown, 'stopped');
           return { outcome: 'interrupted', reason } as SayResult;
         });
         return report(ctx, args, 'daemon', result);

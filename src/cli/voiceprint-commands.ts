@@ -3,13 +3,13 @@ import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { CliContext, CommandSpec, ParsedArgs } from './command.js';
 import { stringOpt } from './command.js';
-import { writeJson, writeLine, writeTable, type Column } from './output.js';
+import { writeErr, writeJson, writeLine, writeTable, type Column } from './output.js';
 import { loadLocalConfig, withClient, type ApiSession } from './api-client.js';
 import type { AgentConfig } from '../config/schema.js';
-import { tryConnectControl } from '../control/control-client.js';
+import { controlClient, tryConnectControl } from '../control/control-client.js';
 import type { Db } from '../db/database.js';
 import type { RegisterVoiceprintResult } from '../client/types.js';
-import { UsageError } from '../errors.js';
+import { AbortedError, UsageError, abortReason } from '../errors.js';
 import type { EnrollResult } from '../voiceprint/voice-enroll.js';
 import type { VoiceprintRow } from '../voiceprint/registry.js';
 import { pruneVoiceprintAudits } from '../voiceprint/audit-retention.js';
@@ -93,7 +93,8 @@ whole recording. A refused recording says what was measured (peak, level, share 
     const name = checkVoiceprintName(rawName);
     const seconds = await secondsOption(args);
     const config = await loadLocalConfig(args, ctx);
-    const control = await tryConnectControl(config.control.socket);
+    // Ctrl-C closes the connection: the daemon takes that as a hang-up and stops the recording.
+    const control = await tryConnectControl(config.control.socket, { signal: ctx.shutdown });
     const meter = await levelMeter(ctx, args.global.json, name);
     if (control) {
       if (!args.global.json) writeLine(ctx, `recording ${seconds ?? config.voiceprint.seconds} s through the daemon: speak now`);
@@ -102,6 +103,9 @@ whole recording. A refused recording says what was measured (peak, level, share 
       let r: EnrollResult;
       try {
         r = (await control.enrollVoiceprint({ name, ...(seconds !== undefined ? { seconds } : {}) })) as EnrollResult;
+      } catch (err) {
+        if (err instanceof AbortedError && ctx.shutdown.aborted) throw await afterHangUp(config.control.socket, name, ctx.shutdown);
+        throw err;
       } finally {
         stream?.close();
         meter.clear();
@@ -113,12 +117,22 @@ whole recording. A refused recording says what was measured (peak, level, share 
       const events = meter.live ? (await import('../events/event-bus.js')).createEventBus() : undefined;
       events?.subscribe(meter.onEvent);
       const voice = createVoiceEnroll({ config: cfg, db, client, logger: silentLogger(), env: ctx.env, micWaitMs: 0, ...(events ? { events } : {}) });
-      const onAbort = () => void voice.stop();
+      // Ctrl-C cancels as a hang-up does in the daemon: a recording stops and nothing is sent; an
+      // upload under way is finished (a second Ctrl-C leaves at once), so that what the service
+      // registered is in the local registry.
+      const onAbort = () => {
+        if ((voice.status().current as { phase?: string } | null)?.phase === 'uploading') {
+          writeErr(ctx, `interrupted: ${abortReason(ctx.shutdown, 'stopped')}; the recording of '${name}' was already being sent: waiting for the service's answer so that it is listed (Ctrl-C again to leave at once)`);
+        }
+      };
       ctx.shutdown.addEventListener('abort', onAbort, { once: true });
       try {
         if (!args.global.json) writeLine(ctx, `recording ${seconds ?? cfg.voiceprint.seconds} s from ${cfg.audio.input_device}: speak now`);
-        const result = await voice.enroll({ name, ...(seconds !== undefined ? { seconds } : {}) }).finally(() => meter.clear());
+        const result = await voice.enroll({ name, ...(seconds !== undefined ? { seconds } : {}), signal: ctx.shutdown }).finally(() => meter.clear());
         printEnrolled(ctx, args.global.json, result);
+      } catch (err) {
+        if (err instanceof AbortedError && ctx.shutdown.aborted) throw interrupted(ctx.shutdown, `the recording of '${name}' stopped: nothing was sent or registered`, err);
+        throw err;
       } finally {
         ctx.shutdown.removeEventListener('abort', onAbort);
         await voice.stop();
@@ -127,6 +141,27 @@ whole recording. A refused recording says what was measured (peak, level, share 
     });
   },
 };
+
+function interrupted(signal: AbortSignal, what: string, cause?: unknown): AbortedError {
+  return new AbortedError(`interrupted: ${abortReason(signal, 'stopped')}; ${what}`, cause === undefined ? {} : { cause });
+}
+
+/**
+ * What became of an enrollment the CLI hung up on: the daemon stops a recording, and finishes an
+ * upload already under way (see voice-enroll.ts). Its status says which; an interrupted command
+ * exits 1 either way, since it cannot report a result.
+ */
+async function afterHangUp(socketPath: string, name: string, signal: AbortSignal): Promise<AbortedError> {
+  const status = await controlClient(socketPath, { timeoutMs: 5000 }).status().catch(() => undefined);
+  const voice = status?.audio.voice as { current?: { name?: string; phase?: string } | null; last?: { name?: string; ok?: boolean; voiceprint_id?: string } | null } | undefined;
+  if (voice?.current?.name === name && voice.current.phase === 'uploading') {
+    return interrupted(signal, `the recording of '${name}' was already being sent: the daemon completes its registration, and 'voiceprint list' shows it once the service answered`);
+  }
+  if (voice?.last?.name === name && voice.last.ok) {
+    return interrupted(signal, `the daemon had already registered '${name}' (${voice.last.voiceprint_id ?? 'no voiceprint_id'}); 'voiceprint list' shows it`);
+  }
+  return interrupted(signal, `the daemon stopped the recording of '${name}': nothing was sent or registered`);
+}
 
 const COLUMNS: Column<VoiceprintRow>[] = [
   { header: 'voiceprint_id', value: (r) => r.voiceprint_id },

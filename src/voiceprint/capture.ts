@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import { AbortedError, RecorderError } from '../errors.js';
+import { AbortedError, RecorderError, abortReason } from '../errors.js';
 
 // Raw PCM from the microphone through node-record-lpcm16. The recorder is told the exact number of
 // samples to take, so a normal recording ends by itself with exit 0; anything else (no binary, no
@@ -41,6 +41,9 @@ interface Recording {
 type RecordFn = (options: Record<string, unknown>) => Recording;
 
 const require = createRequire(import.meta.url);
+
+/** How long a cancelled recorder has to exit after SIGTERM before it is killed. */
+const KILL_AFTER_MS = 1000;
 
 const INSTALL_HINT: Record<RecorderName, string> = {
   arecord: 'install it with `apt-get install alsa-utils`',
@@ -98,9 +101,14 @@ export async function capturePcm(o: CaptureOptions): Promise<Capture> {
       bytes += take.length;
       o.onAudio?.(take);
     });
+    let killer: NodeJS.Timeout | undefined;
     const onAbort = () => {
       aborted = true;
       child.kill('SIGTERM');
+      // arecord's SIGTERM handler only aborts the PCM: a read blocked on a device that delivers
+      // nothing (a stalled USB microphone, ALSA's file plugin on a pipe) is restarted and would
+      // hold a cancelled enrollment, and the microphone, until the stall timer.
+      killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
     };
     o.signal?.addEventListener('abort', onAbort, { once: true });
     const timer = setTimeout(() => {
@@ -110,11 +118,12 @@ export async function capturePcm(o: CaptureOptions): Promise<Capture> {
 
     child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer);
+      clearTimeout(killer);
       o.signal?.removeEventListener('abort', onAbort);
       // Whole samples only: a child killed mid-write may leave an odd byte.
       const pcm = Buffer.concat(chunks).subarray(0, bytes - (bytes % 2));
       const facts = { recorder: o.recorder, device: o.device, exitCode: code, signal, bytes: pcm.length };
-      if (aborted) return reject(new AbortedError('recording cancelled: the agent is stopping', { details: facts }));
+      if (aborted) return reject(new AbortedError(`recording cancelled: ${abortReason(o.signal, 'the agent is stopping')}`, { details: facts }));
       if (spawnError) return reject(spawnFailure(o, spawnError));
       if (timedOut) {
         return reject(new RecorderError(`${o.recorder} on device '${o.device}' did not finish within ${o.seconds} s plus ${(o.graceMs ?? 10_000) / 1000} s; the device stalled: reconnect the microphone or check it with \`arecord -D ${o.device} -d 2 /tmp/t.wav\``, { details: { ...facts, reason: 'stalled' } }));

@@ -4,7 +4,7 @@ import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient } from '../client/types.js';
-import { BusyError, UsageError, isAgentError, describeError } from '../errors.js';
+import { AbortedError, BusyError, UsageError, abortReason, isAgentError, describeError } from '../errors.js';
 import { encodeWav } from '../audio/wav.js';
 import { writeFileAtomic } from '../util/fs-atomic.js';
 import { capturePcm } from './capture.js';
@@ -131,6 +131,11 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     logger.info({ name, quality }, 'voiceprint recording measured');
     assertQuality(report, { requestedSeconds: seconds, what: `the recording of '${name}'` });
 
+    // The caller hanging up (Ctrl-C of `voiceprint enroll`, a closed control connection) cancels
+    // what is not sent yet. Once the upload starts it runs to its end, cut only by the agent's stop:
+    // the service may register the voiceprint whatever the caller does, and one the local registry
+    // does not list could never be found or deleted (the API has no list call).
+    if (signal.aborted) throw new AbortedError(`voiceprint enrollment of '${name}' cancelled before anything was sent: ${abortReason(signal, 'cancelled')}`);
     current = { name, phase: 'uploading', since: isoTime() };
     // The recording is kept as the audit copy of what was sent: never into the free-space floor.
     await createDiskFloor(config.state_dir, config.state_min_free ?? 'auto').assertRoom(pcm.length + 44, 'voiceprint recordings');
@@ -141,7 +146,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     const wav = await checkWavFile(wavPath, { what: 'recording', minSeconds: MIN_SECONDS, maxSeconds: MAX_SECONDS + 1 });
     const outcome = await registerVoiceprintWav(
       { client: deps.client, registry, stateDir: config.state_dir, model: config.voiceprint.model, logger },
-      { name, wav, source: 'enroll', quality, inAuditDir: true, signal },
+      { name, wav, source: 'enroll', quality, inAuditDir: true, signal: stopping.signal },
     );
     return { ...outcome, levels };
   }
@@ -195,7 +200,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     },
 
     async stop() {
-      if (!stopping.signal.aborted) stopping.abort();
+      if (!stopping.signal.aborted) stopping.abort(new Error('the agent is stopping'));
       mic.close('the agent is stopping');
       await Promise.allSettled([...inFlight]);
       await pruning;

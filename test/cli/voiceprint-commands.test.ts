@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { controlClient, type ControlClient } from '../../src/control/control-client.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { encodeWav } from '../../src/audio/wav.js';
@@ -27,6 +28,87 @@ interface Setup {
   dir: string;
   configPath: string;
   alsaEnv: NodeJS.ProcessEnv;
+  /** The microphone's infile. */
+  input: string;
+}
+
+/** `terminal-agent run` on the setup's config, stopped when the test ends; resolves once its control socket is up. */
+async function startDaemon(s: Setup): Promise<ControlClient> {
+  const daemon = spawn(process.execPath, [CLI_ENTRY, 'run', '--config', s.configPath], { env: s.alsaEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+  onTestFinished(async () => {
+    if (daemon.exitCode === null) {
+      const exited = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await exited;
+    }
+  });
+  const socket = join(s.dir, 'control.sock');
+  for (let i = 0; i < 200 && !existsSync(socket); i++) await sleep(100);
+  expect(existsSync(socket)).toBe(true);
+  return controlClient(socket, { timeoutMs: 5000 });
+}
+
+/**
+ * A microphone that gives 1 s of speech, then nothing until the test ends: a FIFO as the file
+ * plugin's infile, held open here, so arecord blocks as it would mid-recording on a real card.
+ */
+function heldMicrophone(): string {
+  const path = join(work.dir, `held-mic-${++fifos}.raw`);
+  execFileSync('mkfifo', [path]);
+  const fd = openSync(path, 'r+'); // read-write: opening does not wait for the recorder
+  writeSync(fd, readFileSync(inputs.speech).subarray(0, 32000));
+  onTestFinished(() => closeSync(fd));
+  return path;
+}
+let fifos = 0;
+
+/** Whether a process other than this one has `path` open (the recorder reading the held microphone). */
+function otherProcessHolds(path: string): boolean {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid)) {
+    try {
+      if (readdirSync(`/proc/${pid}/fd`).some((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === path)) return true;
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return false;
+}
+
+/** `voiceprint enroll` as a child the test can interrupt. */
+function enrollChild(s: Setup, name: string, seconds: string) {
+  const child = spawn(process.execPath, [CLI_ENTRY, 'voiceprint', 'enroll', '--name', name, '--seconds', seconds, '--config', s.configPath], { env: { PATH: process.env.PATH ?? '', ALSA_CONFIG_PATH: s.alsaEnv.ALSA_CONFIG_PATH } });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (t: string) => (out.stdout += t));
+  child.stderr.setEncoding('utf8').on('data', (t: string) => (out.stderr += t));
+  const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
+  onTestFinished(() => void child.kill('SIGKILL'));
+  return { child, out, exit };
+}
+
+/** Enrolls `name` for 2 s, the service holding the upload for 2 s, and sends SIGINT once it arrived there. */
+async function interruptUpload(s: Setup, name: string) {
+  s.emulator.faults.add({ method: 'POST', path: '/voiceprint', action: 'delay', delayMs: 2000, times: 1 });
+  const cli = enrollChild(s, name, '2');
+  await until('the upload', () => s.emulator.requests.some((q) => q.path === '/voiceprint'));
+  cli.child.kill('SIGINT');
+  return { code: await cli.exit, out: cli.out };
+}
+
+async function until(what: string, test: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+type VoiceStatus = { state: string; current: { name: string; phase: string } | null };
+const voiceOf = async (daemon: ControlClient) => (await daemon.status()).audio.voice as VoiceStatus;
+
+function expectNothingKept(s: Setup): void {
+  expect(s.emulator.requests.filter((q) => q.path === '/voiceprint')).toHaveLength(0);
+  const audits = join(s.dir, 'state', 'voiceprints');
+  expect(existsSync(audits) ? readdirSync(audits) : []).toEqual([]);
 }
 
 async function setup(input = inputs.speech): Promise<Setup> {
@@ -51,7 +133,7 @@ async function setup(input = inputs.speech): Promise<Setup> {
     '',
   ].join('\n'));
   const run = (...args: string[]) => runCliProcess([...args, '--config', configPath], { env: { ALSA_CONFIG_PATH: mic.env.ALSA_CONFIG_PATH } });
-  return { emulator, run, dir, configPath, alsaEnv: mic.env };
+  return { emulator, run, dir, configPath, alsaEnv: mic.env, input };
 }
 
 describe('voiceprint commands', () => {
@@ -132,18 +214,9 @@ describe('voiceprint commands', () => {
   });
 
   it('enroll goes through the running daemon (POST /voiceprint/enroll) when one answers on control.socket', async () => {
-    const { emulator, run, dir, configPath, alsaEnv } = await setup();
-    const daemon = spawn(process.execPath, [CLI_ENTRY, 'run', '--config', configPath], { env: alsaEnv, stdio: ['ignore', 'ignore', 'pipe'] });
-    onTestFinished(async () => {
-      if (daemon.exitCode === null) {
-        const exited = new Promise((resolve) => daemon.once('exit', resolve));
-        daemon.kill('SIGTERM');
-        await exited;
-      }
-    });
-    const socket = join(dir, 'control.sock');
-    for (let i = 0; i < 200 && !existsSync(socket); i++) await sleep(100);
-    expect(existsSync(socket)).toBe(true);
+    const s = await setup();
+    const { emulator, run } = s;
+    await startDaemon(s);
 
     const r = await run('voiceprint', 'enroll', '--name', 'hana', '--seconds', '2');
     expect(r.stderr).toBe('');
@@ -152,5 +225,56 @@ describe('voiceprint commands', () => {
     expect(emulator.state.voiceprints().map((v) => v.name)).toEqual(['hana']);
     const rows = JSON.parse((await run('voiceprint', 'list', '--json')).stdout) as Array<{ name: string; source: string }>;
     expect(rows).toEqual([expect.objectContaining({ name: 'hana', source: 'enroll' })]);
+  });
+
+  it('Ctrl-C of enroll through the daemon stops the recording at once: exit 1, nothing sent or kept, the daemon idle again', async () => {
+    const s = await setup(heldMicrophone());
+    const daemon = await startDaemon(s);
+    const cli = enrollChild(s, 'ivy', '5');
+    await until('the daemon to record', async () => (await voiceOf(daemon)).current?.phase === 'recording');
+    const t0 = Date.now();
+    cli.child.kill('SIGINT');
+    expect(await cli.exit).toBe(1);
+    // Before, the CLI waited for the recorder: 5 s plus its 10 s stall grace on this microphone.
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(cli.out.stderr).toBe("terminal-agent: interrupted: SIGINT; the daemon stopped the recording of 'ivy': nothing was sent or registered [TA_ERR_ABORTED]\n");
+    await until('the daemon to stop recording', async () => (await voiceOf(daemon)).state === 'idle', 3000);
+    expect((await daemon.status()).audio.voice).toMatchObject({ last: { name: 'ivy', ok: false, code: 'TA_ERR_ABORTED', error: 'recording cancelled: caller hung up' } });
+    expectNothingKept(s);
+    expect(JSON.parse((await s.run('voiceprint', 'list', '--json')).stdout)).toEqual([]);
+  });
+
+  it('Ctrl-C of enroll through the daemon once the upload started: the daemon completes the registration, which list shows', async () => {
+    const s = await setup();
+    const daemon = await startDaemon(s);
+    const cli = await interruptUpload(s, 'jon');
+    expect(cli.code).toBe(1);
+    expect(cli.out.stderr).toBe("terminal-agent: interrupted: SIGINT; the recording of 'jon' was already being sent: the daemon completes its registration, and 'voiceprint list' shows it once the service answered [TA_ERR_ABORTED]\n");
+    await until('the registration', async () => (await voiceOf(daemon)).state === 'idle', 10_000);
+    const [stored] = s.emulator.state.voiceprints();
+    expect(stored).toMatchObject({ name: 'jon' });
+    const rows = JSON.parse((await s.run('voiceprint', 'list', '--json')).stdout) as Array<{ voiceprint_id: string; audit_wav: string }>;
+    expect(rows).toEqual([expect.objectContaining({ voiceprint_id: stored!.voiceprint_id, name: 'jon', source: 'enroll' })]);
+    expect(existsSync(rows[0]!.audit_wav)).toBe(true);
+  });
+
+  it('Ctrl-C of enroll with no daemon: the same outcomes (a recording stops with exit 1; an upload under way is finished and printed)', async () => {
+    const held = await setup(heldMicrophone());
+    const recording = enrollChild(held, 'kim', '5');
+    await until('the recorder to open the microphone', () => otherProcessHolds(held.input));
+    const t0 = Date.now();
+    recording.child.kill('SIGINT');
+    expect(await recording.exit).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(recording.out.stderr).toBe("terminal-agent: interrupted: SIGINT; the recording of 'kim' stopped: nothing was sent or registered [TA_ERR_ABORTED]\n");
+    expectNothingKept(held);
+
+    const s = await setup();
+    const uploading = await interruptUpload(s, 'lou');
+    expect(uploading.code).toBe(0);
+    expect(uploading.out.stderr).toBe("interrupted: SIGINT; the recording of 'lou' was already being sent: waiting for the service's answer so that it is listed (Ctrl-C again to leave at once)\n");
+    const [stored] = s.emulator.state.voiceprints();
+    expect(uploading.out.stdout).toContain(`registered voiceprint "lou": ${stored!.voiceprint_id}`);
+    expect(JSON.parse((await s.run('voiceprint', 'list', '--json')).stdout)).toEqual([expect.objectContaining({ voiceprint_id: stored!.voiceprint_id, name: 'lou' })]);
   });
 });
