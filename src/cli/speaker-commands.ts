@@ -1,5 +1,3 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { CommandSpec } from './command.js';
 import { writeJson, writeTable, type Column } from './output.js';
 import { loadLocalConfig } from './api-client.js';
@@ -22,18 +20,8 @@ const list: CommandSpec = {
   positionals: { min: 0, max: 0 },
   run: async (args, ctx) => {
     const config = await loadLocalConfig(args, ctx);
-    const path = join(config.state_dir, 'agent.db');
-    let rows: SpeakerRow[] = [];
-    if (existsSync(path)) {
-      // SQLite is loaded by the commands that read it, not by every CLI call.
-      const { openDatabase } = await import('../db/database.js');
-      const db = openDatabase({ path, readonly: true });
-      try {
-        rows = createSpeakerRegistry(db).list();
-      } finally {
-        db.close();
-      }
-    }
+    // SQLite is loaded by the commands that read it, not by every CLI call.
+    const rows = (await import('../db/read-only.js')).readAgentDb(config.state_dir, (db) => createSpeakerRegistry(db).list());
     if (args.global.json) {
       writeJson(ctx, rows.map((r) => ({ ...r, status_text: speakerStatusText(r.status), created_at: new Date(r.created_at).toISOString(), updated_at: new Date(r.updated_at).toISOString() })));
       return;

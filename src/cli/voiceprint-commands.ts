@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { CliContext, CommandSpec, ParsedArgs } from './command.js';
 import { stringOpt } from './command.js';
@@ -30,15 +29,6 @@ async function agentDb(config: AgentConfig): Promise<Db> {
 }
 
 const registryOf = async (db: Db) => (await import('../voiceprint/registry.js')).createVoiceprintRegistry(db);
-
-async function withDb<T>(config: AgentConfig, fn: (db: Db) => Promise<T>): Promise<T> {
-  const db = await agentDb(config);
-  try {
-    return await fn(db);
-  } finally {
-    db.close();
-  }
-}
 
 async function secondsOption(args: ParsedArgs): Promise<number | undefined> {
   const raw = stringOpt(args, 'seconds');
@@ -177,8 +167,9 @@ const list: CommandSpec = {
   positionals: { min: 0, max: 0 },
   run: async (args, ctx) => {
     const config = await loadLocalConfig(args, ctx);
-    const path = join(config.state_dir, 'agent.db');
-    const rows = existsSync(path) ? await withDb(config, async (db) => (await registryOf(db)).list()) : [];
+    // Read-only, as `speaker list`: an operator who may only read agent.db can list.
+    const [{ readAgentDb }, { createVoiceprintRegistry }] = await Promise.all([import('../db/read-only.js'), import('../voiceprint/registry.js')]);
+    const rows = readAgentDb(config.state_dir, (db) => createVoiceprintRegistry(db).list());
     if (args.global.json) return writeJson(ctx, rows);
     writeTable(ctx, rows, COLUMNS, '(no voiceprints registered from this terminal)');
   },
