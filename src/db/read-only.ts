@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { openDatabase, type Db } from './database.js';
 import { AgentError } from '../errors.js';
 
-// The commands that only read agent.db (`voiceprint list`, `speaker list`) open it read-only: an
-// operator in the agent's group can read the file (0640, group terminal-agent, as the Debian
-// package installs it) but not write it or its folder, and a read-only connection neither
-// migrates nor takes a lock from the running daemon. These run once per CLI call, never in the
-// daemon, so the checks are synchronous.
+// The commands that only read agent.db (`voiceprint list`, `speaker list`, `faces list --cached`)
+// open it read-only: an operator in the agent's group can read the file (0640, group
+// terminal-agent, as the Debian package installs it) but not write it or its folder, and a
+// read-only connection neither migrates nor takes a lock from the running daemon. These run once
+// per CLI call, never in the daemon, so the checks are synchronous.
 
 /** What `read` returns from agent.db under `stateDir`, opened read-only and closed after. */
 export function readAgentDb<T>(stateDir: string, read: (db: Db) => T): T {

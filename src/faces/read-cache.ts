@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { openDatabase } from '../db/database.js';
+import { openAgentDbReadOnly } from '../db/read-only.js';
 import { AgentError } from '../errors.js';
 import { toCachedFace, type FaceRow } from './face-store.js';
 import type { CachedFace } from './types.js';
@@ -22,7 +22,7 @@ export function readCachedFaces(stateDir: string): CachedFaceView[] {
   if (!existsSync(path)) {
     throw new AgentError(`no face cache at ${path}: the agent has not synced yet; start it (systemctl start terminal-agent) or run 'terminal-agent faces sync'`, { details: { path } });
   }
-  const db = openDatabase({ path, readonly: true });
+  const db = openAgentDbReadOnly(stateDir);
   try {
     const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'faces'").get();
     if (!hasTable) return [];

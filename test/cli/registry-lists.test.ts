@@ -7,7 +7,7 @@ import { createSpeakerRegistry } from '../../src/enroll/speaker-registry.js';
 import { runCliProcess, type CliRunOptions } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
-// `voiceprint list` and `speaker list` as an operator who may only read agent.db: the Debian
+// `voiceprint list`, `speaker list` (and `faces list --cached`) as an operator who may only read agent.db: the Debian
 // package makes state_dir 0750 and the agent's UMask=0027 its files 0640, owner and group
 // terminal-agent. As root (these tests' usual case) the CLI runs as nobody, with the files' group
 // set to nobody's; as any other user, the user's own write permissions are taken away, which
@@ -69,6 +69,10 @@ describe('voiceprint list and speaker list read agent.db read-only', () => {
       const speakers = await list(t, 'speaker', '--json');
       expect(speakers.stderr, pass).toBe('');
       expect(JSON.parse(speakers.stdout), pass).toEqual([expect.objectContaining({ speaker_id: 'spk_1', label: 'bea', status_text: 'ready' })]);
+      // `faces list --cached` too (this terminal has no faces: the read is what is tested).
+      const faces = await runCliProcess(['faces', 'list', '--cached', '--json', '--config', t.configPath], t.reader);
+      expect(faces.stderr, pass).toBe('');
+      expect(JSON.parse(faces.stdout), pass).toEqual([]);
       daemon.close();
     }
   });
