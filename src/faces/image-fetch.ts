@@ -1,4 +1,6 @@
-import { rename, rm } from 'node:fs/promises';
+import { renameSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { removeStateFile } from '../util/state-fs.js';
 import { basename } from 'node:path';
 import { imageFileName } from './cache-files.js';
 import type { Logger } from 'pino';
@@ -76,10 +78,11 @@ async function record(ctx: FetchContext, job: FetchJob, res: ImageOutcome): Prom
     // Not durable yet, and named by nothing: the syncfs before the commit covers it (durability.ts).
     file = imageFileName(job.faceId, res.ext);
     const path = `${ctx.cacheDir}/${file}`; // as cache-files.ts pathOf
+    // In the cache under state_dir: renamed on the event loop (util/state-fs.ts says why).
     try {
-      await rename(res.tmp, path);
+      renameSync(res.tmp, path);
     } catch (err) {
-      await rm(res.tmp, { force: true });
+      removeStateFile(res.tmp);
       throw err;
     }
     res = { ...res, tmp: path };

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { benchWorkDir } from './lib/bench-fs.mjs';
+import { benchWorkDir, settleDisk } from './lib/bench-fs.mjs';
 import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
@@ -76,6 +76,7 @@ async function oneRun(latencyMs, budget, runNo) {
   const emulator = await startEmulator({ port: 0, terminals, tts: 'tone', chaos: { latencyMs } });
   try {
     const service = configSchema.parse({ service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, terminal_secret: terminals[0].terminal_secret }, state_dir: '/x' }).service;
+    settleDisk(root);
     const plain = await runPlainLoop(service, budget);
 
     const config = writeDaemonConfig(dir, emulator, terminals[1]);
@@ -87,6 +88,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const index = join(dir, 'state', 'faces', 'index.json');
     // Let the start-up face sync finish: its cost is the daemon's, not the files'.
     await sleep(1500);
+    settleDisk(root);
     const pid = daemon.child.pid;
     const cpu0 = procCpuSplitMs(pid);
     const threads0 = procThreadCpuMs(pid);

@@ -22,7 +22,7 @@ import { fork } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPiBudget, procCpuSplitMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig } from './lib/daemon-run.mjs';
-import { benchWorkDir } from './lib/bench-fs.mjs';
+import { benchWorkDir, settleDisk } from './lib/bench-fs.mjs';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
@@ -259,6 +259,7 @@ async function plainGetLoop(emu, work, concurrency, budget) {
   const dir = join(work, `plain-${Date.now()}`);
   mkdirSync(dir);
   const service = serviceConfig(emu);
+  settleDisk(work);
   const t0 = performance.now();
   const prof = process.env.BENCH_PROF_PLAIN ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_PLAIN}`] : [];
   const child = spawnNode([...prof, fileURLToPath(new URL('./lib/plain-loops.mjs', import.meta.url)), 'get'], { env: { ...process.env, BENCH_ARGS: JSON.stringify({ service, dir, concurrency }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
@@ -291,6 +292,7 @@ async function daemonFirstSync(emu, work, n, budget) {
   const config = writeDaemonConfig(dir, emu, { terminal_secret: SECRET }, '', process.env.BENCH_LOG_LEVEL ?? 'warn');
   emu.clearRequests();
   const index = join(dir, 'state', 'faces', 'index.json');
+  settleDisk(work);
   const t0 = performance.now();
   const wall0 = Date.now();
   let readyMs = NaN;
