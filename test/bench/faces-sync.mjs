@@ -5,7 +5,7 @@
 //   profiling: BENCH_PROF=DIR (daemon --cpu-prof), BENCH_PROF_PLAIN=DIR (the plain loop's), BENCH_NODE_ARGS,
 //   BENCH_DAEMON_ENV (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
 //   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio),
-//   BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs)
+//   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs)
 // Prints, as figures and ratios:
 //   - the first sync end to end as a user sees it: from spawning the real daemon (dist/main.js run,
 //     as the unit runs it, a fresh state_dir) to index.json naming all N faces, against a plain
@@ -21,7 +21,7 @@
 import { fork } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPiBudget, procCpuSplitMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { createPiBudget, procCpuSplitMs, procPeakRssMb, procThreadCpuMs, spawnDaemon, spawnNode, spread, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { benchWorkDir, settleDisk } from './lib/bench-fs.mjs';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
@@ -323,6 +323,7 @@ async function daemonFirstSync(emu, work, n, budget) {
     await sleep(20);
   }
   const cpu = procCpuSplitMs(daemon.child.pid);
+  if (process.env.BENCH_THREADS) console.log(`    daemon CPU by thread, ms: ${Object.entries(procThreadCpuMs(daemon.child.pid)).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
   const peakRssMb = procPeakRssMb(daemon.child.pid);
   const images = emu.requests.filter((r) => r.path.endsWith('/image'));
   const list = emu.requests.find((r) => r.method === 'GET' && /\/faces$/.test(r.path));
