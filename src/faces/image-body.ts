@@ -1,17 +1,16 @@
-import { closeSync, openSync, writeSync, writevSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { removeStateFile } from '../util/state-fs.js';
-import { downloadTempName } from './cache-files.js';
 import type { ImageTap } from './image-check.js';
 
-// The body of an image answer read in batches, and a whole small image written in place. Both
-// are on the path of every image of a sync (10,000 in a first sync of a large group).
-// - Reading: event listeners, paused at each batch, instead of an async iterator (a promise, an
-//   iterator result and a microtask turn per chunk).
-// - Writing: an image that arrived whole in one batch (a usual face image: one batch of at most
-//   64 KB) is created, written and closed on the event loop, like the seed pass's images
-//   (util/state-fs.ts says why that is bounded: the face cache is under state_dir, no fsync
-//   here). Three thread-pool trips cost the daemon ~40 µs of CPU each; the calls ~10 µs in all.
+// The body of an image answer read in batches of up to 64 KB (a usual face image: one batch), with
+// event listeners, paused at each batch, instead of an async iterator (a promise, an iterator
+// result and a microtask turn per chunk). On the path of every image of a sync (10,000 in a first
+// sync of a large group).
+// The file calls that follow stay on the thread pool. Made on the event loop, like the seed pass's
+// images (util/state-fs.ts), they saved the pool trips (~0.5 to 1 s of CPU per 10,000 images) but
+// put the kernel's file creation on the main thread (~50 µs each on a journaled ext4): the main
+// thread is what a large sync is bound by, and a write held by the kernel's dirty-page throttling
+// on a slow SD card would then stop every download, not one (test/bench/faces-sync.mjs, BENCH_FS=ext4:
+// Pi budget 54 s -> 60 s with 27 % less CPU: the daemon waited, it did not compute).
 
 export interface Batch {
   chunks: Buffer[];
@@ -70,45 +69,4 @@ export function readBatch(body: Readable, tap: ImageTap, limit: number): Promise
 
 function prematureClose(): Error {
   return Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
-}
-
-/**
- * A new file (cache-files.ts downloadTempName, `wx`: a clash is retried with another name) in
- * `dir` holding `chunks`, written on the event loop; removed again when the write fails.
- */
-export function writeNewFileSync(dir: string, faceId: string, chunks: readonly Buffer[]): string {
-  for (let attempt = 1; ; attempt++) {
-    const tmp = `${dir}/${downloadTempName(faceId)}`;
-    let fd: number;
-    try {
-      fd = openSync(tmp, 'wx', 0o644);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw err;
-      continue;
-    }
-    try {
-      writeAll(fd, chunks);
-    } catch (err) {
-      closeSync(fd);
-      removeStateFile(tmp);
-      throw err;
-    }
-    try {
-      closeSync(fd);
-    } catch (err) {
-      removeStateFile(tmp);
-      throw err;
-    }
-    return tmp;
-  }
-}
-
-function writeAll(fd: number, chunks: readonly Buffer[]): void {
-  const total = chunks.reduce((n, c) => n + c.length, 0);
-  const n = chunks.length === 1 ? writeSync(fd, chunks[0]!) : writevSync(fd, chunks as Buffer[]);
-  // A short write to a local file (a full disk is an error, not this): the rest in one piece.
-  if (n < total) {
-    let rest = Buffer.concat(chunks as Buffer[], total).subarray(n);
-    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
-  }
 }

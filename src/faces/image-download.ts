@@ -7,7 +7,7 @@ import {
   AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError, TimeoutError,
 } from '../errors.js';
 import { ImageTap, extensionFor } from './image-check.js';
-import { readBatch, writeNewFileSync } from './image-body.js';
+import { readBatch } from './image-body.js';
 import { downloadTempName } from './cache-files.js';
 import type { DiskFloor, Reservation } from '../disk/disk-floor.js';
 import type { RoomPool } from './room-pool.js';
@@ -129,10 +129,11 @@ const WRITE_BATCH = 64 * 1024;
 
 /**
  * Like fs-atomic's streamToTemp, with fewer system calls and allocations per file: the body is
- * read in batches of 64 KB (image-body.ts), an image that arrives whole in the first batch is
- * written on the event loop in one go, a larger one is written batch by batch with callback fs
- * instead of a FileHandle, and in a large pass no fsync: the sync makes the whole batch durable at
- * once before any rename (durability.ts), then fsyncs the folder once after the renames.
+ * read in batches of 64 KB (image-body.ts), the file is opened once the first batch (or the whole
+ * image) is in, callback fs instead of a FileHandle, and in a large pass no fsync: the sync makes
+ * the whole batch durable at once before any rename (durability.ts), then fsyncs the folder once
+ * after the renames. The file calls stay on the thread pool, also for a small image: see
+ * image-body.ts for why they are not made on the event loop.
  */
 async function writeTemp(
   dir: string, faceId: string, source: Readable, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined, sync: boolean,
@@ -146,13 +147,6 @@ async function writeTemp(
   };
   try {
     let batch = await readBatch(source, tap, WRITE_BATCH);
-    if (batch.ended && !sync) {
-      await makeRoom(batch.bytes);
-      tmp = writeNewFileSync(dir, faceId, batch.chunks);
-      room?.wrote(batch.bytes);
-      done = true;
-      return { tmp, bytes: tap.bytes };
-    }
     for (;;) {
       await makeRoom(batch.bytes);
       if (fd === undefined) ({ fd, tmp } = await openTemp(dir, faceId));
@@ -173,7 +167,7 @@ async function writeTemp(
       const f = fd;
       await new Promise<void>((resolve, reject) => close(f, (err) => (err && done ? reject(err) : resolve())));
     }
-    if (!done && tmp && fd !== undefined) await rm(tmp, { force: true });
+    if (!done && tmp) await rm(tmp, { force: true });
   }
   return { tmp, bytes: tap.bytes };
 }

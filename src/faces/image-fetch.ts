@@ -1,6 +1,4 @@
-import { renameSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { removeStateFile } from '../util/state-fs.js';
+import { rename, rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { imageFileName } from './cache-files.js';
 import type { Logger } from 'pino';
@@ -78,11 +76,10 @@ async function record(ctx: FetchContext, job: FetchJob, res: ImageOutcome): Prom
     // Not durable yet, and named by nothing: the syncfs before the commit covers it (durability.ts).
     file = imageFileName(job.faceId, res.ext);
     const path = `${ctx.cacheDir}/${file}`; // as cache-files.ts pathOf
-    // In the cache under state_dir: renamed on the event loop (util/state-fs.ts says why).
     try {
-      renameSync(res.tmp, path);
+      await rename(res.tmp, path);
     } catch (err) {
-      removeStateFile(res.tmp);
+      await rm(res.tmp, { force: true });
       throw err;
     }
     res = { ...res, tmp: path };
