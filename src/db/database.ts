@@ -66,4 +66,20 @@ export function inTransaction<T>(db: Db, fn: () => T): T {
   return db.transaction(fn).immediate();
 }
 
+/**
+ * Like inTransaction, for records whose loss in a power cut costs only work done again (the face
+ * sync's kept-download records, staging.ts): committed without waiting for the disk. In WAL mode
+ * synchronous=NORMAL never corrupts the database (the WAL is synced before each checkpoint); a
+ * power cut may roll back such commits, and the next FULL commit makes them durable with its own.
+ * The connection is back to FULL before anything else runs on it (better-sqlite3 is synchronous).
+ */
+export function inUnsyncedTransaction<T>(db: Db, fn: () => T): T {
+  db.pragma('synchronous = NORMAL');
+  try {
+    return inTransaction(db, fn);
+  } finally {
+    db.pragma('synchronous = FULL');
+  }
+}
+
 export { AlreadyRunningError };

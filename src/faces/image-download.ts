@@ -1,11 +1,13 @@
 import { close, fdatasync, open, write } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setMaxListeners } from 'node:events';
+import type { Readable } from 'node:stream';
 import type { ServiceClient } from '../client/types.js';
 import {
   AbortedError, AgentError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServiceError, TimeoutError,
 } from '../errors.js';
 import { ImageTap, extensionFor } from './image-check.js';
+import { readBatch } from './image-body.js';
 import { downloadTempName } from './cache-files.js';
 import type { DiskFloor, Reservation } from '../disk/disk-floor.js';
 import type { RoomPool } from './room-pool.js';
@@ -126,40 +128,37 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
 const WRITE_BATCH = 64 * 1024;
 
 /**
- * Like fs-atomic's streamToTemp, with fewer system calls and allocations per file: the file is
- * opened once the first 64 KB (or the whole image) are in, writes are batched to 64 KB, callback
- * fs instead of a FileHandle, and in a large pass no fsync: the sync makes the whole batch durable
- * at once before any rename (durability.ts), then fsyncs the folder once after the renames.
+ * Like fs-atomic's streamToTemp, with fewer system calls and allocations per file: the body is
+ * read in batches of 64 KB (image-body.ts), the file is opened once the first batch (or the whole
+ * image) is in, callback fs instead of a FileHandle, and in a large pass no fsync: the sync makes
+ * the whole batch durable at once before any rename (durability.ts), then fsyncs the folder once
+ * after the renames. The file calls stay on the thread pool, also for a small image: see
+ * image-body.ts for why they are not made on the event loop.
  */
 async function writeTemp(
-  dir: string, faceId: string, source: AsyncIterable<Uint8Array>, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined, sync: boolean,
+  dir: string, faceId: string, source: Readable, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined, sync: boolean,
 ): Promise<{ tmp: string; bytes: number }> {
   let tmp = '';
   let fd: number | undefined;
   let done = false;
+  const makeRoom = async (bytes: number) => {
+    const beyond = bytes - (room?.left ?? 0);
+    if (beyond > 0) await disk?.assertRoom(beyond, 'face image downloads');
+  };
   try {
-    let pending: Uint8Array[] = [];
-    let pendingBytes = 0;
-    const flush = async () => {
-      let buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-      pending = [];
-      pendingBytes = 0;
-      const beyond = buf.length - (room?.left ?? 0);
-      if (beyond > 0) await disk?.assertRoom(beyond, 'face image downloads');
+    let batch = await readBatch(source, tap, WRITE_BATCH);
+    for (;;) {
+      await makeRoom(batch.bytes);
       if (fd === undefined) ({ fd, tmp } = await openTemp(dir, faceId));
+      let buf = batch.chunks.length === 1 ? batch.chunks[0]! : Buffer.concat(batch.chunks, batch.bytes);
       while (buf.length > 0) {
         const n = await new Promise<number>((resolve, reject) => write(fd!, buf, 0, buf.length, null, (err, written) => (err ? reject(err) : resolve(written))));
         room?.wrote(n);
         buf = buf.subarray(n);
       }
-    };
-    for await (const chunk of source) {
-      tap.observe(chunk);
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes >= WRITE_BATCH) await flush();
+      if (batch.ended) break;
+      batch = await readBatch(source, tap, WRITE_BATCH);
     }
-    if (pendingBytes > 0 || fd === undefined) await flush();
     // On the open descriptor: a separate pass would open and close every file once more.
     if (sync) await new Promise<void>((resolve, reject) => fdatasync(fd!, (err) => (err ? reject(err) : resolve())));
     done = true;

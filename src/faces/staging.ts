@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { inTransaction, type Db } from '../db/database.js';
+import { inTransaction, inUnsyncedTransaction, type Db } from '../db/database.js';
 import { makeDir } from '../util/make-dir.js';
 import { downloadTempName } from './cache-files.js';
 
@@ -24,7 +24,7 @@ import { downloadTempName } from './cache-files.js';
 export const STAGING_DIR = '.staging';
 /** Kept downloads older than this are thrown away. */
 export const DEFAULT_STAGING_MAX_AGE_MS = 24 * 3_600_000;
-/** Records are written in batches (each commit costs an fsync); a crash loses at most this much. */
+/** Records are written in batches (one transaction each, not synced); a crash loses at most this much. */
 const FLUSH_EVERY_MS = 3_000;
 
 export interface StagedImage {
@@ -74,7 +74,9 @@ export function createStaging(deps: StagingDeps) {
     pending = [];
     lastFlush = Date.now();
     rowsMayExist = true; // even if the write fails: the next load removes the files no row names
-    inTransaction(db, () => {
+    // Losing these in a power cut costs downloads done again, never a torn cache: load() checks
+    // each file against its record, and a published file no record names is a stray at start-up.
+    inUnsyncedTransaction(db, () => {
       for (const s of batch) put.run(s);
     });
   }

@@ -11,12 +11,13 @@
 // Variants: no added latency (the one that counts), 20 ms of service latency, and "Pi budget": the
 // daemon and the plain loop each confined to a quarter of one core (see lib/daemon-run.mjs).
 //   npm run build && node test/bench/enroll.mjs [COUNT]
-//   env RUNS=3 (runs per variant), VARIANTS=0,20,pi, BENCH_PROF=DIR (--cpu-prof of the daemon)
+//   env RUNS=3 (runs per variant), VARIANTS=0,20,pi, BENCH_PROF=DIR (--cpu-prof of the daemon),
+//   BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { benchWorkDir, settleDisk } from './lib/bench-fs.mjs';
 import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
@@ -30,7 +31,10 @@ const VARIANTS = (process.env.VARIANTS ?? '0,20,pi').split(',');
 const SETTLE_MS = configSchema.parse({ service: { base_url: 'https://x', face_base_url: 'https://x/v1/api', terminal_secret: 'x' }, state_dir: '/x' }).enroll.settle_time;
 const PLAIN = join(ROOT, 'test/bench/lib/plain-loops.mjs');
 
-const root = await mkdtemp(join(tmpdir(), 'ta-bench-enroll-'));
+const workDir = benchWorkDir('ta-bench-enroll-');
+if (!workDir) process.exit(0);
+const root = workDir.dir;
+if (process.env.BENCH_FS) console.log(`folders on ${workDir.how}`);
 const source = join(root, 'source');
 await mkdir(source);
 const names = Array.from({ length: COUNT }, (_, i) => `person-${String(i).padStart(4, '0')}`);
@@ -72,6 +76,7 @@ async function oneRun(latencyMs, budget, runNo) {
   const emulator = await startEmulator({ port: 0, terminals, tts: 'tone', chaos: { latencyMs } });
   try {
     const service = configSchema.parse({ service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, terminal_secret: terminals[0].terminal_secret }, state_dir: '/x' }).service;
+    settleDisk(root);
     const plain = await runPlainLoop(service, budget);
 
     const config = writeDaemonConfig(dir, emulator, terminals[1]);
@@ -83,6 +88,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const index = join(dir, 'state', 'faces', 'index.json');
     // Let the start-up face sync finish: its cost is the daemon's, not the files'.
     await sleep(1500);
+    settleDisk(root);
     const pid = daemon.child.pid;
     const cpu0 = procCpuSplitMs(pid);
     const threads0 = procThreadCpuMs(pid);
@@ -165,5 +171,5 @@ for (const v of VARIANTS) {
 }
 console.log('\nsummary:');
 for (const l of summary) console.log(l);
-await rm(root, { recursive: true, force: true });
+workDir.close();
 process.exitCode = failed ? 1 : 0;

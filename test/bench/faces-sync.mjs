@@ -4,7 +4,8 @@
 //   env RUNS=2 (runs per variant), VARIANTS=0,pi (0 = no added latency; 20 = 20 ms; pi = Pi budget);
 //   profiling: BENCH_PROF=DIR (daemon --cpu-prof), BENCH_PROF_PLAIN=DIR (the plain loop's), BENCH_NODE_ARGS,
 //   BENCH_DAEMON_ENV (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
-//   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio)
+//   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio),
+//   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs)
 // Prints, as figures and ratios:
 //   - the first sync end to end as a user sees it: from spawning the real daemon (dist/main.js run,
 //     as the unit runs it, a fresh state_dir) to index.json naming all N faces, against a plain
@@ -20,10 +21,10 @@
 import { fork } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPiBudget, procCpuSplitMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { createPiBudget, procCpuSplitMs, procPeakRssMb, procThreadCpuMs, spawnDaemon, spawnNode, spread, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { benchWorkDir, settleDisk } from './lib/bench-fs.mjs';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { performance } from 'node:perf_hooks';
@@ -139,7 +140,10 @@ async function main() {
   const { startEmulator } = await import(join(DIST, 'emulator/index.js'));
   const { createServiceClient } = await import(join(DIST, 'client/service-client.js'));
   const { silentLogger } = await import(join(DIST, 'log/logger.js'));
-  const work = mkdtempSync(join(tmpdir(), 'ta-bench-faces-'));
+  const workDir = benchWorkDir('ta-bench-faces-');
+  if (!workDir) return;
+  const work = workDir.dir;
+  if (process.env.BENCH_FS) console.log(`folders on ${workDir.how}`);
   const emu = await startEmulator({ dataDir: join(work, 'emulator'), terminals: [{ terminal_secret: SECRET, group_id: GROUP }], tts: 'tone' });
   try {
     let t0 = performance.now();
@@ -237,7 +241,7 @@ async function main() {
     if (!(firstOk && nc.ms <= 500 && nc.imageRequests.length === 0 && exact)) process.exitCode = 1;
   } finally {
     await emu.close();
-    rmSync(work, { recursive: true, force: true });
+    workDir.close();
   }
 }
 
@@ -255,6 +259,7 @@ async function plainGetLoop(emu, work, concurrency, budget) {
   const dir = join(work, `plain-${Date.now()}`);
   mkdirSync(dir);
   const service = serviceConfig(emu);
+  settleDisk(work);
   const t0 = performance.now();
   const prof = process.env.BENCH_PROF_PLAIN ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_PLAIN}`] : [];
   const child = spawnNode([...prof, fileURLToPath(new URL('./lib/plain-loops.mjs', import.meta.url)), 'get'], { env: { ...process.env, BENCH_ARGS: JSON.stringify({ service, dir, concurrency }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
@@ -287,6 +292,7 @@ async function daemonFirstSync(emu, work, n, budget) {
   const config = writeDaemonConfig(dir, emu, { terminal_secret: SECRET }, '', process.env.BENCH_LOG_LEVEL ?? 'warn');
   emu.clearRequests();
   const index = join(dir, 'state', 'faces', 'index.json');
+  settleDisk(work);
   const t0 = performance.now();
   const wall0 = Date.now();
   let readyMs = NaN;
@@ -317,6 +323,7 @@ async function daemonFirstSync(emu, work, n, budget) {
     await sleep(20);
   }
   const cpu = procCpuSplitMs(daemon.child.pid);
+  if (process.env.BENCH_THREADS) console.log(`    daemon CPU by thread, ms: ${Object.entries(procThreadCpuMs(daemon.child.pid)).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
   const peakRssMb = procPeakRssMb(daemon.child.pid);
   const images = emu.requests.filter((r) => r.path.endsWith('/image'));
   const list = emu.requests.find((r) => r.method === 'GET' && /\/faces$/.test(r.path));

@@ -1,0 +1,96 @@
+// Where a benchmark keeps its folders (emulator data, the daemon's state_dir and enroll/, the plain
+// loop's files). By default a fresh directory under the system's temp dir. BENCH_FS=ext4 puts it
+// on a loop-mounted ext4 WITH a journal (mkfs.ext4's defaults, as a Raspberry Pi's SD card is
+// formatted): this development VM's own ext4 has none, and a journal-less ext4 checks every new
+// inode against those deleted in the last 30 s, so the figures swung with whatever the previous
+// run deleted. Needs root (mount); without it the benchmark says so and is skipped.
+//   BENCH_FS=ext4 [BENCH_FS_SIZE=8G] node test/bench/faces-sync.mjs
+// The image is sparse (it takes only what is written), made in the temp dir, and unmounted and
+// removed when the benchmark ends, fails, or is interrupted (Ctrl-C, SIGTERM).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const run = (cmd, args) => execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+const why = (err) => (err?.stderr?.toString().trim() || err?.message || String(err)).split('\n')[0];
+
+/**
+ * A work directory for one benchmark: { dir, how, close() }. null when BENCH_FS asks for a file
+ * system that cannot be made here (the reason is printed); the caller then skips its runs.
+ */
+export function benchWorkDir(prefix) {
+  const kind = process.env.BENCH_FS ?? '';
+  if (kind === '' || kind === 'tmp') {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    return { dir, how: `${dir} (the temp dir's own file system)`, close: () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  if (kind !== 'ext4') {
+    console.log(`BENCH_FS=${kind}: unknown (ext4, or unset for the temp dir): skipped`);
+    return null;
+  }
+  if (process.getuid?.() !== 0) {
+    console.log('BENCH_FS=ext4: mounting a loop device needs root: skipped');
+    return null;
+  }
+  const base = mkdtempSync(join(tmpdir(), `${prefix}ext4-`));
+  const image = join(base, 'fs.img');
+  const dir = join(base, 'mnt');
+  mkdirSync(dir);
+  let mounted = false;
+  const close = () => {
+    if (mounted) {
+      try {
+        run('umount', [dir]);
+      } catch {
+        // A process of ours still holds a file there (a benchmark that failed mid-run): detach it
+        // now; the kernel frees the loop device (autoclear) when the last user lets go.
+        try { run('umount', ['-l', dir]); } catch { /* reported below by the leftover directory */ }
+      }
+      mounted = false;
+    }
+    rmSync(base, { recursive: true, force: true });
+    process.removeListener('exit', close);
+  };
+  const onSignal = (sig) => {
+    close();
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+  try {
+    run('truncate', ['-s', process.env.BENCH_FS_SIZE ?? '8G', image]);
+    // -F: it is a regular file, not a block device; the journal and features are mkfs's defaults.
+    run('mkfs.ext4', ['-q', '-F', image]);
+    run('mount', ['-o', 'loop', image, dir]);
+    mounted = true;
+  } catch (err) {
+    close();
+    console.log(`BENCH_FS=ext4: could not make or mount the loop file system (${why(err)}): skipped`);
+    return null;
+  }
+  process.on('exit', close);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return {
+    dir,
+    how: `a loop-mounted ext4 with a journal (${process.env.BENCH_FS_SIZE ?? '8G'} sparse image, mkfs.ext4 defaults) at ${dir}`,
+    close: () => {
+      process.removeListener('SIGINT', onSignal);
+      process.removeListener('SIGTERM', onSignal);
+      close();
+    },
+  };
+}
+
+/**
+ * Writes out what is dirty on `dir`'s file system (syncfs, coreutils `sync -f`) before a timed
+ * phase, untimed: the daemon makes its images durable with syncfs calls, and each of them would
+ * otherwise also write the previous phase's files (the plain loop's 300 MB, the emulator's seeded
+ * images), which a terminal's disk never holds.
+ */
+export function settleDisk(dir) {
+  try {
+    run('sync', ['-f', dir]);
+  } catch {
+    // no `sync -f` (an old coreutils): the phases then pay for each other's writes as before
+  }
+}
