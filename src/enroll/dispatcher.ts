@@ -132,8 +132,10 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function apply(row: OutboxRow, o: StepOutcome): Promise<void> {
     const final = o.state === 'done' || o.state === 'failed';
     // A final outcome is made durable, with the place its original goes, before the file moves.
+    // The place is chosen before the transaction: its existence checks are calls on enroll.dir,
+    // which would hold agent.db's write lock (and every job of the batch) while they run.
+    const finalPath = final ? deps.place(row, o.state === 'failed') : null;
     await deps.commit(() => {
-      const finalPath = final ? deps.place(row, o.state === 'failed') : null;
       store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, finalPath, error: o.error ?? null });
       o.commit?.();
     }, { durable: final });

@@ -30,8 +30,10 @@ export interface ErrorFile {
 
 /**
  * Where a finished file goes, relative to done/<kind> or failed/<kind>: `alice.jpg`, or
- * `alice.2.jpg` when an earlier alice is there or on its way there. Synchronous (a few lstat
- * calls) so that it can be chosen inside the transaction that records the outcome.
+ * `alice.2.jpg` when an earlier alice is there or on its way there. Synchronous (a few access
+ * calls, cheaper in place than as thread-pool trips), so that the choice and its reservation are
+ * one step; callers make it before the transaction that records it, not inside, where it would
+ * hold agent.db's write lock while it waits on enroll.dir.
  */
 export function createPlacer(layout: Layout) {
   const reserved = new Set<string>();
@@ -135,11 +137,9 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
     if (!target) {
       // Rows finished by the recovery at start-up. Durable: the outcome must be on disk before
       // the original leaves the inbox.
-      target = await commit(() => {
-        const chosen = placer.place(row, failed)!;
-        store.setFinalPath(row.id, chosen);
-        return chosen;
-      }, { durable: true });
+      const chosen = placer.place(row, failed)!;
+      await commit(() => store.setFinalPath(row.id, chosen), { durable: true });
+      target = chosen;
     }
     const source = layout.abs(row.source_path);
     const dest = join(base, ...target.split('/'));
