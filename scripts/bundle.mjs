@@ -13,7 +13,7 @@
 //    is a symlink to it: Node picks the module format from the real path, so the entry is
 //    CommonJS (no ESM loader at all) while dist/main.js stays the path the unit, the package and
 //    the tests run;
-// 4. the command index (src/cli/command-index.ts) goes to dist/bundle/commands.json;
+// 4. the command index (src/cli/command-index.ts) goes to dist/bundle/commands.idx;
 // 5. scripts/make-code-caches.cjs runs a few commands to write each chunk's code cache
 //    (<chunk>.<key>.v8).
 //
@@ -256,7 +256,7 @@ await writeFile(join(OUT, 'transient.json'), JSON.stringify(transient));
 await writeFile(join(OUT, 'main-chunk.json'), JSON.stringify({ main: mainChunk, pack: packName, packed: [...packed], packs: groupPacks }));
 // Every command's words, options and help, from the tsc build of the same sources (src/cli/command-index.ts).
 const { buildCommandIndex } = await import(join(DIST, 'cli', 'command-index.js'));
-await writeFile(join(OUT, 'commands.json'), await buildCommandIndex());
+await writeFile(join(OUT, 'commands.idx'), await buildCommandIndex());
 await rm(join(DIST, 'main.js'), { force: true });
 await symlink('bundle/main.cjs', join(DIST, 'main.js'));
 
