@@ -104,7 +104,7 @@ async function main(): Promise<void> {
     },
   };
   // The bundle's command index (scripts/bundle.mjs) spares every call the import of every command.
-  const commands = readCommandIndex(new URL('./bundle/commands.idx', import.meta.url)) ?? await loadAllCommands();
+  const commands = readCommandIndex(`${import.meta.dirname}/bundle/commands.idx`) ?? await loadAllCommands();
   const code = await runCli(commands, process.argv.slice(2), ctx);
   process.exitCode = code;
   // Long-running commands have closed their handles; anything left (a stuck socket) must not keep

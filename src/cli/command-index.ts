@@ -28,7 +28,7 @@ export async function buildCommandIndex(): Promise<string> {
 }
 
 /** The index written at build time, or undefined when there is none. */
-export function readCommandIndex(file: URL): CommandSpec[] | undefined {
+export function readCommandIndex(file: string): CommandSpec[] | undefined {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
