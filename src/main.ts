@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The only place that reads process.argv/env, installs signal handlers and exits.
 import { loadAllCommands } from './cli/commands.js';
-import { lazyCommands, readCommandIndex } from './cli/command-index.js';
+import { readCommandIndex } from './cli/command-index.js';
 import { runCli } from './cli/run-cli.js';
 import { createFdOutput } from './cli/fd-output.js';
 import type { CliContext } from './cli/command.js';
@@ -104,8 +104,7 @@ async function main(): Promise<void> {
     },
   };
   // The bundle's command index (scripts/bundle.mjs) spares every call the import of every command.
-  const index = readCommandIndex(new URL('./bundle/commands.json', import.meta.url));
-  const commands = index ? lazyCommands(index) : await loadAllCommands();
+  const commands = readCommandIndex(`${import.meta.dirname}/bundle/commands.idx`) ?? await loadAllCommands();
   const code = await runCli(commands, process.argv.slice(2), ctx);
   process.exitCode = code;
   // Long-running commands have closed their handles; anything left (a stuck socket) must not keep

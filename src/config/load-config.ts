@@ -1,7 +1,8 @@
 // Reads the YAML config, resolves secrets, validates everything through the schema and reports
 // EVERY problem at once as a ConfigError whose problems carry file, line, key path and the fix.
 // `env` is passed in (only src/main.ts reads process.env).
-import { access } from 'node:fs/promises';
+import { access } from 'node:fs';
+import { promisify } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
 import { LineCounter, parseDocument, visit, type Document } from 'yaml';
 import type { z } from 'zod';
@@ -109,7 +110,7 @@ async function consolePasswordCredential(env: LoadConfigOptions['env']): Promise
   if (!dir) return null;
   const path = join(dir, 'console_password');
   try {
-    await access(path);
+    await promisify(access)(path);
     return path;
   } catch {
     return null;

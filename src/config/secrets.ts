@@ -7,7 +7,8 @@
 // Giving both the inline value and the *_file in the YAML is a problem (which one is meant?).
 // One trailing line break is removed from files (`echo secret > file`). Messages name the source
 // and the file, never the value.
-import { readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs';
+import { promisify } from 'node:util';
 import { isAbsolute, join, resolve } from 'node:path';
 import { hasControlChar } from './plain-checks.js';
 import type { AgentConfig } from './schema.js';
@@ -44,7 +45,8 @@ type ReadResult = { ok: true; value: string } | { ok: false; code: string };
 
 async function readSecretFile(path: string): Promise<ReadResult> {
   try {
-    const text = await readFile(path, 'utf8');
+    // node:fs's callback: node:fs/promises would cost `config check` about 5 M instructions to load.
+    const text = await promisify(readFile)(path, 'utf8');
     return { ok: true, value: text.replace(/\r?\n$/, '') };
   } catch (err) {
     return { ok: false, code: (err as NodeJS.ErrnoException).code ?? 'EIO' };
