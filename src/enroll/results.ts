@@ -45,7 +45,8 @@ export function createPlacer(layout: Layout) {
       const { folder, stem, ext } = splitInner(row.source_path.slice(row.kind.length + 1));
       for (let k = 1; ; k++) {
         // The original's own name always fits (it exists); a `.k` suffix may not: fitName cuts.
-        const placed = k === 1 ? `${stem}${ext}` : fitName(`${stem}.${k}`, ext);
+        // Without an extension `.k` would read as one, and every k would share the result name.
+        const placed = k === 1 ? `${stem}${ext}` : fitName(ext ? `${stem}.${k}` : `${stem}-${k}`, ext);
         const rel = folder ? `${folder}/${placed}` : placed;
         const abs = join(base, ...rel.split('/'));
         const dir = dirname(abs);
