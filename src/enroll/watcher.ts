@@ -166,6 +166,9 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
             if (burst && count < BURST_LEAVE && deps.load() < BURST_LEAVE && !signal.aborted) {
               burst = false;
               await openWatcher();
+              // What arrived between that scan and the watcher's ready has no event (it starts
+              // with ignoreInitial): one more scan, or it would wait for the next rescan_interval.
+              await rescan();
               logger.info('enrollment folders watched again');
             } else if (!burst && count > BURST_ENTER) {
               burst = true;
