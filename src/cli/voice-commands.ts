@@ -9,7 +9,7 @@ import { deleteAndForget, keepRegistered, voiceprintCommands } from './voiceprin
 import { speakerListCommands } from './speaker-commands.js';
 import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client/types.js';
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-limits.js';
-import { InvalidInputError, TimeoutError, UsageError } from '../errors.js';
+import { AbortedError, InvalidInputError, TimeoutError, UsageError, abortReason } from '../errors.js';
 import { wait } from '../util/backoff.js';
 import { formatDuration } from '../util/units.js';
 import { openLiveArea } from './live-area.js';
@@ -117,9 +117,18 @@ const speakerTrain: CommandSpec = {
       const draw = () => area.update(trainingLine(created.speaker_id, model, state, Date.now() - started));
       const ticker = area.live ? setInterval(draw, 250) : undefined;
       if (area.live) draw();
+      // Ctrl-C stops following, not the training, which goes on at the service: say so and how to
+      // follow it, and exit 1, since what was asked (wait until trained) did not happen.
+      const interrupted = (cause?: unknown) => new AbortedError(`interrupted: ${abortReason(ctx.shutdown, 'stopped')}; speaker ${created.speaker_id} is still training on the service: follow it with: terminal-agent speaker status --model ${model} ${created.speaker_id}`, cause === undefined ? {} : { cause });
       try {
         for (;;) {
-          const s = await client.speakerStatus(model, created.speaker_id, call);
+          let s;
+          try {
+            s = await client.speakerStatus(model, created.speaker_id, call);
+          } catch (err) {
+            if (ctx.shutdown.aborted) throw interrupted(err);
+            throw err;
+          }
           if (s.status !== 0) {
             area.clear();
             printStatus(ctx, args.global.json, s);
@@ -130,7 +139,7 @@ const speakerTrain: CommandSpec = {
           if (Date.now() + every > deadline) {
             throw new TimeoutError(`speaker ${created.speaker_id} is still training after ${formatDuration(limit)} (speaker_training.poll_timeout); check later with 'speaker status'`, { operation: 'GET /train_speaker' });
           }
-          if (!(await wait(every, ctx.shutdown))) return 130;
+          if (!(await wait(every, ctx.shutdown))) throw interrupted();
         }
       } finally {
         clearInterval(ticker);

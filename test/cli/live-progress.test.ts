@@ -120,6 +120,31 @@ describe('live progress on a terminal, plain lines in a pipe', () => {
     expect(piped.stdout).toMatch(/^speaker \S+ \(tts-turbo\): trained\n$/);
   });
 
+  it('Ctrl-C of speaker train --wait stops following, says the training goes on and how to follow it, exit 1', async () => {
+    const wav = join(tmp.dir, 'speech-espeak.wav');
+    const statusGets = () => emulator.requests.filter((r) => r.method === 'GET' && r.path === '/train_speaker' && r.status === 200).length;
+    const before = statusGets();
+    const child = spawn(process.execPath, [CLI_ENTRY, 'speaker', 'train', '--text', 'hello there', '--wait', wav, '--config', local.configPath]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (t: string) => (stdout += t));
+    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    // Interrupt once it follows the status (training lasts 1.5 s at this emulator): one answer seen.
+    const deadline = Date.now() + 10_000;
+    while (statusGets() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    child.kill('SIGINT');
+    expect(await exited, stderr).toBe(1);
+    expect(stdout).toBe('');
+    const m = /interrupted: SIGINT; speaker (\S+) is still training on the service: follow it with: terminal-agent speaker status --model tts-turbo (\S+)/.exec(stderr);
+    expect(m, stderr).not.toBeNull();
+    expect(m![2]).toBe(m![1]);
+    // The training went on: its status is there to follow.
+    const st = await runCliProcess(['speaker', 'status', '--model', 'tts-turbo', m![1]!, '--config', local.configPath]);
+    expect(st.code, st.stderr).toBe(0);
+    expect(st.stdout).toMatch(/training|trained/);
+  });
+
   it('status --watch redraws the status until Ctrl-C, and prints one block per round when piped', async () => {
     // --foreground: timeout then signals the CLI alone. Without it, it also signals its process
     // group, and on a loaded machine the CLI can take the two SIGINTs as two presses of Ctrl-C
