@@ -232,6 +232,11 @@ export function abortReason(signal: AbortSignal | undefined, fallback: string): 
   return reason instanceof Error ? reason.message : fallback;
 }
 
+/** A command cut short by `signal` (Ctrl-C): `interrupted: SIGINT; ` and what became of its work. */
+export function interruptedError(signal: AbortSignal, what: string, cause?: unknown): AbortedError {
+  return new AbortedError(`interrupted: ${abortReason(signal, 'stopped')}; ${what}`, cause === undefined ? {} : { cause });
+}
+
 /** Exit code for anything thrown out of a command. */
 export function exitCodeOf(err: unknown): ExitCode {
   return isAgentError(err) ? err.exitCode : ExitCode.failure;

@@ -9,7 +9,7 @@ import { deleteAndForget, keepRegistered, voiceprintCommands } from './voiceprin
 import { speakerListCommands } from './speaker-commands.js';
 import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client/types.js';
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-limits.js';
-import { AbortedError, InvalidInputError, TimeoutError, UsageError, abortReason } from '../errors.js';
+import { InvalidInputError, TimeoutError, UsageError, interruptedError } from '../errors.js';
 import { wait } from '../util/backoff.js';
 import { formatDuration } from '../util/units.js';
 import { openLiveArea } from './live-area.js';
@@ -119,7 +119,7 @@ const speakerTrain: CommandSpec = {
       if (area.live) draw();
       // Ctrl-C stops following, not the training, which goes on at the service: say so and how to
       // follow it, and exit 1, since what was asked (wait until trained) did not happen.
-      const interrupted = (cause?: unknown) => new AbortedError(`interrupted: ${abortReason(ctx.shutdown, 'stopped')}; speaker ${created.speaker_id} is still training on the service: follow it with: terminal-agent speaker status --model ${model} ${created.speaker_id}`, cause === undefined ? {} : { cause });
+      const interrupted = (cause?: unknown) => interruptedError(ctx.shutdown, `speaker ${created.speaker_id} is still training on the service: follow it with: terminal-agent speaker status --model ${model} ${created.speaker_id}`, cause);
       try {
         for (;;) {
           let s;

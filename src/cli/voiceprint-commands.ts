@@ -8,7 +8,7 @@ import type { AgentConfig } from '../config/schema.js';
 import { controlClient, tryConnectControl } from '../control/control-client.js';
 import type { Db } from '../db/database.js';
 import type { RegisterVoiceprintResult } from '../client/types.js';
-import { AbortedError, UsageError, abortReason } from '../errors.js';
+import { AbortedError, UsageError, abortReason, interruptedError } from '../errors.js';
 import type { EnrollResult } from '../voiceprint/voice-enroll.js';
 import type { VoiceprintRow } from '../voiceprint/registry.js';
 import { pruneVoiceprintAudits } from '../voiceprint/audit-retention.js';
@@ -121,7 +121,7 @@ whole recording. A refused recording says what was measured (peak, level, share 
         const result = await voice.enroll({ name, ...(seconds !== undefined ? { seconds } : {}), signal: ctx.shutdown }).finally(() => meter.clear());
         printEnrolled(ctx, args.global.json, result);
       } catch (err) {
-        if (err instanceof AbortedError && ctx.shutdown.aborted) throw interrupted(ctx.shutdown, `the recording of '${name}' stopped: nothing was sent or registered`, err);
+        if (err instanceof AbortedError && ctx.shutdown.aborted) throw interruptedError(ctx.shutdown, `the recording of '${name}' stopped: nothing was sent or registered`, err);
         throw err;
       } finally {
         ctx.shutdown.removeEventListener('abort', onAbort);
@@ -132,10 +132,6 @@ whole recording. A refused recording says what was measured (peak, level, share 
   },
 };
 
-function interrupted(signal: AbortSignal, what: string, cause?: unknown): AbortedError {
-  return new AbortedError(`interrupted: ${abortReason(signal, 'stopped')}; ${what}`, cause === undefined ? {} : { cause });
-}
-
 /**
  * What became of an enrollment the CLI hung up on: the daemon stops a recording, and finishes an
  * upload already under way (see voice-enroll.ts). Its status says which; an interrupted command
@@ -145,12 +141,12 @@ async function afterHangUp(socketPath: string, name: string, signal: AbortSignal
   const status = await controlClient(socketPath, { timeoutMs: 5000 }).status().catch(() => undefined);
   const voice = status?.audio.voice as { current?: { name?: string; phase?: string } | null; last?: { name?: string; ok?: boolean; voiceprint_id?: string } | null } | undefined;
   if (voice?.current?.name === name && voice.current.phase === 'uploading') {
-    return interrupted(signal, `the recording of '${name}' was already being sent: the daemon completes its registration, and 'voiceprint list' shows it once the service answered`);
+    return interruptedError(signal, `the recording of '${name}' was already being sent: the daemon completes its registration, and 'voiceprint list' shows it once the service answered`);
   }
   if (voice?.last?.name === name && voice.last.ok) {
-    return interrupted(signal, `the daemon had already registered '${name}' (${voice.last.voiceprint_id ?? 'no voiceprint_id'}); 'voiceprint list' shows it`);
+    return interruptedError(signal, `the daemon had already registered '${name}' (${voice.last.voiceprint_id ?? 'no voiceprint_id'}); 'voiceprint list' shows it`);
   }
-  return interrupted(signal, `the daemon stopped the recording of '${name}': nothing was sent or registered`);
+  return interruptedError(signal, `the daemon stopped the recording of '${name}': nothing was sent or registered`);
 }
 
 const COLUMNS: Column<VoiceprintRow>[] = [
