@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { setMaxListeners } from 'node:events';
 import { chmod, lstat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -36,6 +36,8 @@ export interface ControlServerOptions {
   socketPath: string;
   handlers: ControlHandlers;
   logger: Logger;
+  /** How long stop() lets a request being answered finish (a voiceprint upload), ms; default 5 s. */
+  drainMs?: number;
 }
 
 const MAX_BODY = 64 * 1024;
@@ -52,6 +54,7 @@ export const CONTROL_HEADERS_TIMEOUT_MS = 5_000;
 const REQUEST_TIMEOUT_MS = 30_000;
 export const CONTROL_MAX_CONNECTIONS = 2048;
 const METRICS_CACHE_MS = 1_000;
+const IDLE_CLOSE_MS = 5_000;
 // Longest usable sun_path on Linux (108 bytes with the terminating NUL).
 const MAX_SOCKET_PATH = 107;
 
@@ -64,6 +67,9 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   // One listener per open stream: many programs may follow the stream at once.
   setMaxListeners(0, streams.signal);
   let metricsCache: { at: number; value: Promise<{ contentType: string; text: string }> } | undefined;
+  // Connections, and those with a request being answered: at stop() the others go first.
+  const sockets = new Set<Socket>();
+  const answering = new Set<Socket>();
 
   function metrics(): Promise<{ contentType: string; text: string }> {
     const now = Date.now();
@@ -143,7 +149,15 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         headersTimeout: CONTROL_HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000,
       }, (req, res) => {
         setDateHeader(res);
-        void dispatch(req, res);
+        answering.add(req.socket);
+        void dispatch(req, res).finally(() => answering.delete(req.socket));
+      });
+      srv.on('connection', (socket: Socket) => {
+        sockets.add(socket);
+        socket.once('close', () => {
+          sockets.delete(socket);
+          answering.delete(socket);
+        });
       });
       srv.maxConnections = CONTROL_MAX_CONNECTIONS;
       await new Promise<void>((resolve, reject) => {
@@ -164,11 +178,17 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       stopping ??= (async () => {
         const srv = server!;
         streams.abort();
-        // Stop taking new connections; in-flight requests finish as their components drain.
+        // Stop taking new connections; in-flight requests finish as their components drain. One
+        // with nothing being answered (a request never finished) is closed after IDLE_CLOSE_MS.
         const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
         srv.closeIdleConnections();
-        const timer = setTimeout(() => srv.closeAllConnections(), 5000);
+        const drainMs = options.drainMs ?? IDLE_CLOSE_MS;
+        const idle = setTimeout(() => {
+          for (const socket of sockets) if (!answering.has(socket)) socket.destroy();
+        }, Math.min(IDLE_CLOSE_MS, drainMs));
+        const timer = setTimeout(() => srv.closeAllConnections(), drainMs);
         await closed;
+        clearTimeout(idle);
         clearTimeout(timer);
         await unlink(socketPath).catch(() => {});
       })();

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentError, AbortedError, describeError } from '../errors.js';
 import { stuckWhileBusy, type ProgressCheck } from './watchdog.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
-import { buildComponents, type Components } from './components.js';
+import { buildComponents, type Components, type Lifecycle } from './components.js';
 import type { SayRequest } from '../audio/speech.js';
 import type { EventPublisher } from '../events/event-bus.js';
 
@@ -38,7 +38,7 @@ export interface Agent {
   readonly components: Components;
   /** Starts faces, speech, voice, then enrollment (which may call into faces and speech). */
   start(): Promise<void>;
-  /** Stops in reverse order; each stop lets in-flight work finish. Safe to call twice. */
+  /** Stops enrollment and voice together, then speech, then faces; each lets in-flight work finish. Safe to call twice. */
   stop(): Promise<void>;
   /** Resumes a face sync stopped by a refused credential (SIGHUP with an unchanged config). */
   resume(): void;
@@ -127,14 +127,20 @@ export function createAgent(deps: AgentDeps): Agent {
       stopping ??= (async () => {
         retrying.abort();
         await Promise.all(retries);
-        for (const [name, comp] of [...order].reverse()) {
-          if (!comp?.stop) continue;
+        const stopOne = async (name: string, comp: Lifecycle | undefined) => {
+          if (!comp?.stop) return;
           try {
             await comp.stop();
           } catch (err) {
             log.error({ err, component_failed: name }, `${name} failed while stopping`);
           }
-        }
+        };
+        // Enrollment and voice each let the uploads under way have their answer: at the same time,
+        // so that both fit in the daemon's stop bound, and a recording stops at once rather than
+        // after the outbox drained. Speech (which voice holds) and faces (which enrollment calls) after.
+        await Promise.all([stopOne('enroll', c.enroll), stopOne('voice', c.voice)]);
+        await stopOne('speech', c.speech);
+        await stopOne('faces', c.faces);
         c.close();
       })();
       return stopping;

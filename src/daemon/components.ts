@@ -10,6 +10,12 @@ import { createSyncfsRunner } from '../util/syncfs.js';
 // slice, `logger.child({ component })`, the shared db, the service client and this generation's
 // metrics Registry. The structural types below are all the daemon relies on.
 
+/**
+ * The longest a voiceprint upload under way at a stop may wait for its answer: within the daemon's
+ * STOP_BOUND_MS (20 s, daemon.ts), with time left for the answer to reach the control socket's caller.
+ */
+export const VOICE_UPLOAD_STOP_GRACE_MS = 15_000;
+
 export interface Lifecycle {
   start?(): Promise<void>;
   stop?(): Promise<void>;
@@ -56,7 +62,10 @@ export function buildComponents(deps: AgentDeps): Components {
   const syncfs = createSyncfsRunner();
   const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, syncfs });
   const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}), ...(afterReady ? { warmUpAfter: afterReady } : {}) });
-  const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, ...events, playback: speech, ...(env ? { env } : {}) });
+  // An upload under way at a stop gets service.request_timeout, as the outbox's do, but never more
+  // than VOICE_UPLOAD_STOP_GRACE_MS: its answer must still reach the caller within the daemon's bound.
+  const uploadStopGraceMs = Math.min(config.service.request_timeout, VOICE_UPLOAD_STOP_GRACE_MS);
+  const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, ...events, playback: speech, uploadStopGraceMs, ...(env ? { env } : {}) });
   const enroll = createEnrollment({
     config, db, client, logger: child('enroll'), metrics, ...events, syncfs,
     // A face this agent created or updated goes into the cache at once, not at the next sync: from

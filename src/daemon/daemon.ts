@@ -119,6 +119,9 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
       socketPath: cfg.control.socket,
       handlers: controlHandlers(state, d),
       logger: d.logger.child({ component: 'control' }),
+      // A request being answered at a stop (a voiceprint upload waiting for the service, at most
+      // VOICE_UPLOAD_STOP_GRACE_MS) gets its answer out before the bound ends the stop.
+      drainMs: STOP_BOUND_MS - 2_000,
     });
     await control.start();
     undo.unshift(() => control.stop());

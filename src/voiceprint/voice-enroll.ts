@@ -26,7 +26,7 @@ import { isoTime } from '../util/iso-time.js';
 // quality gate before anything is sent, the WAV and the service's answer kept for audit.
 
 export interface VoiceEnrollDeps {
-  config: Pick<AgentConfig, 'voiceprint' | 'audio' | 'state_dir'> & Partial<Pick<AgentConfig, 'state_min_free'>>;
+  config: Pick<AgentConfig, 'voiceprint' | 'audio' | 'state_dir'> & Partial<Pick<AgentConfig, 'state_min_free' | 'service'>>;
   db: Db;
   client: ServiceClient;
   logger: Logger;
@@ -41,6 +41,11 @@ export interface VoiceEnrollDeps {
   micWaitMs?: number;
   /** How long past the requested length a recorder may run before it counts as stalled, ms (default 10 s). */
   recorderGraceMs?: number;
+  /**
+   * How long stop() lets an upload under way wait for the service's answer before cutting it, ms
+   * (default service.request_timeout, as the enrollment outbox gives its uploads; else 15 s).
+   */
+  uploadStopGraceMs?: number;
 }
 
 export interface EnrollRequest {
@@ -69,7 +74,12 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
   const { config, logger } = deps;
   const registry: VoiceprintRegistry = createVoiceprintRegistry(deps.db);
   const mic = createMicLock(deps.micWaitMs ?? 30_000);
+  // The agent's stop ends a recording at once (nothing was sent), but lets an upload under way
+  // have its answer, for the same reason a caller's hang-up does (see run()); `cutUploads` ends
+  // one only once uploadStopGraceMs has passed, so that the daemon still stops in its bound.
   const stopping = new AbortController();
+  const cutUploads = new AbortController();
+  const uploadStopGraceMs = deps.uploadStopGraceMs ?? config.service?.request_timeout ?? 15_000;
   const inFlight = new Set<Promise<unknown>>();
   let current: { name: string; phase: 'waiting' | 'recording' | 'checking' | 'uploading'; since: string } | undefined;
   let last: Record<string, unknown> | undefined;
@@ -134,7 +144,8 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     // The caller hanging up (Ctrl-C of `voiceprint enroll`, a closed control connection) cancels
     // what is not sent yet. Once the upload starts it runs to its end, cut only by the agent's stop:
     // the service may register the voiceprint whatever the caller does, and one the local registry
-    // does not list could never be found or deleted (the API has no list call).
+    // does not list could never be found or deleted (the API has no list call). The agent's stop
+    // waits for it too, up to uploadStopGraceMs.
     if (signal.aborted) throw new AbortedError(`voiceprint enrollment of '${name}' cancelled before anything was sent: ${abortReason(signal, 'cancelled')}`);
     current = { name, phase: 'uploading', since: isoTime() };
     // The recording is kept as the audit copy of what was sent: never into the free-space floor.
@@ -144,11 +155,20 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     await writeFileAtomic(wavPath, encodeWav({ sampleRate, channels: 1, bitsPerSample: 16 }, pcm));
     // The same check an operator's file gets: what we send must be a WAV we would accept.
     const wav = await checkWavFile(wavPath, { what: 'recording', minSeconds: MIN_SECONDS, maxSeconds: MAX_SECONDS + 1 });
-    const outcome = await registerVoiceprintWav(
-      { client: deps.client, registry, stateDir: config.state_dir, model: config.voiceprint.model, logger },
-      { name, wav, source: 'enroll', quality, inAuditDir: true, signal: stopping.signal },
-    );
-    return { ...outcome, levels };
+    try {
+      const outcome = await registerVoiceprintWav(
+        { client: deps.client, registry, stateDir: config.state_dir, model: config.voiceprint.model, logger },
+        { name, wav, source: 'enroll', quality, inAuditDir: true, signal: cutUploads.signal },
+      );
+      return { ...outcome, levels };
+    } catch (err) {
+      if (!cutUploads.signal.aborted) throw err;
+      throw new AbortedError(
+        `the agent stopped while the recording of '${name}' was being sent, and the service had not answered within ${uploadStopGraceMs} ms: it may or may not have registered it, and 'voiceprint list' does not show it. `
+        + `The recording is kept in ${auditDir(config.state_dir)}; enroll '${name}' again once the agent runs`,
+        { cause: err, details: { reason: 'upload-cut-by-stop' } },
+      );
+    }
   }
 
   return {
@@ -185,7 +205,8 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
 
     status() {
       return {
-        state: stopping.signal.aborted ? 'stopped' : current ? current.phase : 'idle',
+        // An upload finishing during the stop shows as 'uploading', so a caller can tell.
+        state: current ? current.phase : stopping.signal.aborted ? 'stopped' : 'idle',
         recorder: config.voiceprint.recorder,
         input_device: config.audio.input_device,
         sample_rate: config.voiceprint.sample_rate,
@@ -202,7 +223,13 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     async stop() {
       if (!stopping.signal.aborted) stopping.abort(new Error('the agent is stopping'));
       mic.close('the agent is stopping');
-      await Promise.allSettled([...inFlight]);
+      if (current?.phase === 'uploading') logger.info({ name: current.name, grace_ms: uploadStopGraceMs }, 'stopping: waiting for the service to answer the voiceprint upload under way, so that it is listed');
+      const cut = setTimeout(() => cutUploads.abort(new Error('the agent is stopping')), uploadStopGraceMs);
+      try {
+        await Promise.allSettled([...inFlight]);
+      } finally {
+        clearTimeout(cut);
+      }
       await pruning;
     },
   };

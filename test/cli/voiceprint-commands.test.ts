@@ -34,7 +34,16 @@ interface Setup {
 
 /** `terminal-agent run` on the setup's config, stopped when the test ends; resolves once its control socket is up. */
 async function startDaemon(s: Setup): Promise<ControlClient> {
-  const daemon = spawn(process.execPath, [CLI_ENTRY, 'run', '--config', s.configPath], { env: s.alsaEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+  return (await startDaemonProcess(s)).control;
+}
+
+/** startDaemon, with the daemon process, its exit and its JSON log. */
+async function startDaemonProcess(s: Setup) {
+  const daemon = spawn(process.execPath, [CLI_ENTRY, 'run', '--config', s.configPath], { env: s.alsaEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  daemon.stdout.setEncoding('utf8').on('data', (t: string) => (log += t));
+  daemon.stderr.resume();
+  const exit = new Promise<number | null>((resolve) => daemon.once('close', resolve));
   onTestFinished(async () => {
     if (daemon.exitCode === null) {
       const exited = new Promise((resolve) => daemon.once('exit', resolve));
@@ -45,7 +54,8 @@ async function startDaemon(s: Setup): Promise<ControlClient> {
   const socket = join(s.dir, 'control.sock');
   for (let i = 0; i < 200 && !existsSync(socket); i++) await sleep(100);
   expect(existsSync(socket)).toBe(true);
-  return controlClient(socket, { timeoutMs: 5000 });
+  const logs = () => log.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; [k: string]: unknown });
+  return { control: controlClient(socket, { timeoutMs: 5000 }), daemon, exit, logs };
 }
 
 /**
@@ -256,6 +266,27 @@ describe('voiceprint commands', () => {
     const rows = JSON.parse((await s.run('voiceprint', 'list', '--json')).stdout) as Array<{ voiceprint_id: string; audit_wav: string }>;
     expect(rows).toEqual([expect.objectContaining({ voiceprint_id: stored!.voiceprint_id, name: 'jon', source: 'enroll' })]);
     expect(existsSync(rows[0]!.audit_wav)).toBe(true);
+  });
+
+  it('SIGTERM of the daemon while it sends a recording: the upload is finished, the CLI prints it, list shows it, the daemon exits 0', async () => {
+    const s = await setup();
+    const { daemon, exit, logs } = await startDaemonProcess(s);
+    // Longer than the 5 s the control socket gives a connection with nothing being answered.
+    s.emulator.faults.add({ method: 'POST', path: '/voiceprint', action: 'delay', delayMs: 6000, times: 1 });
+    const cli = enrollChild(s, 'max', '2');
+    await until('the upload', () => s.emulator.requests.some((q) => q.path === '/voiceprint'));
+    const t0 = Date.now();
+    daemon.kill('SIGTERM');
+    expect(await cli.exit, cli.out.stderr).toBe(0);
+    expect(await exit).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    const [stored] = s.emulator.state.voiceprints();
+    expect(stored).toMatchObject({ name: 'max' });
+    expect(cli.out.stderr).toBe('');
+    expect(cli.out.stdout).toMatch(new RegExp(`^recording 2 s through the daemon: speak now\nregistered voiceprint "max": ${stored!.voiceprint_id}\n`));
+    expect(logs()).toContainEqual(expect.objectContaining({ msg: 'stopping: waiting for the service to answer the voiceprint upload under way, so that it is listed', name: 'max' }));
+    const rows = JSON.parse((await s.run('voiceprint', 'list', '--json')).stdout) as Array<{ voiceprint_id: string }>;
+    expect(rows).toEqual([expect.objectContaining({ voiceprint_id: stored!.voiceprint_id, name: 'max', source: 'enroll' })]);
   });
 
   it('Ctrl-C of enroll with no daemon: the same outcomes (a recording stops with exit 1; an upload under way is finished and printed)', async () => {

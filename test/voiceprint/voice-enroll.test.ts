@@ -40,7 +40,7 @@ interface Setup {
   events: AgentEvent[];
 }
 
-async function setup(opts: { input?: string; device?: string; env?: NodeJS.ProcessEnv; recorder?: 'arecord' | 'sox'; micWaitMs?: number; recorderGraceMs?: number } = {}): Promise<Setup> {
+async function setup(opts: { input?: string; device?: string; env?: NodeJS.ProcessEnv; recorder?: 'arecord' | 'sox'; micWaitMs?: number; recorderGraceMs?: number; uploadStopGraceMs?: number } = {}): Promise<Setup> {
   const emulatorData = tmpDir('ta-emu-');
   const emulator = await startTestEmulator({ dataDir: emulatorData });
   const mic = alsaCaptureDevice(tmpDir('ta-alsa-'), opts.input ?? inputs.speech);
@@ -63,7 +63,7 @@ async function setup(opts: { input?: string; device?: string; env?: NodeJS.Proce
       return () => holds.push(`release@${emulator.requests.length}`);
     },
   };
-  const deps: VoiceEnrollDeps = { config, db, client, logger: silentLogger(), metrics, playback, events: bus, env: opts.env ?? mic.env, ...(opts.micWaitMs !== undefined ? { micWaitMs: opts.micWaitMs } : {}), ...(opts.recorderGraceMs !== undefined ? { recorderGraceMs: opts.recorderGraceMs } : {}) };
+  const deps: VoiceEnrollDeps = { config, db, client, logger: silentLogger(), metrics, playback, events: bus, env: opts.env ?? mic.env, ...(opts.micWaitMs !== undefined ? { micWaitMs: opts.micWaitMs } : {}), ...(opts.recorderGraceMs !== undefined ? { recorderGraceMs: opts.recorderGraceMs } : {}), ...(opts.uploadStopGraceMs !== undefined ? { uploadStopGraceMs: opts.uploadStopGraceMs } : {}) };
   const voice = createVoiceEnroll(deps);
   onTestFinished(async () => {
     await voice.stop();
@@ -297,6 +297,36 @@ describe('voiceprint enrollment from the microphone', () => {
     expect(err).toBeInstanceOf(AbortedError);
     expect(s.holds).toEqual(['hold@0', 'release@0']);
     expectNothingRegistered(s);
+  });
+
+  it('stop() during the upload waits for the service\'s answer: the voiceprint is registered and listed', async () => {
+    const s = await setup();
+    s.emulator.faults.add({ method: 'POST', path: '/voiceprint', action: 'delay', delayMs: 1500, times: 1 });
+    const pending = s.voice.enroll({ name: 'uma', seconds: 2 });
+    for (let i = 0; i < 300 && voiceprintPosts(s).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(s.voice.status()).toMatchObject({ state: 'uploading', current: { name: 'uma', phase: 'uploading' } });
+    await s.voice.stop();
+    const result = await pending;
+    const [stored] = s.emulator.state.voiceprints();
+    expect(stored).toMatchObject({ voiceprint_id: result.voiceprint_id, name: 'uma' });
+    expect(createVoiceprintRegistry(s.db).list()).toEqual([expect.objectContaining({ voiceprint_id: result.voiceprint_id, name: 'uma', source: 'enroll' })]);
+    expect(s.voice.status()).toMatchObject({ state: 'stopped', last: { ok: true, voiceprint_id: result.voiceprint_id } });
+  });
+
+  it('stop() cuts an upload the service has not answered within the grace, and says what may have happened', async () => {
+    const s = await setup({ uploadStopGraceMs: 300 });
+    s.emulator.faults.add({ method: 'POST', path: '/voiceprint', action: 'delay', delayMs: 10_000, times: 1 });
+    const pending = s.voice.enroll({ name: 'vic', seconds: 2 }).catch((e: unknown) => e);
+    for (let i = 0; i < 300 && voiceprintPosts(s).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    const t0 = Date.now();
+    await s.voice.stop();
+    expect(Date.now() - t0).toBeLessThan(2000);
+    const err = await pending;
+    expect(err).toBeInstanceOf(AbortedError);
+    expect((err as Error).message).toBe(`the agent stopped while the recording of 'vic' was being sent, and the service had not answered within 300 ms: it may or may not have registered it, and 'voiceprint list' does not show it. The recording is kept in ${join(s.config.state_dir, 'voiceprints')}; enroll 'vic' again once the agent runs`);
+    expect(createVoiceprintRegistry(s.db).list()).toEqual([]);
+    const audit = auditFiles(s).find((f) => f.endsWith('.json'));
+    expect(JSON.parse(readFileSync(join(s.config.state_dir, 'voiceprints', audit!), 'utf8'))).toMatchObject({ name: 'vic', ok: false, code: 'TA_ERR_ABORTED' });
   });
 
   it('refuses new enrollments once stopped', async () => {
