@@ -109,8 +109,10 @@ whole recording. A refused recording says what was measured (peak, level, share 
       const voice = createVoiceEnroll({ config: cfg, db, client, logger: silentLogger(), env: ctx.env, micWaitMs: 0, ...(events ? { events } : {}) });
       // Ctrl-C cancels as a hang-up does in the daemon: a recording stops and nothing is sent; an
       // upload under way is finished (a second Ctrl-C leaves at once), so that what the service
-      // registered is in the local registry.
+      // registered is in the local registry. With --json no note: stderr then carries only the
+      // JSON error line of a failed command, and the result on stdout says what happened.
       const onAbort = () => {
+        if (args.global.json) return;
         if ((voice.status().current as { phase?: string } | null)?.phase === 'uploading') {
           writeErr(ctx, `interrupted: ${abortReason(ctx.shutdown, 'stopped')}; the recording of '${name}' was already being sent: waiting for the service's answer so that it is listed (Ctrl-C again to leave at once)`);
         }

@@ -85,8 +85,8 @@ function otherProcessHolds(path: string): boolean {
 }
 
 /** `voiceprint enroll` as a child the test can interrupt. */
-function enrollChild(s: Setup, name: string, seconds: string) {
-  const child = spawn(process.execPath, [CLI_ENTRY, 'voiceprint', 'enroll', '--name', name, '--seconds', seconds, '--config', s.configPath], { env: { PATH: process.env.PATH ?? '', ALSA_CONFIG_PATH: s.alsaEnv.ALSA_CONFIG_PATH } });
+function enrollChild(s: Setup, name: string, seconds: string, extra: string[] = []) {
+  const child = spawn(process.execPath, [CLI_ENTRY, 'voiceprint', 'enroll', '--name', name, '--seconds', seconds, '--config', s.configPath, ...extra], { env: { PATH: process.env.PATH ?? '', ALSA_CONFIG_PATH: s.alsaEnv.ALSA_CONFIG_PATH } });
   const out = { stdout: '', stderr: '' };
   child.stdout.setEncoding('utf8').on('data', (t: string) => (out.stdout += t));
   child.stderr.setEncoding('utf8').on('data', (t: string) => (out.stderr += t));
@@ -96,9 +96,9 @@ function enrollChild(s: Setup, name: string, seconds: string) {
 }
 
 /** Enrolls `name` for 2 s, the service holding the upload for 2 s, and sends SIGINT once it arrived there. */
-async function interruptUpload(s: Setup, name: string) {
+async function interruptUpload(s: Setup, name: string, extra: string[] = []) {
   s.emulator.faults.add({ method: 'POST', path: '/voiceprint', action: 'delay', delayMs: 2000, times: 1 });
-  const cli = enrollChild(s, name, '2');
+  const cli = enrollChild(s, name, '2', extra);
   await until('the upload', () => s.emulator.requests.some((q) => q.path === '/voiceprint'));
   cli.child.kill('SIGINT');
   return { code: await cli.exit, out: cli.out };
@@ -307,5 +307,16 @@ describe('voiceprint commands', () => {
     const [stored] = s.emulator.state.voiceprints();
     expect(uploading.out.stdout).toContain(`registered voiceprint "lou": ${stored!.voiceprint_id}`);
     expect(JSON.parse((await s.run('voiceprint', 'list', '--json')).stdout)).toEqual([expect.objectContaining({ voiceprint_id: stored!.voiceprint_id, name: 'lou' })]);
+  });
+
+  it('Ctrl-C of enroll --json with no daemon during the upload: no text note on stderr, the JSON result on stdout', async () => {
+    const s = await setup();
+    const uploading = await interruptUpload(s, 'mia', ['--json']);
+    expect(uploading.code).toBe(0);
+    // stderr in --json mode carries only the JSON error line of a failed command.
+    expect(uploading.out.stderr).toBe('');
+    const [stored] = s.emulator.state.voiceprints();
+    expect(JSON.parse(uploading.out.stdout)).toMatchObject({ name: 'mia', voiceprint_id: stored!.voiceprint_id });
+    expect(JSON.parse((await s.run('voiceprint', 'list', '--json')).stdout)).toEqual([expect.objectContaining({ voiceprint_id: stored!.voiceprint_id, name: 'mia' })]);
   });
 });
