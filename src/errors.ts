@@ -226,6 +226,12 @@ export function isProgramReplaced(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === 'ERR_TA_CHUNK_MISSING';
 }
 
+/** The file that error found gone (its cause is the ENOENT of reading it). */
+export function missingProgramFile(err: unknown): string {
+  const path = (err as { cause?: { path?: unknown } } | null)?.cause?.path;
+  return typeof path === 'string' ? path : 'a file of the program';
+}
+
 /** Why a signal ended some work, for a message: its reason's text ('SIGINT', 'caller hung up'). */
 export function abortReason(signal: AbortSignal | undefined, fallback: string): string {
   const reason: unknown = signal?.reason;

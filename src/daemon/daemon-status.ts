@@ -1,6 +1,6 @@
 import type { AgentStatus, SayBody, VoiceprintEnrollBody } from '../control/types.js';
 import type { ControlHandlers } from '../control/control-server.js';
-import { AbortedError, UsageError } from '../errors.js';
+import { AbortedError, DaemonError, UsageError, missingProgramFile } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';
 import { iso, pendingPerKind } from './state-queries.js';
@@ -69,25 +69,30 @@ export function controlHandlers(state: DaemonState, d: Pick<DaemonEnv, 'pid' | '
   const accepting = () => {
     if (state.phase === 'stopping') throw new AbortedError('the daemon is stopping and takes no new work; retry once it has restarted');
   };
+  // A part of the program found gone stops the daemon (daemon.ts); the caller is told so.
+  const watched = <T>(where: string, work: () => Promise<T>): Promise<T> => work().catch((err: unknown) => {
+    if (!state.programReplaced(err, where)) throw err;
+    throw new DaemonError(`the daemon's program files were replaced while it ran (${missingProgramFile(err)} is missing): it stops, and systemd starts it again from the installed files; retry in a few seconds`, { cause: err });
+  });
   return {
     status: () => buildStatus(state, d),
     faces: () => state.agent.listFaces(),
-    async syncFaces() {
+    syncFaces: () => watched('POST /faces/sync', async () => {
       accepting();
       return state.agent.syncFaces();
-    },
-    async say(body, signal) {
+    }),
+    say: (body, signal) => watched('POST /say', async () => {
       accepting();
       if (typeof body.text !== 'string' || body.text.trim() === '') throw new UsageError('POST /say needs a JSON body with a non-empty "text"');
       return state.agent.say(body as SayBody, signal);
-    },
-    async enrollVoiceprint(body, signal) {
+    }),
+    enrollVoiceprint: (body, signal) => watched('POST /voiceprint/enroll', async () => {
       accepting();
       if (typeof body.name !== 'string' || body.name.trim() === '') throw new UsageError('POST /voiceprint/enroll needs a JSON body with a non-empty "name"');
       if (body.seconds !== undefined && (typeof body.seconds !== 'number' || !(body.seconds > 0))) throw new UsageError('"seconds" must be a positive number');
       return state.agent.enrollVoiceprint(body as VoiceprintEnrollBody, signal);
-    },
-    metrics: () => state.metrics.scrape([state.agent.metrics]),
+    }),
+    metrics: () => watched('GET /metrics', () => state.metrics.scrape([state.agent.metrics])),
     events: (req, res, signal) => serveEventStream(req, res, state.events, { signal, onSlowClient: () => state.metrics.eventClientsDropped.inc() }),
   };
 }

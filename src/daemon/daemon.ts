@@ -5,7 +5,7 @@ import type { Logger } from '../log/logger.js';
 import { openDatabase, type Db } from '../db/database.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient, RequestEvent } from '../client/types.js';
-import { AbortedError } from '../errors.js';
+import { AbortedError, ExitCode, describeError, isProgramReplaced, missingProgramFile } from '../errors.js';
 import { createControlServer, type ControlServer } from '../control/control-server.js';
 import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
@@ -49,6 +49,8 @@ export interface RunningDaemon {
   readonly consoleUrl: string | undefined;
   /** Drains and closes everything; true when it finished within STOP_BOUND_MS. Safe to call twice. */
   stop(): Promise<boolean>;
+  /** Aborts when a part of the program was found gone: the daemon must stop and exit 1. */
+  readonly replaced: AbortSignal;
 }
 
 /** Mutable state of one daemon instance (never module-level). */
@@ -66,6 +68,11 @@ export interface DaemonState {
   notifier: Notifier;
   watchdog: Watchdog;
   reload: { count: number; lastAt: number | null; lastError: string | null };
+  /**
+   * Whether `err` is a part of the program found gone (isProgramReplaced); if so the daemon stops
+   * as on SIGTERM and exits 1. `where` names what needed it, for the log.
+   */
+  programReplaced(err: unknown, where: string): boolean;
 }
 
 export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<RunningDaemon> {
@@ -74,8 +81,22 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
   d.setConfig(cfg);
   const lock: InstanceLock = acquireInstanceLock(cfg.state_dir, d.pid);
   const offFatal = d.onFatal((err, origin) => {
-    logger.fatal({ err, origin }, 'exiting on an uncaught error (a bug in terminal-agent): systemd restarts the agent, and the outbox resumes where it stopped; please report this line');
+    if (isProgramReplaced(err)) logger.fatal({ err: describeError(err), origin, missing: missingProgramFile(err) }, REPLACED);
+    else logger.fatal({ err, origin }, 'exiting on an uncaught error (a bug in terminal-agent): systemd restarts the agent, and the outbox resumes where it stopped; please report this line');
   });
+  // The bundle's chunks are read when first needed: one found gone means another build was
+  // installed under this process (the package's preinst stops the daemon first, so a half-done or
+  // manual upgrade). What else of it is gone cannot be known: a restart from the installed files
+  // is the fix, so the daemon drains and exits 1, and Restart=on-failure starts it again.
+  const replaced = new AbortController();
+  const programReplaced = (err: unknown, where: string): boolean => {
+    if (!isProgramReplaced(err)) return false;
+    if (!replaced.signal.aborted) {
+      logger.error({ err: describeError(err), where, missing: missingProgramFile(err) }, REPLACED);
+      replaced.abort(err);
+    }
+    return true;
+  };
   const undo: Array<() => Promise<void> | void> = [() => lock.release(), offFatal];
   try {
     await makeDir(cfg.state_dir);
@@ -101,6 +122,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
       config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, events, notifier,
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
+      programReplaced,
     };
     secretsOf = () => configSecrets(state.config);
     state.watchdog = createWatchdog({
@@ -145,6 +167,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
         return state.config;
       },
       socketPath: cfg.control.socket,
+      replaced: replaced.signal,
       get consoleUrl() {
         return webConsole?.url;
       },
@@ -183,14 +206,24 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
   }
 }
 
-/** `terminal-agent run`: starts, waits for the first SIGTERM/SIGINT, drains, returns the exit code. */
+const REPLACED = "this daemon's program files were replaced while it ran (an upgrade?) and a part it needs is gone: it stops and exits 1, so that systemd (Restart=on-failure) starts the installed files; if this comes again after the restart, the installation is incomplete: reinstall the package (apt install --reinstall terminal-agent)";
+
+/**
+ * `terminal-agent run`: starts, waits for the first SIGTERM/SIGINT (or a part of the program
+ * found gone), drains, returns the exit code.
+ */
 export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortSignal): Promise<number> {
   if (shutdown.aborted) throw new AbortedError('stopped before start-up finished');
   const daemon = await startDaemon(d, cfg);
   await new Promise<void>((resolve) => {
-    if (shutdown.aborted) resolve();
-    else shutdown.addEventListener('abort', () => resolve(), { once: true });
+    if (shutdown.aborted || daemon.replaced.aborted) return resolve();
+    shutdown.addEventListener('abort', () => resolve(), { once: true });
+    daemon.replaced.addEventListener('abort', () => resolve(), { once: true });
   });
+  if (!shutdown.aborted) {
+    await daemon.stop();
+    return ExitCode.failure;
+  }
   d.logger.child({ component: 'daemon' }).info({ signal: String((shutdown.reason as Error)?.message ?? shutdown.reason) }, 'stop requested');
   const clean = await daemon.stop();
   return clean ? 0 : 1;
@@ -199,7 +232,11 @@ export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortS
 /** The opt-in TCP listener for Prometheus: a port it cannot take is logged, not fatal. */
 async function startMetricsServer(cfg: AgentConfig, state: DaemonState, logger: Logger): Promise<MetricsServer | undefined> {
   if (!cfg.metrics.listen) return undefined;
-  const server = createMetricsServer({ listen: cfg.metrics.listen, scrape: () => state.metrics.scrape([state.agent.metrics]), logger });
+  const scrape = () => state.metrics.scrape([state.agent.metrics]).catch((err: unknown) => {
+    state.programReplaced(err, 'GET /metrics over TCP');
+    throw err;
+  });
+  const server = createMetricsServer({ listen: cfg.metrics.listen, scrape, logger });
   try {
     await server.start();
     return server;

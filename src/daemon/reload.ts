@@ -1,6 +1,6 @@
 import { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
-import { ConfigError, describeError, isProgramReplaced } from '../errors.js';
+import { ConfigError, describeError } from '../errors.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';
 import type { AgentConfig } from '../config/schema.js';
 import { createAgent } from './agent.js';
@@ -35,11 +35,8 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
       } catch (err) {
         state.reload.lastError = describeError(err);
         state.metrics.reloads.inc({ result: 'rejected' });
-        if (isProgramReplaced(err)) {
-          // Not the file's fault: another build was installed under this daemon (the package stops it first).
-          logger.error({ err: describeError(err) }, 'reload refused: this daemon\'s program files were replaced; the running configuration stays in use (restart the daemon: systemctl restart terminal-agent)');
-          return;
-        }
+        // Not the file's fault: another build was installed under this daemon, which stops.
+        if (state.programReplaced(err, 'SIGHUP reload')) return;
         const problems = err instanceof ConfigError ? err.problems : undefined;
         logger.error({ err: describeError(err), problems }, 'reload refused: the new configuration is invalid; the running configuration stays in use (fix the file, then send SIGHUP again)');
         return;

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { onTestFinished } from 'vitest';
 import { CLI_ENTRY, REPO_ROOT } from '../helpers/cli.js';
 import type { Emulator } from '../helpers/emulator.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 // Runs the daemon as systemd would: a real `node dist/main.js run` process, with its JSON log on
 // stdout, signals, and a NOTIFY_SOCKET bound here (a unix datagram socket, as systemd's).
@@ -144,6 +145,18 @@ export function spawnDaemon(configPath: string | undefined, env: Record<string, 
 }
 
 export const isReady = (l: LogLine) => l.msg === 'terminal-agent is ready';
+
+/**
+ * The built tree copied as an installation of its own, whose files a test may take away under a
+ * daemon run from it (pass join(copy, 'main.js') as spawnDaemon's entry); node_modules for the addons.
+ */
+export function installedCopy(): string {
+  const root = tmpDir('ta-install-');
+  const copy = join(root, 'dist');
+  cpSync(join(REPO_ROOT, 'dist'), copy, { recursive: true, verbatimSymlinks: true });
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules'));
+  return copy;
+}
 
 interface DgramSocket {
   on(event: 'message', cb: (buf: Buffer) => void): void;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { cpSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { controlRequest, daemonFiles, isReady, spawnDaemon } from './daemon-harness.js';
+import { controlRequest, daemonFiles, installedCopy, isReady, spawnDaemon } from './daemon-harness.js';
 import type { AgentStatus } from '../../src/control/types.js';
 
 describe('SIGHUP reloads the configuration', () => {
@@ -64,25 +64,23 @@ describe('SIGHUP reloads the configuration', () => {
     expect(d.stdout()).not.toContain(emulator.terminals[0]!.terminal_secret);
   });
 
-  it('says the program files were replaced, not that the config is invalid, when a SIGHUP finds its chunk gone', async () => {
+  it('says the program files were replaced, not that the config is invalid, when a SIGHUP finds its chunk gone, and exits 1 for systemd to restart it', async () => {
     // What an upgrade's unpack would do under a daemon left running (the package's preinst stops it
     // first): the built tree copied, the daemon run from it, the config reader's chunk deleted.
     const emulator = await startTestEmulator();
     const files = daemonFiles(tmpDir('ta-hup-'), emulator);
-    const root = tmpDir('ta-install-');
-    const copy = join(root, 'dist');
-    cpSync(join(REPO_ROOT, 'dist'), copy, { recursive: true, verbatimSymlinks: true });
-    symlinkSync(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules')); // better-sqlite3's addon
+    const copy = installedCopy();
     const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, join(copy, 'main.js'));
     await d.waitLog(isReady);
-    for (const f of readdirSync(join(copy, 'bundle')).filter((n) => /^load-config-\w+\.js$/.test(n))) rmSync(join(copy, 'bundle', f));
+    const gone = readdirSync(join(copy, 'bundle')).filter((n) => /^load-config-\w+\.js$/.test(n)).map((f) => join(copy, 'bundle', f));
+    expect(gone).toHaveLength(1);
+    rmSync(gone[0]!);
     d.signal('SIGHUP');
-    const refused = await d.waitLog((l) => l.msg.startsWith('reload refused'));
-    expect(refused.msg).toBe("reload refused: this daemon's program files were replaced; the running configuration stays in use (restart the daemon: systemctl restart terminal-agent)");
-    expect(JSON.stringify(refused.err)).toContain('is missing');
-    const status = (await controlRequest(files.socketPath, 'GET', '/status')).json() as AgentStatus;
-    expect(status.state).toBe('running');
-    d.signal('SIGTERM');
-    expect((await d.exited).code).toBe(0);
+    expect(await d.exited).toEqual({ code: 1, signal: null });
+    expect(d.logs().filter((l) => l.msg.startsWith('reload refused'))).toEqual([]);
+    const replaced = d.logs().find((l) => /program files were replaced/.test(l.msg));
+    expect(replaced).toMatchObject({ level: 'error', where: 'SIGHUP reload', missing: gone[0] });
+    expect(replaced!.msg).toMatch(/it stops and exits 1, so that systemd \(Restart=on-failure\) starts the installed files; .* reinstall the package/);
+    expect(d.logs().at(-1)).toMatchObject({ msg: 'stopped', clean: true });
   });
 });
