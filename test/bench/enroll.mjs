@@ -89,7 +89,7 @@ async function oneRun(latencyMs, budget, runNo) {
     // Let the start-up face sync finish: its cost is the daemon's, not the files'.
     await sleep(1500);
     settleDisk(root);
-    const pid = daemon.child.pid;
+    const pid = daemon.pid;
     const cpu0 = procCpuSplitMs(pid);
     const threads0 = procThreadCpuMs(pid);
     const t0 = performance.now();

@@ -322,9 +322,9 @@ async function daemonFirstSync(emu, work, n, budget) {
     if (performance.now() - t0 > 600_000) throw new Error('the first sync did not finish in 10 minutes');
     await sleep(20);
   }
-  const cpu = procCpuSplitMs(daemon.child.pid);
-  if (process.env.BENCH_THREADS) console.log(`    daemon CPU by thread, ms: ${Object.entries(procThreadCpuMs(daemon.child.pid)).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
-  const peakRssMb = procPeakRssMb(daemon.child.pid);
+  const cpu = procCpuSplitMs(daemon.pid);
+  if (process.env.BENCH_THREADS) console.log(`    daemon CPU by thread, ms: ${Object.entries(procThreadCpuMs(daemon.pid)).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
+  const peakRssMb = procPeakRssMb(daemon.pid);
   const images = emu.requests.filter((r) => r.path.endsWith('/image'));
   const list = emu.requests.find((r) => r.method === 'GET' && /\/faces$/.test(r.path));
   // Where the time goes, ms from the spawn (the emulator's clock is this process's).

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -112,11 +113,19 @@ export function createPiBudget(name) {
   return null;
 }
 
+let straceRuns = 0;
+
 /** spawn(node, args) — inside `budget` (a createPiBudget result) when given. */
 export function spawnNode(args, opts, budget) {
-  // BENCH_STRACE=FILE: syscall counts of the daemon and its threads (strace -c -f); profiling only,
-  // the CPU and RSS figures are then strace's.
-  if (process.env.BENCH_STRACE && args.includes(MAIN)) return spawn('strace', ['-c', '-f', '-o', process.env.BENCH_STRACE, process.execPath, ...args], opts);
+  // BENCH_STRACE=FILE: syscall counts of the daemon and its threads (strace -c -f), FILE.1, FILE.2
+  // ... for each daemon started; BENCH_STRACE=1: files in the temporary folder, named on stderr.
+  // Profiling only: the daemon's CPU and RSS are then those of a traced process.
+  if (process.env.BENCH_STRACE && args.includes(MAIN)) {
+    const base = process.env.BENCH_STRACE === '1' ? join(tmpdir(), `ta-bench-strace-${process.pid}`) : process.env.BENCH_STRACE;
+    const file = `${base}.${++straceRuns}`;
+    process.stderr.write(`strace -c -f of the daemon: ${file}\n`);
+    return spawn('strace', ['-c', '-f', '-o', file, process.execPath, ...args], opts);
+  }
   if (process.env.BENCH_WRAP && args.includes(MAIN)) return spawn(process.env.BENCH_WRAP, [process.execPath, ...args], opts);
   if (!budget) return spawn(process.execPath, args, opts);
   const quoted = [process.execPath, ...args].map((a) => `'${String(a).replace(/'/g, `'\\''`)}'`).join(' ');
@@ -160,12 +169,37 @@ export function spawnDaemon(dir, config, { budget, extraArgs = [] } = {}) {
   const failed = exited.then((code) => { throw new Error(`the daemon exited (${code}) before READY=1`); });
   return {
     child,
+    /** The daemon's own process (under BENCH_STRACE/BENCH_WRAP, not the wrapper's): its CPU and RSS. */
+    get pid() {
+      return daemonPid(child.pid);
+    },
     ready: Promise.race([ready, failed]).finally(() => sock.close()),
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      // SIGTERM goes to the daemon itself: strace with -o FILE and a program blocks it, and
+      // another BENCH_WRAP may not pass it on, so the bench would wait forever.
+      if (child.exitCode === null && child.signalCode === null) process.kill(daemonPid(child.pid), 'SIGTERM');
       await exited;
     },
   };
+}
+
+/** The daemon's node process: `pid` itself, or the process under BENCH_STRACE/BENCH_WRAP running MAIN. */
+function daemonPid(pid) {
+  const runsMain = (p) => {
+    try {
+      const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      return argv[0] === process.execPath && argv.includes(MAIN);
+    } catch {
+      return false;
+    }
+  };
+  const queue = [String(pid)];
+  while (queue.length > 0) {
+    const p = queue.shift();
+    if (runsMain(p)) return Number(p);
+    queue.push(...liveChildren(p));
+  }
+  return pid;
 }
 
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
