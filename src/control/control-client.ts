@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { ControlAborted, ControlTimeout, controlRequest, type ControlResponse } from './control-http.js';
+import { ControlAborted, ControlClosed, ControlTimeout, controlRequest, type ControlResponse } from './control-http.js';
 import {
   AbortedError, AgentError, AudioDeviceError, AudioQualityError, AuthError, BadRequestError,
   BadResponseError, BusyError, DaemonError, InvalidInputError, NetworkError, NotFoundError,
@@ -64,6 +64,7 @@ export function controlClient(socketPath: string, options: ControlCallOptions = 
       if (err instanceof ControlAborted) throw new AbortedError(err.message, { cause: err });
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ECONNREFUSED') throw notRunning(socketPath, err);
+      if (err instanceof ControlClosed) throw closedError(socketPath, method, path, err);
       if (err instanceof ControlTimeout) throw new DaemonError(`the daemon did not answer ${method} ${path} within ${Math.round(timeoutMs / 1000)}s on ${socketPath}; check 'journalctl -u terminal-agent'`, { cause: err });
       throw new DaemonError(`control socket ${socketPath}: ${(err as Error).message}`, { cause: err });
     }
@@ -99,6 +100,28 @@ export class DaemonNotRunningError extends DaemonError {}
 
 function notRunning(socketPath: string, cause?: unknown): DaemonError {
   return new DaemonNotRunningError(`no terminal-agent daemon is running (nothing answers on ${socketPath}); start it with 'systemctl start terminal-agent' or 'terminal-agent run', or check control.socket in the config`, { cause, details: { socket: socketPath } });
+}
+
+/** What a POST may have done before the daemon went away, and how to find out. */
+const MAY_HAVE_DONE: Record<string, string> = {
+  '/say': 'the phrase may have been spoken, in whole or in part',
+  '/voiceprint/enroll': "the voiceprint may have been recorded and registered: 'terminal-agent voiceprint list' shows it if the daemon stored it; check there before enrolling the name again",
+  '/faces/sync': "the sync may have run in whole or in part: 'terminal-agent status' shows the last face sync once the daemon runs again",
+};
+
+/**
+ * The daemon's end of the connection closed before its answer (it stopped, crashed or restarted
+ * under the call). A GET changed nothing; a POST may have had its effect, which the message says.
+ */
+function closedError(socketPath: string, method: string, path: string, cause: ControlClosed): DaemonError {
+  const changes = method !== 'GET';
+  const effect = changes
+    ? `the request may have taken effect before that: ${MAY_HAVE_DONE[path] ?? "check with 'terminal-agent status' before repeating it"}`
+    : 'nothing was changed: run the command again once the daemon runs';
+  return new DaemonError(
+    `the daemon closed the connection on ${socketPath} without answering ${method} ${path}: it most likely stopped, crashed or restarted meanwhile; see 'systemctl status terminal-agent' and 'journalctl -u terminal-agent'. ${effect}`,
+    { cause, details: { socket: socketPath, request: `${method} ${path}`, may_have_taken_effect: changes } },
+  );
 }
 
 type ErrorCtor = new (message: string, options?: { details?: Record<string, unknown>; status?: number; operation?: string }) => AgentError;

@@ -24,6 +24,12 @@ export class ControlTimeout extends Error {}
 /** The caller's signal ended the call: the socket is closed, which the daemon takes as a hang-up. */
 export class ControlAborted extends Error {}
 
+/**
+ * The daemon's end closed (or reset) the connection before a whole answer came: it stopped,
+ * crashed or restarted during the call, which may have had its effect by then.
+ */
+export class ControlClosed extends Error {}
+
 const HEAD_END = Buffer.from('\r\n\r\n');
 const READ_BUFFER_BYTES = 64 * 1024;
 
@@ -36,6 +42,7 @@ export function controlRequest(socketPath: string, method: string, path: string,
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    let connected = false;
     const socket = connect({
       path: socketPath,
       onread: {
@@ -75,13 +82,18 @@ export function controlRequest(socketPath: string, method: string, path: string,
     const onAbort = () => finish(new ControlAborted(`${method} ${path} interrupted before the daemon answered`));
     signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('connect', () => {
+      connected = true;
       const body = payload === undefined ? '' : payload;
       const head = `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n`
         + (payload === undefined ? '' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`);
       socket.write(`${head}\r\n${body}`);
     });
     socket.on('end', () => settle(true));
-    socket.on('error', (err) => finish(err));
+    // Once connected, a reset or a broken pipe is the daemon's end going away (killed, crashed).
+    socket.on('error', (err) => {
+      const code = (err as NodeJS.ErrnoException).code;
+      finish(connected && (code === 'ECONNRESET' || code === 'EPIPE') ? new ControlClosed(`the connection was reset (${code}) before an answer came`, { cause: err }) : err);
+    });
   });
 }
 
@@ -89,6 +101,8 @@ export function controlRequest(socketPath: string, method: string, path: string,
 function parseResponse(buf: Buffer, ended: boolean): ControlResponse | null {
   const headEnd = buf.indexOf(HEAD_END);
   if (headEnd < 0) {
+    if (ended && buf.length === 0) throw new ControlClosed('the connection closed before any answer came');
+    if (ended && buf.subarray(0, 5).toString('latin1') === 'HTTP/') throw new ControlClosed('the connection closed before a whole answer came');
     if (ended) throw new Error('the answer is not HTTP');
     return null;
   }
@@ -107,7 +121,7 @@ function parseResponse(buf: Buffer, ended: boolean): ControlResponse | null {
     body = dechunk(body);
   } else if (length !== undefined && /^\d+$/.test(length)) {
     if (body.length < Number(length)) {
-      if (ended) throw new Error('the connection closed before a whole answer came');
+      if (ended) throw new ControlClosed('the connection closed before a whole answer came');
       return null;
     }
     body = body.subarray(0, Number(length));
@@ -120,11 +134,11 @@ function dechunk(buf: Buffer): Buffer {
   let at = 0;
   for (;;) {
     const lineEnd = buf.indexOf('\r\n', at);
-    if (lineEnd < 0) throw new Error('the connection closed before a whole answer came');
+    if (lineEnd < 0) throw new ControlClosed('the connection closed before a whole answer came');
     const n = parseInt(buf.subarray(at, lineEnd).toString('latin1'), 16);
     if (!Number.isFinite(n)) throw new Error('a malformed chunked answer');
     if (n === 0) return Buffer.concat(parts);
-    if (lineEnd + 2 + n > buf.length) throw new Error('the connection closed before a whole answer came');
+    if (lineEnd + 2 + n > buf.length) throw new ControlClosed('the connection closed before a whole answer came');
     parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + n));
     at = lineEnd + 2 + n + 2;
   }
