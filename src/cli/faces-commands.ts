@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { stringOpt, type CliContext, type CommandSpec } from './command.js';
-import { writeErr, writeJson, writeLine, writeTable, type Column } from './output.js';
+import { writeJson, writeLine, writeTable, writeWarning, type Column } from './output.js';
 import { canonicalName, escapeName } from '../client/names.js';
 import type { FaceRecord, ServiceClient, CallOptions, SkippedRecord } from '../client/types.js';
 import { BadResponseError, UsageError, isFsError, outputFileError } from '../errors.js';
@@ -49,12 +49,17 @@ export async function createFaceAndFind(client: ServiceClient, name: string, ima
 }
 
 /** Malformed records of a listing, on stderr (stdout keeps the good records, JSON or table). */
-async function skippedLines(skipped: readonly SkippedRecord[]): Promise<string[]> {
-  if (skipped.length === 0) return [];
+async function warnSkipped(ctx: CliContext, json: boolean, skipped: readonly SkippedRecord[]): Promise<void> {
+  if (skipped.length === 0) return;
   const { describeSkip } = await facesApi();
   const shown = skipped.slice(0, 10).map((s) => `  skipped: ${describeSkip(s)}`);
   const more = skipped.length > shown.length ? [`  ... and ${skipped.length - shown.length} more`] : [];
-  return [`warning: ${skipped.length} malformed record(s) in the service's answer were left out:`, ...shown, ...more];
+  writeWarning(ctx, json, {
+    text: `${skipped.length} malformed record(s) in the service's answer were left out${json ? '' : ':'}`,
+    code: 'TA_WARN_SKIPPED_RECORDS',
+    details: { skipped: skipped.length, records: skipped.map((s) => ({ ...s, message: describeSkip(s) })) },
+    lines: [...shown, ...more],
+  });
 }
 
 const list: CommandSpec = {
@@ -64,7 +69,7 @@ const list: CommandSpec = {
   options: { cached: { type: 'boolean', description: 'read the local face cache (state_dir), with no network' } },
   run: async (args, ctx) => args.values.cached === true ? (await import('./faces-list-cached.js')).listCachedCommand(args, ctx) : (await apiClient()).withClient(args, ctx, async ({ client, call }) => {
     const faces = await client.listFaces(call);
-    for (const line of await skippedLines(faces.skipped)) writeErr(ctx, line);
+    await warnSkipped(ctx, args.global.json, faces.skipped);
     if (args.global.json) return writeJson(ctx, faces);
     writeTable(ctx, faces, FACE_COLUMNS, '(no faces in this group)');
   }),

@@ -12,8 +12,32 @@ export function writeJson(ctx: CliContext, value: unknown): void {
   put(ctx, 1, `${JSON.stringify(value)}\n`);
 }
 
+/**
+ * One JSON line on stderr (the error line of a failed --json command, a warning). Exact, as on
+ * stdout: JSON.stringify already escapes C0 controls, and escaping the rest would write `\x9b`,
+ * which is not JSON.
+ */
+export function writeJsonErr(ctx: CliContext, value: unknown): void {
+  put(ctx, 2, `${JSON.stringify(value)}\n`);
+}
+
 export function writeErr(ctx: CliContext, text: string): void {
   put(ctx, 2, `${escapeControls(text, true)}\n`);
+}
+
+/**
+ * A warning beside a command's result (records left out, a cache not used). For humans the text
+ * on stderr; with --json one JSON line there, `{warning, code, ...details}`, the shape of
+ * reportError's `{error, code, ...}` line: in --json mode every stderr line is a JSON object,
+ * and stdout keeps the result's documented shape (`faces list --json` is a bare array).
+ */
+export function writeWarning(ctx: CliContext, json: boolean, warning: { text: string; code: string; details?: Record<string, unknown>; lines?: readonly string[] }): void {
+  if (json) {
+    writeJsonErr(ctx, { warning: warning.text, code: warning.code, ...warning.details });
+    return;
+  }
+  writeErr(ctx, `warning: ${warning.text}`);
+  for (const line of warning.lines ?? []) writeErr(ctx, line);
 }
 
 function put(ctx: CliContext, fd: 1 | 2, text: string): void {

@@ -1,6 +1,6 @@
 import type { CliContext, CommandSpec, GlobalArgs, OptionSpec, ParsedArgs } from './command.js';
 import { parseArgv } from './parse-argv.js';
-import { writeErr, writeLine } from './output.js';
+import { writeErr, writeJsonErr, writeLine } from './output.js';
 import { ExitCode, UsageError, exitCodeOf, isAgentError, isProgramReplaced, ConfigError, formatProblem } from '../errors.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/terminal-agent/config.yaml';
@@ -66,7 +66,9 @@ export async function runCli(commands: readonly CommandSpec[], argv: readonly st
   }
   const found = findCommand(commands, argv);
   if (!found) {
-    writeErr(ctx, `terminal-agent: unknown command '${words.slice(0, 2).join(' ')}'; run 'terminal-agent --help' for the list`);
+    const message = `unknown command '${words.slice(0, 2).join(' ')}'; run 'terminal-agent --help' for the list`;
+    if (argv.includes('--json')) writeJsonErr(ctx, new UsageError(message).toJSON());
+    else writeErr(ctx, `terminal-agent: ${message}`);
     return ExitCode.usage;
   }
   const { spec, rest } = found;
@@ -105,7 +107,7 @@ export function reportError(ctx: CliContext, err: unknown, json: boolean): void 
   if (json) {
     const body = isAgentError(err) ? err.toJSON() : { error: String((err as Error)?.message ?? err), code: 'TA_ERR_FAILURE' };
     if (err instanceof ConfigError) body.problems = err.problems;
-    writeErr(ctx, JSON.stringify(body));
+    writeJsonErr(ctx, body);
     return;
   }
   if (err instanceof ConfigError) {

@@ -1,6 +1,6 @@
 import { resolve as resolvePath, join } from 'node:path';
 import { boolOpt, stringOpt, type CliContext, type CommandSpec, type ParsedArgs } from './command.js';
-import { writeJson, writeLine, writeErr } from './output.js';
+import { writeJson, writeLine, writeWarning } from './output.js';
 import { clientFromConfig, type ApiSession } from './api-client.js';
 import { tryConnectControl } from '../control/control-client.js';
 import type { Db } from '../db/database.js';
@@ -46,7 +46,7 @@ function report(ctx: CliContext, args: ParsedArgs, mode: 'daemon' | 'direct', re
 }
 
 /** Plays in this process, with the state_dir cache when it is writable (else without cache). */
-async function sayDirect(session: ApiSession, ctx: CliContext, req: SayRequest): Promise<SayResult> {
+async function sayDirect(session: ApiSession, ctx: CliContext, req: SayRequest, json: boolean): Promise<SayResult> {
   const { config, client } = session;
   // The player, the TTS cache and their database are loaded for this path only.
   // prom-client through `.default`: see src/client/multipart.ts.
@@ -61,7 +61,7 @@ async function sayDirect(session: ApiSession, ctx: CliContext, req: SayRequest):
   try {
     db = openDatabase({ path: join(config.state_dir, 'agent.db') });
   } catch (err) {
-    writeErr(ctx, `terminal-agent: warning: playing without the TTS cache: ${describeError(err)}`);
+    writeWarning(ctx, json, { text: `playing without the TTS cache: ${describeError(err)}`, code: 'TA_WARN_NO_TTS_CACHE' });
     db = openDatabase({ path: ':memory:' });
     cacheSize = 0;
   }
@@ -125,7 +125,7 @@ joins its queue (phrases never overlap); --interrupt stops the current one and c
         });
         return report(ctx, args, 'daemon', result);
       }
-      report(ctx, args, 'direct', await sayDirect(session, ctx, req));
+      report(ctx, args, 'direct', await sayDirect(session, ctx, req, args.global.json));
     } finally {
       await session.client.close();
     }

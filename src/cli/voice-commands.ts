@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import { boolOpt, stringOpt, type CliContext, type CommandSpec } from './command.js';
-import { writeJson, writeLine, writeTable, type Column, writeErr } from './output.js';
+import { writeJson, writeLine, writeTable, writeWarning, type Column } from './output.js';
 import { listEveryVoice, VOICE_PAGE_SIZE } from '../client/voice-catalogue.js';
 import { checkNameArg, intOption, withClient } from './api-client.js';
 import { checkWavFile } from '../voiceprint/wav-check.js';
@@ -58,7 +58,13 @@ const voices: CommandSpec = {
       const { speakers, skipped, total } = all
         ? await listEveryVoice(client, filters, call, { ...(skip !== undefined ? { skip } : {}), ...(top !== undefined ? { top } : {}) })
         : await client.listVoices({ ...filters, skip, top }, call).then((p) => ({ speakers: p.speakers, skipped: p.skipped, total: p.total_speakers_count }));
-      if (skipped > 0) writeErr(ctx, `warning: ${skipped} malformed voice record(s) in the service's answer were left out (not an object, or no string voice and name)`);
+      if (skipped > 0) {
+        writeWarning(ctx, args.global.json, {
+          text: `${skipped} malformed voice record(s) in the service's answer were left out (not an object, or no string voice and name)`,
+          code: 'TA_WARN_SKIPPED_RECORDS',
+          details: { skipped },
+        });
+      }
       if (args.global.json) return writeJson(ctx, { speakers, speakers_count: speakers.length, total_speakers_count: total });
       // Without --all the service sends name and voice only: leave out columns nobody filled.
       const columns = VOICE_COLUMNS.filter((c, i) => i < 2 || speakers.some((v) => c.value(v) !== undefined));

@@ -130,7 +130,7 @@ describe('faces sync (the command) with a malformed listing', () => {
     const list = await runCliProcess(['faces', 'list', '--json', '--config', config]);
     expect(list.code).toBe(0);
     expect((JSON.parse(list.stdout) as unknown[]).length).toBe(1);
-    expect(list.stderr).toContain('warning: 2 malformed record(s) in the service\'s answer were left out:');
+    expect(JSON.parse(list.stderr)).toMatchObject({ warning: '2 malformed record(s) in the service\'s answer were left out', code: 'TA_WARN_SKIPPED_RECORDS', skipped: 2 });
   });
 });
 
