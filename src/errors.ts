@@ -166,7 +166,7 @@ export class ServerError extends ServiceError {
 }
 /** Connection refused/reset, DNS failure: the request may never have reached the server. */
 export class NetworkError extends ServiceError {
-  override readonly code = 'TA_ERR_NETWORK';
+  override readonly code: string = 'TA_ERR_NETWORK';
   override readonly retryable = true;
   /** True when the failure happened before any byte of the request was sent. */
   readonly notSent: boolean;
@@ -174,6 +174,15 @@ export class NetworkError extends ServiceError {
     super(message, options);
     this.notSent = options.notSent ?? false;
   }
+}
+/**
+ * A request not sent because a part of the program it needs (the proxy transport's undici, read at
+ * the first request) was found gone: not the network's fault (exit 1, not 69), but like a request
+ * that never left, an upload stays queued. `cause` is the chunk loader's error.
+ */
+export class ProgramReplacedError extends NetworkError {
+  override readonly code = 'TA_ERR_PROGRAM_REPLACED';
+  override readonly exitCode = ExitCode.failure;
 }
 export class TimeoutError extends ServiceError {
   override readonly code = 'TA_ERR_TIMEOUT';
@@ -223,12 +232,15 @@ export function isAgentError(err: unknown): err is AgentError {
  * one of its files gone: another build was installed under this process, not a bug or a bad input.
  */
 export function isProgramReplaced(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === 'ERR_TA_CHUNK_MISSING';
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ERR_TA_CHUNK_MISSING' || code === 'TA_ERR_PROGRAM_REPLACED';
 }
 
-/** The file that error found gone (its cause is the ENOENT of reading it). */
+/** The file that error found gone (the chunk loader's error, maybe as a ProgramReplacedError's cause, has the ENOENT of reading it as its cause). */
 export function missingProgramFile(err: unknown): string {
-  const path = (err as { cause?: { path?: unknown } } | null)?.cause?.path;
+  const e = err as { code?: unknown; cause?: { path?: unknown } } | null;
+  if (e?.code === 'TA_ERR_PROGRAM_REPLACED') return missingProgramFile(e.cause);
+  const path = e?.cause?.path;
   return typeof path === 'string' ? path : 'a file of the program';
 }
 

@@ -47,8 +47,8 @@ export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): Daemo
     version: ctx.version,
     logger,
     loadConfig: (path) => loadDaemonConfig(ctx, path),
-    createClient: (service, log, onRequest) =>
-      createServiceClient({ config: service, logger: log, userAgent: userAgent(ctx.version), onRequest, env: ctx.env }),
+    createClient: (service, log, onRequest, onProgramReplaced) =>
+      createServiceClient({ config: service, logger: log, userAgent: userAgent(ctx.version), onRequest, onProgramReplaced, env: ctx.env }),
     setConfig(cfg) {
       current = cfg;
     },

@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { pino } from 'pino';
 import type { CliContext } from './command.js';
 import { writeLine } from './output.js';
+import { DaemonError, missingProgramFile } from '../errors.js';
 import { startEmulator, type Emulator, type TerminalCredential } from '../emulator/index.js';
 import { encodeWav } from '../audio/wav.js';
 import { loadDaemonConfig, makeDaemonEnv } from './daemon-env.js';
@@ -44,9 +45,17 @@ export async function runDemo(ctx: CliContext): Promise<number> {
     stopDaemon = () => daemon.stop();
     writeLine(ctx, instructions(dir, emulator, config.control.socket, daemon.consoleUrl));
     await new Promise<void>((resolve) => {
-      if (ctx.shutdown.aborted) resolve();
-      else ctx.shutdown.addEventListener('abort', () => resolve(), { once: true });
+      if (ctx.shutdown.aborted || daemon.replaced.aborted) return resolve();
+      ctx.shutdown.addEventListener('abort', () => resolve(), { once: true });
+      daemon.replaced.addEventListener('abort', () => resolve(), { once: true });
     });
+    if (!ctx.shutdown.aborted) {
+      // A part of the program found gone (its log says where): no systemd restarts a demo, so say it here.
+      await daemon.stop();
+      stopDaemon = undefined;
+      const reason: unknown = daemon.replaced.reason;
+      throw new DaemonError(`the demo stopped: its program files were replaced while it ran (${missingProgramFile(reason)} is missing: an upgrade?); start 'terminal-agent demo' again (everything stays in ${dir}), and if this comes again, reinstall terminal-agent`, { cause: reason });
+    }
     writeLine(ctx, 'stopping the demo...');
     const clean = await daemon.stop();
     stopDaemon = undefined;

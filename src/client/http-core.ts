@@ -1,6 +1,6 @@
 import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
-import { AbortedError, ConfigError, InvalidInputError, NetworkError, ServiceError, describeError } from '../errors.js';
+import { AbortedError, ConfigError, InvalidInputError, NetworkError, ProgramReplacedError, ServiceError, describeError, isProgramReplaced } from '../errors.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import type { CallOptions, RequestEvent, StreamedBody } from './types.js';
 import {
@@ -62,6 +62,8 @@ export interface HttpCoreDeps {
   logger: Logger;
   userAgent: string;
   onRequest?: (event: RequestEvent) => void;
+  /** A part of the program the transport loads when first needed was found gone (see createServiceClient). */
+  onProgramReplaced?: (err: unknown, operation: string) => void;
   backoff?: BackoffPolicy;
   /** A Retry-After longer than this is not waited for inside a call; the error carries it. */
   maxRetryAfterMs?: number;
@@ -155,7 +157,8 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
         const err = raw;
         const mayRepeat = IDEMPOTENT.has(spec.method) || (err instanceof NetworkError && err.notSent);
         let delay = err.retryAfterMs ?? backoffDelay(policy, attempt);
-        const retry = err.retryable && mayRepeat && attempt < maxRetries && delay <= maxRetryAfter;
+        // A part of the program found gone stays gone: no retry brings it back.
+        const retry = err.retryable && mayRepeat && attempt < maxRetries && delay <= maxRetryAfter && !(err instanceof ProgramReplacedError);
         report(spec, attempt, started, retry ? 'retry' : 'error', err.status, err.code);
         if (!retry) throw err;
         delay = Math.max(0, delay);
@@ -213,6 +216,7 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
     } catch (err) {
       // A file part that could not be read, or changed, while it was sent: not the network's fault.
       if (err instanceof InvalidInputError) throw err;
+      if (isProgramReplaced(err)) throw programGone(spec.operation, err);
       if (caller?.aborted && !(err instanceof ServiceError)) {
         throw new AbortedError(`${spec.operation}: cancelled`, { cause: caller.reason });
       }
@@ -220,6 +224,18 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
     } finally {
       if (!handedOver) cleanup();
     }
+  }
+
+  /**
+   * The transport's code (undici, behind HTTPS_PROXY) is read at the first request: its file gone
+   * means another build was installed under this process. Nothing was sent, so an upload stays
+   * queued (retryable, not sent); the owner is told (the daemon stops and restarts on it).
+   */
+  function programGone(operation: string, err: unknown): ProgramReplacedError {
+    deps.onProgramReplaced?.(err, operation);
+    return new ProgramReplacedError(`${operation}: not sent: ${describeError(err)}`, {
+      operation, cause: err, notSent: true, details: { operation, errno: 'ERR_TA_CHUNK_MISSING' },
+    });
   }
 
   function report(spec: RequestSpec, attempt: number, started: number, outcome: RequestEvent['outcome'], status?: number, errorCode?: string): void {

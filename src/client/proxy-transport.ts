@@ -32,6 +32,10 @@ export function proxyTransport(options: ProxyTransportOptions): Transport {
       ...(tls ? { requestTls: tls, proxyTls: tls } : {}),
     });
     return { undici, dispatcher };
+  }, (err: unknown) => {
+    // Tried again at the next request (the chunk loader reads a file found gone again).
+    loading = undefined;
+    throw err;
   });
 
   async function request({ base, path }: Target, r: TransportRequest): Promise<TransportResponse> {
@@ -49,9 +53,10 @@ export function proxyTransport(options: ProxyTransportOptions): Transport {
   return {
     request,
     async close() {
-      if (!loading) return;
-      const { dispatcher } = await loading;
-      await dispatcher.close().catch(() => dispatcher.destroy());
+      // Never loaded, or its load failed (that failure was the request's): nothing to close.
+      const loaded = await loading?.catch(() => undefined);
+      if (!loaded) return;
+      await loaded.dispatcher.close().catch(() => loaded.dispatcher.destroy());
     },
   };
 }

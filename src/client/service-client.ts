@@ -19,6 +19,11 @@ export interface ServiceClientDeps {
   userAgent: string;
   /** Called once per HTTP attempt (metrics, debug). */
   onRequest?: (event: RequestEvent) => void;
+  /**
+   * A part of the program the client reads when first needed (undici, with HTTPS_PROXY) was found
+   * gone: the call fails with a NetworkError (not sent) naming the file, and this is told too.
+   */
+  onProgramReplaced?: (err: unknown, operation: string) => void;
   /** HTTPS_PROXY/HTTP_PROXY/NO_PROXY (either case); the client never reads process.env. */
   env?: ProxyEnv;
   /** Retry delays; the default starts at 250 ms and caps at 8 s. */
@@ -41,6 +46,7 @@ export function createServiceClient(deps: ServiceClientDeps): ServiceClient {
     logger: deps.logger,
     userAgent: deps.userAgent,
     ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
+    ...(deps.onProgramReplaced ? { onProgramReplaced: deps.onProgramReplaced } : {}),
     ...(deps.backoff ? { backoff: deps.backoff } : {}),
     ...(deps.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: deps.maxRetryAfterMs } : {}),
   });

@@ -35,7 +35,7 @@ export interface DaemonEnv {
   version: string;
   logger: Logger;
   loadConfig(path: string): Promise<AgentConfig>;
-  createClient(config: AgentConfig['service'], logger: Logger, onRequest: (e: RequestEvent) => void): ServiceClient;
+  createClient(config: AgentConfig['service'], logger: Logger, onRequest: (e: RequestEvent) => void, onProgramReplaced: (err: unknown, operation: string) => void): ServiceClient;
   /** Shared with the logger's scrubber: the secrets of the config in use. */
   setConfig(cfg: AgentConfig): void;
   onReload(listener: () => void): () => void;
@@ -112,7 +112,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
     const metrics = createDaemonMetrics({ version: d.version, queries: () => queries, eventClients: () => events.subscribers(), disk: () => diskOf(state.config).readSync() });
     const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
     undo.unshift(() => notifier.close());
-    const client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), metrics.onRequest);
+    const client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), metrics.onRequest, (err, operation) => programReplaced(err, operation));
     // READY=1 promises config, database, folders and the control socket; the first face sync and
     // the player's warm-up start once it is sent (measured: a third less CPU before READY).
     let markReady = () => {};

@@ -62,7 +62,7 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
         await state.agent.stop();
         const oldClient = state.client;
         if (serviceChanged) {
-          state.client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), state.metrics.onRequest);
+          state.client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), state.metrics.onRequest, (err, operation) => state.programReplaced(err, operation));
         }
         state.agent = createAgent({ config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), events: state.events, env: d.env });
         state.config = cfg;

@@ -53,6 +53,20 @@ describe('the chunk loader', () => {
     expect(r.status).toBe(1);
   });
 
+  it('behind HTTPS_PROXY, the proxy code (undici, read at the first request) gone: the command says so in one line and exits 1, not as a network failure', () => {
+    const copy = tmpDir('ta-dist-');
+    cpSync(join(REPO_ROOT, 'dist'), copy, { recursive: true, verbatimSymlinks: true });
+    const gone = readdirSync(join(copy, 'bundle')).filter((f) => /^undici-[\w-]+\.js$/.test(f));
+    expect(gone).toHaveLength(1);
+    rmSync(join(copy, 'bundle', gone[0]!));
+    const config = join(copy, 'config.yaml');
+    writeFileSync(config, ['service:', '  base_url: http://127.0.0.1:9', '  face_base_url: http://127.0.0.1:9/v1/api', '  terminal_secret: "s"', `state_dir: ${join(copy, 'state')}`, ''].join('\n'));
+    const env = { PATH: process.env.PATH ?? '', HTTPS_PROXY: 'http://127.0.0.1:9' };
+    const r = spawnSync(process.execPath, [join(copy, 'main.js'), 'faces', 'list', '--config', config], { encoding: 'utf8', env });
+    expect(r.stderr).toBe(`terminal-agent: GET /faces: not sent: ${join(copy, 'bundle', gone[0]!)} is missing: the installed terminal-agent was replaced while this process ran (an upgrade?); run the command again, or restart the daemon (systemctl restart terminal-agent) [TA_ERR_PROGRAM_REPLACED]\n`);
+    expect(r.status).toBe(1);
+  });
+
   it('runs a transient group afresh at each load, and shares every chunk outside it', () => {
     const dir = chunks();
     const runs = () => (globalThis as { __taRuns?: Record<string, number> }).__taRuns ?? {};

@@ -44,4 +44,22 @@ describe('a chunk of the program gone under the running daemon', () => {
     expect(logged).toEqual([expect.objectContaining({ level: 'error', component: 'daemon', where: 'GET /metrics', missing: gone })]);
     expect(d.logs().at(-1)).toMatchObject({ msg: 'stopped', clean: true });
   });
+
+  it('behind HTTPS_PROXY, the proxy code (undici, read at the first request) gone: the log names the file and the request, the daemon drains and exits 1', async () => {
+    const emulator = await startTestEmulator();
+    const files = daemonFiles(tmpDir('ta-replaced-proxy-'), emulator);
+    const copy = installedCopy();
+    const bundle = join(copy, 'bundle');
+    const undici = readdirSync(bundle).filter((n) => /^undici-[\w-]+\.js$/.test(n));
+    expect(undici).toHaveLength(1);
+    const gone = join(bundle, undici[0]!);
+    // Gone before the start: the daemon does not read it until its first request (the face sync
+    // that follows READY), through the proxy named here (nothing listens there: nothing is sent).
+    rmSync(gone);
+    const d = spawnDaemon(files.configPath, { HTTPS_PROXY: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9' }, ['run'], REPO_ROOT, join(copy, 'main.js'));
+    expect(await d.exited).toEqual({ code: 1, signal: null });
+    const logged = d.logs().filter((l) => l.msg === REPLACED_LOG);
+    expect(logged).toEqual([expect.objectContaining({ level: 'error', component: 'daemon', where: 'GET /faces', missing: gone })]);
+    expect(d.logs().at(-1)).toMatchObject({ msg: 'stopped', clean: true });
+  });
 });
