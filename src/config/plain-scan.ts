@@ -102,8 +102,9 @@ export function scanPlainValue(text: string, path: readonly [string] | readonly 
     if (commentOrBlank(line)) continue;
     // A flow collection may span lines and hold keys at any indentation: leave it to YAML.
     if (hasFlowBracket(line)) return undefined;
-    const m = keyLine(line);
     const indent = line.length - line.trimStart().length;
+    // Only a top-level line and a line of the section looked for are read as `key: value`.
+    const m = indent === 0 || inSection ? keyLine(line) : null;
     if (indent === 0) {
       if (!m) return undefined; // a top-level line that is not `key:` (sequence, quoted key, flow...)
       const name = m[0];
