@@ -8,7 +8,9 @@ import { ConfigError } from '../errors.js';
 // huge file must not be read into memory, and text that is not UTF-8 must be an error with its
 // line rather than silently turning into U+FFFD.
 // readConfigFileSync does the same for the CLI's light commands (`status`, `faces list --cached`):
-// libuv's thread pool costs them about 2 ms, and they wait for the file anyway.
+// libuv's thread pool costs them about 2 ms, and they wait for the file anyway. They try
+// readPlainConfigSync first, which reads a usual file with less code and leaves anything else to
+// readConfigFileSync or the full load.
 
 /** A config is a few KB; anything this large is the wrong file. */
 export const CONFIG_MAX_BYTES = 1024 * 1024;
