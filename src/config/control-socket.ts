@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { scanPlainValue } from './plain-scan.js';
-import { readConfigFileSync } from './read-config-file.js';
+import { readPlainConfigSync } from './read-config-file.js';
 
 // The control socket named by a config file, read without the schema (zod) or the secrets, for
 // commands that only ask the running daemon (`status`): they must cost little more than the
@@ -20,8 +20,10 @@ export function scanControlSocket(text: string): string | null | undefined {
 export async function controlSocketOf(configPath: string, cwd: string): Promise<string | undefined> {
   try {
     const file = resolve(cwd, configPath);
-    // Blocking calls (read-config-file.ts): `status` has nothing else to do meanwhile.
-    const text = readConfigFileSync(file);
+    // Blocking calls (read-config-file.ts): `status` has nothing else to do meanwhile. A file
+    // that is not read the quick way is the full load's to read and report.
+    const text = readPlainConfigSync(file);
+    if (text === undefined) return undefined;
     let socket: unknown = scanControlSocket(text);
     if (socket === undefined) {
       const { parse } = await import('yaml');

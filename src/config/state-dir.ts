@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { scanPlainValue } from './plain-scan.js';
-import { readConfigFileSync } from './read-config-file.js';
+import { readConfigFileSync, readPlainConfigSync } from './read-config-file.js';
 
 // state_dir of a config file, read without the YAML library or the schema (zod), for
 // `faces list --cached`: it reads the local cache and must cost little more than a bare node.
@@ -31,7 +31,8 @@ export function scanStateDir(text: string): string | undefined {
  */
 export function stateDirOf(configPath: string, cwd: string): string | undefined {
   const file = resolve(cwd, configPath);
-  const stateDir = scanStateDir(readConfigFileSync(file));
+  // The quick read, else the full reader, which throws the full load's ConfigError.
+  const stateDir = scanStateDir(readPlainConfigSync(file) ?? readConfigFileSync(file));
   // Resolved as load-config.ts does: relative to the config file's folder.
   return stateDir === undefined ? undefined : resolve(dirname(file), stateDir);
 }

@@ -29,6 +29,10 @@ const PLAIN: Record<string, string> = {
   'socket: ~': 'control:\n  socket: ~\n',
   'an empty control': 'control:\nstate_dir: /x\n',
   'socket under another section': 'service:\n  socket: /wrong.sock\ncontrol:\n  socket: /right.sock\n',
+  'a path with dots, dashes and underscores': 'control:\n  socket: /run/ta-1/x_y.sock\n',
+  'a path and a comment': 'control:\n  socket: /run/a.sock # here\n',
+  'a key with dots and dashes': 'control:\n  a.b-c: 1\n  socket:    /x.sock\n',
+  'a BOM': '\uFEFFcontrol:\n  socket: /bom.sock\n',
 };
 
 const TRICKY: Record<string, string> = {
@@ -47,6 +51,10 @@ const TRICKY: Record<string, string> = {
   'two documents': '---\ncontrol:\n  socket: /a.sock\n---\ncontrol:\n  socket: /b.sock\n',
   'an escape in double quotes': 'control:\n  socket: "/run/\\x41.sock"\n',
   'a top-level sequence': '- control:\n    socket: /s.sock\n',
+  'a line separator': 'control:\n  socket: /a\u2028b.sock\n',
+  'a carriage return': 'control:\r\n  socket: /a.sock\r\n',
+  'a directive': '%YAML 1.2\n---\ncontrol:\n  socket: /a.sock\n',
+  'a value after the colon without a space': 'control:\n  socket:/a.sock\n',
 };
 
 describe('reading control.socket without the YAML library', () => {
