@@ -14,7 +14,10 @@
 //   env RUNS=3 (runs per variant), VARIANTS=0,20,pi, BENCH_PROF=DIR (--cpu-prof of the daemon),
 //   BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs),
 //   BENCH_WARM=N (N other files enrolled by the same daemon before the timed burst, untimed: a daemon
-//   that has run a while, its JIT warm, as on a terminal that has been up for days)
+//   that has run a while, its JIT warm, as on a terminal that has been up for days),
+//   BENCH_GROUP=N (the group holds N other faces, 2 KB images, before the daemon starts: its every
+//   listing, which tells enrollment the new faces' ids, carries them; the timed burst starts once
+//   the daemon's first sync has cached them)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -41,6 +44,8 @@ const source = join(root, 'source');
 await mkdir(source);
 const names = Array.from({ length: COUNT }, (_, i) => `person-${String(i).padStart(4, '0')}`);
 const WARM = Number(process.env.BENCH_WARM ?? 0);
+const GROUP = Number(process.env.BENCH_GROUP ?? 0);
+const smallJpeg = () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(2042), Buffer.from([0xff, 0xd9])]);
 const warmNames = Array.from({ length: WARM }, (_, i) => `warm-${String(i).padStart(4, '0')}`);
 for (const n of [...names, ...warmNames]) {
   await writeFile(join(source, `${n}.jpg`), Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(IMAGE_BYTES - 6), Buffer.from([0xff, 0xd9])]));
@@ -83,6 +88,9 @@ async function oneRun(latencyMs, budget, runNo) {
     settleDisk(root);
     const plain = await runPlainLoop(service, budget);
 
+    for (let i = 0; i < GROUP; i += 500) {
+      emulator.seedFaces(terminals[1].group_id, Array.from({ length: Math.min(500, GROUP - i) }, (_, j) => ({ name: `member-${i + j}`, image: smallJpeg() })));
+    }
     const config = writeDaemonConfig(dir, emulator, terminals[1]);
     const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     const daemon = spawnDaemon(dir, config, { budget, extraArgs: prof });
@@ -92,10 +100,13 @@ async function oneRun(latencyMs, budget, runNo) {
     const index = join(dir, 'state', 'faces', 'index.json');
     // Let the start-up face sync finish: its cost is the daemon's, not the files'.
     await sleep(1500);
+    for (const g0 = performance.now(); (await indexCount(index)) < GROUP; await sleep(100)) {
+      if (performance.now() - g0 > 600_000) throw new Error('the first sync of the group did not finish in 10 minutes');
+    }
     if (WARM > 0) {
       for (const n of warmNames) await copyFile(join(source, `${n}.jpg`), join(inbox, `${n}.jpg`));
       const w0 = performance.now();
-      while ((await countFiles(doneDir, (f) => f.endsWith('.json'))) < WARM || (await indexCount(index)) < WARM) {
+      while ((await countFiles(doneDir, (f) => f.endsWith('.json'))) < WARM || (await indexCount(index)) < WARM + GROUP) {
         if (performance.now() - w0 > 600_000) throw new Error('the warm-up files did not finish in 10 minutes');
         await sleep(50);
       }
@@ -116,7 +127,7 @@ async function oneRun(latencyMs, budget, runNo) {
       if (endMs === undefined && originals >= COUNT) endMs = performance.now() - t0;
       if (endMs !== undefined) {
         const results = await countFiles(doneDir, (f) => f.endsWith('.json') && !f.startsWith('warm-'));
-        if (results >= COUNT && (await indexCount(index)) >= COUNT + WARM) {
+        if (results >= COUNT && (await indexCount(index)) >= COUNT + WARM + GROUP) {
           doneAllMs = performance.now() - t0;
           break;
         }
@@ -131,7 +142,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const cpuMs = userMs + cpu1.sys - cpu0.sys;
     const peakRssMb = procPeakRssMb(pid);
     await daemon.stop();
-    const faces = emulator.state.faces(terminals[1].group_id).filter((f) => !f.name.startsWith('warm-'));
+    const faces = emulator.state.faces(terminals[1].group_id).filter((f) => !f.name.startsWith('warm-') && !f.name.startsWith('member-'));
     const perName = new Map();
     for (const f of faces) perName.set(f.name, (perName.get(f.name) ?? 0) + 1);
     const allOnce = names.every((n) => perName.get(n) === 1) && faces.length === COUNT;
