@@ -21,12 +21,13 @@ const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_DELETE_GRACE_MS = 60_000;
 /**
- * A refresh (a face this agent just uploaded or changed) rewrites index.json, the whole group each
- * time: with 10,000 faces cached about 60 ms of the event loop. In an enrollment burst they ran
+ * A refresh for faces this agent just uploaded rewrites index.json, the whole group each time:
+ * with 10,000 faces cached 1.5 MB, about 60 ms of the event loop. In an enrollment burst they ran
  * back to back, a few files each, and a large group made every enrolled file cost 1.4 ms more of
- * the daemon's CPU. The next refresh waits this many times the last one's duration (at most
- * MAX_REFRESH_GAP_MS), so that refreshes take at most a fifth of the time: at once with a small
- * group, a few a second with a large one.
+ * the daemon's CPU. The next refresh waits this many times the last index write's duration (at
+ * most MAX_REFRESH_GAP_MS): index writes take at most a fifth of the time, at once with a small
+ * group (a millisecond or two), a few a second with a large one. Only the index write counts:
+ * the rest of a pass costs the same per face however they are grouped.
  */
 const REFRESH_SPACING = 4;
 const MAX_REFRESH_GAP_MS = 1_000;
@@ -89,7 +90,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     seeds = new Map();
     let report: SyncReport;
     let result: SyncResult;
-    const passExtra = { reused: 0, rechecks: 0, rechecksDeferred: 0 };
+    const passExtra = { reused: 0, rechecks: 0, rechecksDeferred: 0, indexMs: 0 };
     const deadlineMs = deps.passDeadlineMs ?? faceSyncDeadlineMs(deps.config.service);
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new TimeoutError(
@@ -108,7 +109,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       }));
       if (pass.indexVersion) indexVer = pass.indexVersion;
       for (const id of forcedNow) forced.delete(id);
-      Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred });
+      Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred, indexMs: seeded?.indexMs ?? 0 });
       indexDirty = false;
       for (const file of pass.obsolete) retired.push({ file, at: now() });
       await removeRetired();
@@ -154,7 +155,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     metrics.cached(cachedCount);
     metrics.syncDone(result, report.duration_ms / 1000);
     lastReport = report;
-    if (reason === 'refresh') refreshReadyAt = performance.now() + Math.min(MAX_REFRESH_GAP_MS, REFRESH_SPACING * report.duration_ms);
+    if (reason === 'refresh') refreshReadyAt = performance.now() + Math.min(MAX_REFRESH_GAP_MS, REFRESH_SPACING * passExtra.indexMs);
     if (report.ok) {
       // Every successful sync is announced; a reader reloads index.json when index_version differs
       // from the one it has (unchanged when the sync changed nothing).
@@ -163,7 +164,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         added: report.added, updated: report.updated, removed: report.removed, failed: report.failed,
       });
       const level = report.changed || report.failed > 0 ? 'info' : 'debug';
-      log[level]({ reason, added: report.added, updated: report.updated, removed: report.removed, failed: report.failed, image_requests: report.image_requests, kept_downloads_used: passExtra.reused, rechecks: passExtra.rechecks, rechecks_deferred: passExtra.rechecksDeferred, duration_ms: report.duration_ms, faces_cached: cachedCount }, 'face sync done');
+      log[level]({ reason, added: report.added, updated: report.updated, removed: report.removed, failed: report.failed, image_requests: report.image_requests, kept_downloads_used: passExtra.reused, rechecks: passExtra.rechecks, rechecks_deferred: passExtra.rechecksDeferred, duration_ms: report.duration_ms, ...(passExtra.indexMs > 0 ? { seed_index_ms: Math.round(passExtra.indexMs * 10) / 10 } : {}), faces_cached: cachedCount }, 'face sync done');
     }
     return report;
   }

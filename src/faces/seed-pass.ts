@@ -1,6 +1,7 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setImmediate } from 'node:timers/promises';
+import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import type { FaceRecord } from '../client/types.js';
 import type { DiskFloor } from '../disk/disk-floor.js';
@@ -125,9 +126,11 @@ export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed
     await fsyncDir(ctx.files.dir);
   }
   ctx.store.commit({ upserts, deletes: [] });
+  const t0 = performance.now();
   const indexVersion = await ctx.files.writeIndex(ctx.store.servedRows());
+  const indexMs = performance.now() - t0;
   ctx.logger.debug({ seeded: upserts.length, images: writes.length }, 'face cache seeded from uploaded images');
-  return { ...empty, added, updated, indexWritten: true, indexVersion, obsolete };
+  return { ...empty, added, updated, indexWritten: true, indexVersion, obsolete, indexMs };
 }
 
 /** A seed pass followed by a sync pass in the same run: the counts of both, the index of the last. */

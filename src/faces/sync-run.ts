@@ -85,6 +85,8 @@ export interface SyncPassResult {
   obsolete: string[];
   /** Records of the listing left out because they are malformed. */
   skipped: SkippedRecord[];
+  /** How long writing index.json took (a seed pass's: see face-sync.ts REFRESH_SPACING). */
+  indexMs?: number;
 }
 
 export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult> {
