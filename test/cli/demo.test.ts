@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpDir } from '../helpers/tmp.js';
 import { makeTestAlsa } from '../helpers/alsa.js';
-import { controlRequest, installedCopy, spawnDaemon } from '../daemon/daemon-harness.js';
+import { controlRequest, installedCopy, removeProxyChunk, spawnDaemon } from '../daemon/daemon-harness.js';
 import type { AgentStatus } from '../../src/control/types.js';
 
 describe('terminal-agent demo', () => {
@@ -53,13 +53,9 @@ describe('terminal-agent demo', () => {
     const cwd = tmpDir('ta-demo-replaced-');
     const alsa = makeTestAlsa(tmpDir('ta-demo-alsa-'), { brokenDefault: true });
     const copy = installedCopy();
-    const bundle = join(copy, 'bundle');
-    const undici = readdirSync(bundle).filter((n) => /^undici-[\w-]+\.js$/.test(n));
-    expect(undici).toHaveLength(1);
-    const gone = join(bundle, undici[0]!);
     // Read only at the daemon's first request (the face sync after start), through this proxy,
     // where nothing listens: nothing is sent.
-    rmSync(gone);
+    const gone = removeProxyChunk(copy);
     const d = spawnDaemon(undefined, { ALSA_CONFIG_PATH: alsa.env.ALSA_CONFIG_PATH, HTTPS_PROXY: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9' }, ['demo'], cwd, join(copy, 'main.js'));
     expect(await d.exited).toEqual({ code: 1, signal: null });
     expect(d.stderr()).toBe(`terminal-agent: the demo stopped: its program files were replaced while it ran (${gone} is missing: an upgrade?); start 'terminal-agent demo' again (everything stays in ${join(cwd, 'demo')}), and if this comes again, reinstall terminal-agent [TA_ERR_DAEMON]\n`);

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { onTestFinished } from 'vitest';
@@ -156,6 +156,19 @@ export function installedCopy(): string {
   cpSync(join(REPO_ROOT, 'dist'), copy, { recursive: true, verbatimSymlinks: true });
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules'));
   return copy;
+}
+
+/**
+ * Removes the proxy transport's code (undici's chunk, read only at the first request behind
+ * HTTPS_PROXY) from an installedCopy(); returns the removed file's path.
+ */
+export function removeProxyChunk(copy: string): string {
+  const bundle = join(copy, 'bundle');
+  const undici = readdirSync(bundle).filter((n) => /^undici-[\w-]+\.js$/.test(n));
+  if (undici.length !== 1) throw new Error(`expected one undici chunk in ${bundle}, found ${undici.length}`);
+  const gone = join(bundle, undici[0]!);
+  rmSync(gone);
+  return gone;
 }
 
 interface DgramSocket {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { controlRequest, daemonFiles, installedCopy, isReady, spawnDaemon } from './daemon-harness.js';
+import { controlRequest, daemonFiles, installedCopy, isReady, removeProxyChunk, spawnDaemon } from './daemon-harness.js';
 
 // The daemon reads some chunks of its bundle only when first needed. One found gone means another
 // build was installed under it (a half-done or manual upgrade): it says what is missing and what
@@ -49,13 +49,9 @@ describe('a chunk of the program gone under the running daemon', () => {
     const emulator = await startTestEmulator();
     const files = daemonFiles(tmpDir('ta-replaced-proxy-'), emulator);
     const copy = installedCopy();
-    const bundle = join(copy, 'bundle');
-    const undici = readdirSync(bundle).filter((n) => /^undici-[\w-]+\.js$/.test(n));
-    expect(undici).toHaveLength(1);
-    const gone = join(bundle, undici[0]!);
     // Gone before the start: the daemon does not read it until its first request (the face sync
     // that follows READY), through the proxy named here (nothing listens there: nothing is sent).
-    rmSync(gone);
+    const gone = removeProxyChunk(copy);
     const d = spawnDaemon(files.configPath, { HTTPS_PROXY: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9' }, ['run'], REPO_ROOT, join(copy, 'main.js'));
     expect(await d.exited).toEqual({ code: 1, signal: null });
     const logged = d.logs().filter((l) => l.msg === REPLACED_LOG);
