@@ -99,8 +99,9 @@ export async function streamToTemp(path: string, source: Readable | AsyncIterabl
   await makeDir(dirname(path));
   const tmp = tempPathFor(path);
   let bytes = 0;
+  let out: ReturnType<typeof createWriteStream> | undefined;
   try {
-    const out = createWriteStream(tmp, { mode: 0o644 });
+    out = createWriteStream(tmp, { mode: 0o644 });
     await pipeline(source, async function* (chunks: AsyncIterable<Uint8Array>) {
       for await (const chunk of chunks) {
         bytes += chunk.length;
@@ -115,6 +116,10 @@ export async function streamToTemp(path: string, source: Readable | AsyncIterabl
     }
     return { tmp, bytes };
   } catch (err) {
+    // A source that fails at once can beat the stream's open, which would then create the file
+    // after the rm: remove it once the stream has closed.
+    const stream = out;
+    if (stream && !stream.closed) await new Promise<void>((resolve) => stream.once('close', () => resolve()));
     await rm(tmp, { force: true });
     throw err;
   }

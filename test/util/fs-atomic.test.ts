@@ -37,14 +37,21 @@ describe('streamToTemp + commitTemp', () => {
     expect(readdirSync(dir)).toEqual(['face.jpg']);
   });
 
-  it('removes the temp file when the source fails half-way', async () => {
+  it('removes the temp file when the source fails half-way, or at once (before the file is even open)', async () => {
     const dir = tmp();
     const path = join(dir, 'face.jpg');
     async function* broken() {
       yield Buffer.from('abc');
       throw new Error('connection dropped');
     }
+    // eslint-disable-next-line require-yield
+    async function* brokenAtOnce() {
+      throw new Error('connection refused');
+    }
     await expect(streamToTemp(path, broken())).rejects.toThrow('connection dropped');
+    expect(readdirSync(dir)).toEqual([]);
+    // The stream's open races the failure: tried many times, none may leave its temp file.
+    for (let i = 0; i < 50; i++) await expect(streamToTemp(path, i % 2 ? broken() : brokenAtOnce())).rejects.toThrow(/connection/);
     expect(readdirSync(dir)).toEqual([]);
   });
 });
