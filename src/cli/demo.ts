@@ -10,7 +10,7 @@ import { DaemonError, missingProgramFile } from '../errors.js';
 import { startEmulator, type Emulator, type TerminalCredential } from '../emulator/index.js';
 import { encodeWav } from '../audio/wav.js';
 import { loadDaemonConfig, makeDaemonEnv } from './daemon-env.js';
-import { startDaemon } from '../daemon/daemon.js';
+import { startDaemon, stopAsked } from '../daemon/daemon.js';
 import { faceImagePng, SAMPLE_FACES } from '../daemon/sample-images.js';
 import { makeDir } from '../util/make-dir.js';
 
@@ -44,11 +44,7 @@ export async function runDemo(ctx: CliContext): Promise<number> {
     const daemon = await startDaemon(d, config);
     stopDaemon = () => daemon.stop();
     writeLine(ctx, instructions(dir, emulator, config.control.socket, daemon.consoleUrl));
-    await new Promise<void>((resolve) => {
-      if (ctx.shutdown.aborted || daemon.replaced.aborted) return resolve();
-      ctx.shutdown.addEventListener('abort', () => resolve(), { once: true });
-      daemon.replaced.addEventListener('abort', () => resolve(), { once: true });
-    });
+    await stopAsked(daemon, ctx.shutdown);
     if (!ctx.shutdown.aborted) {
       // A part of the program found gone (its log says where): no systemd restarts a demo, so say it here.
       await daemon.stop();

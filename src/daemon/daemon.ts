@@ -215,11 +215,7 @@ const REPLACED = "this daemon's program files were replaced while it ran (an upg
 export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortSignal): Promise<number> {
   if (shutdown.aborted) throw new AbortedError('stopped before start-up finished');
   const daemon = await startDaemon(d, cfg);
-  await new Promise<void>((resolve) => {
-    if (shutdown.aborted || daemon.replaced.aborted) return resolve();
-    shutdown.addEventListener('abort', () => resolve(), { once: true });
-    daemon.replaced.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await stopAsked(daemon, shutdown);
   if (!shutdown.aborted) {
     await daemon.stop();
     return ExitCode.failure;
@@ -227,6 +223,18 @@ export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortS
   d.logger.child({ component: 'daemon' }).info({ signal: String((shutdown.reason as Error)?.message ?? shutdown.reason) }, 'stop requested');
   const clean = await daemon.stop();
   return clean ? 0 : 1;
+}
+
+/**
+ * Resolves at the first SIGTERM/SIGINT (`shutdown`), or once a part of the program was found gone
+ * (`daemon.replaced`): whichever came, the daemon is then stopped (`run`, `demo`).
+ */
+export function stopAsked(daemon: RunningDaemon, shutdown: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (shutdown.aborted || daemon.replaced.aborted) return resolve();
+    shutdown.addEventListener('abort', () => resolve(), { once: true });
+    daemon.replaced.addEventListener('abort', () => resolve(), { once: true });
+  });
 }
 
 /** The opt-in TCP listener for Prometheus: a port it cannot take is logged, not fatal. */
