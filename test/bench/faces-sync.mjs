@@ -5,7 +5,7 @@
 //   profiling: BENCH_PROF=DIR (daemon --cpu-prof), BENCH_PROF_PLAIN=DIR (the plain loop's), BENCH_NODE_ARGS,
 //   BENCH_DAEMON_ENV (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
 //   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio),
-//   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs)
+//   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs; ext4-nojournal: a new one without)
 // Prints, as figures and ratios:
 //   - the first sync end to end as a user sees it: from spawning the real daemon (dist/main.js run,
 //     as the unit runs it, a fresh state_dir) to index.json naming all N faces, against a plain
@@ -22,7 +22,7 @@ import { fork } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPiBudget, procCpuSplitMs, procPeakRssMb, procThreadCpuMs, spawnDaemon, spawnNode, spread, writeDaemonConfig } from './lib/daemon-run.mjs';
-import { benchWorkDir, settleDisk } from './lib/bench-fs.mjs';
+import { benchWorkDir, createCost, settleDisk } from './lib/bench-fs.mjs';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
@@ -175,7 +175,7 @@ async function main() {
           const r = { ...d, plainMs: b.ms, plainCpuMs: b.cpuMs, ratio: d.ms / b.ms };
           rs.push(r);
           console.log(`  run ${i}: plain loop (spawn to done) ${(b.ms / 1000).toFixed(2)} s; daemon spawn to index.json naming all ${n}: ${(d.ms / 1000).toFixed(2)} s; ratio ${r.ratio.toFixed(2)}x (target <= 1.15x); ` +
-            `daemon CPU ${(d.cpuMs / 1000).toFixed(2)} s (user ${(d.userMs / 1000).toFixed(2)}), ${(d.cpuMs / n).toFixed(2)} ms per face (plain loop ${(b.cpuMs / n).toFixed(2)}); peak RSS ${d.peakRssMb.toFixed(1)} MB (target <= 120 MB); ${d.imageRequests} image requests`);
+            `daemon CPU ${(d.cpuMs / 1000).toFixed(2)} s (user ${(d.userMs / 1000).toFixed(2)}), ${(d.cpuMs / n).toFixed(2)} ms per face (plain loop ${(b.cpuMs / n).toFixed(2)}); peak RSS ${d.peakRssMb.toFixed(1)} MB (target <= 120 MB); ${d.imageRequests} image requests; creating a file there: ${d.createUs.toFixed(0)} µs`);
           console.log(`    daemon timeline, ms from spawn: ${Object.entries(d.timeline).map(([k, t]) => `${k} ${Math.round(t)}`).join(', ')}`);
         }
       } finally {
@@ -289,9 +289,10 @@ async function plainGetLoop(emu, work, concurrency, budget) {
 async function daemonFirstSync(emu, work, n, budget) {
   const dir = join(work, `daemon-${Date.now()}`);
   mkdirSync(dir);
-  const config = writeDaemonConfig(dir, emu, { terminal_secret: SECRET }, '', process.env.BENCH_LOG_LEVEL ?? 'warn');
+  const config = writeDaemonConfig(dir, emu, { terminal_secret: SECRET });
   emu.clearRequests();
   const index = join(dir, 'state', 'faces', 'index.json');
+  const createUs = createCost(dir);
   settleDisk(work);
   const t0 = performance.now();
   const wall0 = Date.now();
@@ -330,5 +331,5 @@ async function daemonFirstSync(emu, work, n, budget) {
   // Where the time goes, ms from the spawn (the emulator's clock is this process's).
   const timeline = { ready: readyMs, list: (list?.at ?? NaN) - wall0, first_image: (images[0]?.at ?? NaN) - wall0, last_image: (images.at(-1)?.at ?? NaN) - wall0, index: ms };
   await daemon.stop();
-  return { ms, cpuMs: cpu.user + cpu.sys, userMs: cpu.user, peakRssMb, imageRequests: images.length, timeline };
+  return { ms, cpuMs: cpu.user + cpu.sys, userMs: cpu.user, peakRssMb, imageRequests: images.length, timeline, createUs };
 }

@@ -3,12 +3,16 @@
 // on a loop-mounted ext4 WITH a journal (mkfs.ext4's defaults, as a Raspberry Pi's SD card is
 // formatted): this development VM's own ext4 has none, and a journal-less ext4 checks every new
 // inode against those deleted in the last 30 s, so the figures swung with whatever the previous
-// run deleted. Needs root (mount); without it the benchmark says so and is skipped.
+// run deleted. BENCH_FS=ext4-nojournal makes the same without a journal: this VM's kind of disk,
+// fresh, with none of the deletions of earlier runs and tests (for A/B runs of the same code, whose
+// figures then hold still). Needs root (mount); without it the benchmark says so and is skipped.
 //   BENCH_FS=ext4 [BENCH_FS_SIZE=8G] node test/bench/faces-sync.mjs
+// createCost(dir) times the creation of empty files there: the runs print it beside their figures,
+// as the daemon creates two files per enrolled file (its result and the cached image).
 // The image is sparse (it takes only what is written), made in the temp dir, and unmounted and
 // removed when the benchmark ends, fails, or is interrupted (Ctrl-C, SIGTERM).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -25,12 +29,13 @@ export function benchWorkDir(prefix) {
     const dir = mkdtempSync(join(tmpdir(), prefix));
     return { dir, how: `${dir} (the temp dir's own file system)`, close: () => rmSync(dir, { recursive: true, force: true }) };
   }
-  if (kind !== 'ext4') {
-    console.log(`BENCH_FS=${kind}: unknown (ext4, or unset for the temp dir): skipped`);
+  if (kind !== 'ext4' && kind !== 'ext4-nojournal') {
+    console.log(`BENCH_FS=${kind}: unknown (ext4, ext4-nojournal, or unset for the temp dir): skipped`);
     return null;
   }
+  const journal = kind === 'ext4';
   if (process.getuid?.() !== 0) {
-    console.log('BENCH_FS=ext4: mounting a loop device needs root: skipped');
+    console.log(`BENCH_FS=${kind}: mounting a loop device needs root: skipped`);
     return null;
   }
   const base = mkdtempSync(join(tmpdir(), `${prefix}ext4-`));
@@ -59,12 +64,12 @@ export function benchWorkDir(prefix) {
   try {
     run('truncate', ['-s', process.env.BENCH_FS_SIZE ?? '8G', image]);
     // -F: it is a regular file, not a block device; the journal and features are mkfs's defaults.
-    run('mkfs.ext4', ['-q', '-F', image]);
+    run('mkfs.ext4', ['-q', '-F', ...(journal ? [] : ['-O', '^has_journal']), image]);
     run('mount', ['-o', 'loop', image, dir]);
     mounted = true;
   } catch (err) {
     close();
-    console.log(`BENCH_FS=ext4: could not make or mount the loop file system (${why(err)}): skipped`);
+    console.log(`BENCH_FS=${kind}: could not make or mount the loop file system (${why(err)}): skipped`);
     return null;
   }
   process.on('exit', close);
@@ -72,7 +77,7 @@ export function benchWorkDir(prefix) {
   process.once('SIGTERM', onSignal);
   return {
     dir,
-    how: `a loop-mounted ext4 with a journal (${process.env.BENCH_FS_SIZE ?? '8G'} sparse image, mkfs.ext4 defaults) at ${dir}`,
+    how: `a loop-mounted ext4 ${journal ? 'with a journal' : 'without a journal, new'} (${process.env.BENCH_FS_SIZE ?? '8G'} sparse image, mkfs.ext4 defaults${journal ? '' : ' but the journal'}) at ${dir}`,
     close: () => {
       process.removeListener('SIGINT', onSignal);
       process.removeListener('SIGTERM', onSignal);
@@ -93,4 +98,21 @@ export function settleDisk(dir) {
   } catch {
     // no `sync -f` (an old coreutils): the phases then pay for each other's writes as before
   }
+}
+
+/**
+ * Microseconds to create an empty file in `dir` now (the median of 200, made in a new folder there
+ * and left in place until the run's folders go: deleting them would slow the run itself). On a
+ * journal-less ext4 it swings from about 20 µs to 700 µs with what was deleted in the last minutes.
+ */
+export function createCost(dir) {
+  const probe = mkdtempSync(join(dir, 'create-probe-'));
+  const us = [];
+  for (let i = 0; i < 200; i++) {
+    const t0 = process.hrtime.bigint();
+    closeSync(openSync(join(probe, `f${i}`), 'wx'));
+    us.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  us.sort((a, b) => a - b);
+  return us[100];
 }

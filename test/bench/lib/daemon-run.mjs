@@ -132,8 +132,12 @@ export function spawnNode(args, opts, budget) {
   return spawn('/bin/sh', ['-c', `echo $$ > '${join(budget.dir, 'cgroup.procs')}' && exec ${quoted}`], opts);
 }
 
-/** The config every benchmark's daemon runs with, in `dir`; `extra` is appended YAML (other sections). */
-export function writeDaemonConfig(dir, emulator, terminal, extra = '', level = 'warn') {
+/**
+ * The config every benchmark's daemon runs with, in `dir`; `extra` is appended YAML (other sections).
+ * The log level is the product's default, info (an "enrollment file done" line per file), unless
+ * BENCH_LOG_LEVEL says otherwise; until r8 it was warn (info measured within the noise of it).
+ */
+export function writeDaemonConfig(dir, emulator, terminal, extra = '', level = process.env.BENCH_LOG_LEVEL || 'info') {
   writeFileSync(join(dir, 'secret'), terminal.terminal_secret);
   writeFileSync(join(dir, 'key'), emulator.apiKey);
   const config = join(dir, 'config.yaml');
