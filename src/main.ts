@@ -36,12 +36,18 @@ async function main(): Promise<void> {
   const shutdownController = () => (shutdown ??= new AbortController());
   const reloadListeners = new Set<() => void>();
   const fatalListeners = new Set<(err: unknown, origin: string) => void>();
+  // With --json every stderr line is a JSON object (cli/output.ts), these last words too; the
+  // same early look as run-cli.ts takes before its parse, as they may come before it.
+  const json = process.argv.includes('--json');
+  const lastWords = (text: string, code: string, extra: Record<string, unknown> = {}) => {
+    out.write(2, json ? `${JSON.stringify({ error: text, code, ...extra })}\n` : `terminal-agent: ${text}\n`);
+  };
   let signals = 0;
   const onStop = (sig: NodeJS.Signals) => {
     signals += 1;
     if (signals > 1) {
       // A second signal means the operator (or systemd) will not wait: leave now.
-      out.write(2, `terminal-agent: second ${sig}, exiting at once\n`);
+      lastWords(`second ${sig}, exiting at once`, 'TA_ERR_ABORTED');
       process.exit(130);
     }
     shutdownController().abort(new Error(sig));
@@ -64,7 +70,11 @@ async function main(): Promise<void> {
         logged = false;
       }
     }
-    if (!logged) out.write(2, `terminal-agent: exiting on an uncaught error (${origin}): ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    if (!logged) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (json) lastWords(`exiting on an uncaught error (${origin}): ${message}`, 'TA_ERR_INTERNAL', err instanceof Error ? { stack: err.stack } : {});
+      else lastWords(`exiting on an uncaught error (${origin}): ${err instanceof Error ? err.stack ?? message : message}`, 'TA_ERR_INTERNAL');
+    }
     process.exit(1);
   };
   process.on('uncaughtException', onUncaught);

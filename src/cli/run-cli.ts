@@ -11,13 +11,36 @@ const GLOBAL_OPTIONS = {
   help: { type: 'boolean', short: 'h', description: 'show help' },
 } as const;
 
-/** Finds the command whose words are the longest prefix of argv (words before the first flag). */
+/**
+ * How many leading words of argv are global options (`--json`, `--config PATH`, `--config=PATH`,
+ * `--help`, `-h`): `terminal-agent --json status` is the same call as `terminal-agent status --json`.
+ */
+function leadingGlobals(argv: readonly string[]): number {
+  let i = 0;
+  for (;;) {
+    const a = argv[i];
+    if (a === '--json' || a === '--help' || a === '-h' || a?.startsWith('--config=')) i += 1;
+    else if (a === '--config' && i + 1 < argv.length) i += 2;
+    else return i;
+  }
+}
+
+/**
+ * Finds the command whose words are the longest prefix of argv after its leading global options;
+ * `rest` is everything else (those options included), for the option parser.
+ */
 export function findCommand(commands: readonly CommandSpec[], argv: readonly string[]): { spec: CommandSpec; rest: string[] } | undefined {
+  const skip = leadingGlobals(argv);
   let best: CommandSpec | undefined;
   for (const spec of commands) {
-    if (spec.path.every((w, i) => argv[i] === w) && (!best || spec.path.length > best.path.length)) best = spec;
+    if (spec.path.every((w, i) => argv[skip + i] === w) && (!best || spec.path.length > best.path.length)) best = spec;
   }
-  return best ? { spec: best, rest: argv.slice(best.path.length) } : undefined;
+  return best ? { spec: best, rest: [...argv.slice(0, skip), ...argv.slice(skip + best.path.length)] } : undefined;
+}
+
+/** The words an unknown command was given as, for the error: not the value of a leading --config. */
+function commandWords(argv: readonly string[]): string[] {
+  return argv.slice(leadingGlobals(argv)).filter((a) => !a.startsWith('-')).slice(0, 2);
 }
 
 export function commandHelp(spec: CommandSpec): string {
@@ -55,7 +78,7 @@ function resolveGlobal(values: Record<string, unknown>, ctx: CliContext): Global
 
 /** Parses argv, runs the command, prints errors, returns the exit code. Never throws. */
 export async function runCli(commands: readonly CommandSpec[], argv: readonly string[], ctx: CliContext): Promise<number> {
-  const words = argv.filter((a) => !a.startsWith('-'));
+  const words = commandWords(argv);
   if (argv.length === 0 || (words.length === 0 && argv.some((a) => a === '--help' || a === '-h'))) {
     writeLine(ctx, overallHelp(commands, ctx.version));
     return argv.length === 0 ? ExitCode.usage : ExitCode.ok;
@@ -66,7 +89,7 @@ export async function runCli(commands: readonly CommandSpec[], argv: readonly st
   }
   const found = findCommand(commands, argv);
   if (!found) {
-    const message = `unknown command '${words.slice(0, 2).join(' ')}'; run 'terminal-agent --help' for the list`;
+    const message = `unknown command '${commandWords(argv).join(' ')}'; run 'terminal-agent --help' for the list`;
     if (argv.includes('--json')) writeJsonErr(ctx, new UsageError(message).toJSON());
     else writeErr(ctx, `terminal-agent: ${message}`);
     return ExitCode.usage;

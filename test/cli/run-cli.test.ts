@@ -47,6 +47,22 @@ describe('runCli', () => {
     expect(seen[0]).toMatchObject({ values: { name: 'Ada' }, positionals: ['ada.jpg'], global: { configPath: '/tmp/c.yaml', json: true } });
   });
 
+  it('takes the global options before the command as after it', async () => {
+    const { ctx } = context({ TERMINAL_AGENT_CONFIG: '/tmp/c.yaml' });
+    seen.length = 0;
+    expect(await runCli(commands, ['--json', '--config', '/a.yaml', 'faces', 'add', '--name', 'Ada', 'ada.jpg'], ctx)).toBe(0);
+    expect(await runCli(commands, ['--config=/b.yaml', 'faces', 'add', 'x.jpg'], ctx)).toBe(0);
+    expect(seen[0]).toMatchObject({ values: { name: 'Ada' }, positionals: ['ada.jpg'], global: { configPath: '/a.yaml', json: true } });
+    expect(seen[1]).toMatchObject({ positionals: ['x.jpg'], global: { configPath: '/b.yaml', json: false } });
+    const help = context();
+    expect(await runCli(commands, ['--config', '/a.yaml', '--help'], help.ctx)).toBe(0);
+    expect(help.out()).toContain('faces add --name N IMAGE');
+    // An unknown command is named as typed, not by the config's path.
+    const unknown = context();
+    expect(await runCli(commands, ['--config', '/a.yaml', 'fly', 'away'], unknown.ctx)).toBe(64);
+    expect(unknown.err()).toBe("terminal-agent: unknown command 'fly away'; run 'terminal-agent --help' for the list\n");
+  });
+
   it('--config wins over the environment, which wins over the default', async () => {
     const { ctx } = context({ TERMINAL_AGENT_CONFIG: '/tmp/c.yaml' });
     seen.length = 0;

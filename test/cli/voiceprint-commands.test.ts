@@ -319,4 +319,29 @@ describe('voiceprint commands', () => {
     expect(JSON.parse(uploading.out.stdout)).toMatchObject({ name: 'mia', voiceprint_id: stored!.voiceprint_id });
     expect(JSON.parse((await s.run('voiceprint', 'list', '--json')).stdout)).toEqual([expect.objectContaining({ voiceprint_id: stored!.voiceprint_id, name: 'mia' })]);
   });
+
+  it('a second Ctrl-C while enroll waits for the service leaves at once with exit 130 and says so, as a JSON line with --json', async () => {
+    for (const json of [false, true]) {
+      const s = await setup();
+      // The service holds the upload far longer than the test waits.
+      s.emulator.faults.add({ method: 'POST', path: '/voiceprint', action: 'delay', delayMs: 30_000, times: 1 });
+      const cli = enrollChild(s, json ? 'nia' : 'ned', '2', json ? ['--json'] : []);
+      await until('the upload', () => s.emulator.requests.some((q) => q.path === '/voiceprint'));
+      cli.child.kill('SIGINT');
+      // The first signal is handled before the second is sent (two pending SIGINTs would be one).
+      if (json) await sleep(300);
+      else await until('the note of the first Ctrl-C', () => cli.out.stderr.includes('Ctrl-C again to leave at once'));
+      const t0 = Date.now();
+      cli.child.kill('SIGINT');
+      expect(await cli.exit, cli.out.stderr).toBe(130);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      if (json) {
+        const lines = cli.out.stderr.trimEnd().split('\n');
+        expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([{ error: 'second SIGINT, exiting at once', code: 'TA_ERR_ABORTED' }]);
+      } else {
+        expect(cli.out.stderr.split('\n').slice(-2)).toEqual(['terminal-agent: second SIGINT, exiting at once', '']);
+      }
+      expect(cli.out.stdout).not.toContain('registered voiceprint');
+    }
+  });
 });

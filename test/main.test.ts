@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CLI_ENTRY } from './helpers/cli.js';
+import { tmpDir } from './helpers/tmp.js';
+
+// src/main.ts's last words for a command with no logger of its own: a bug nobody catches. No such
+// bug is known, so a preload module stands in for one (as in test/daemon/daemon-fatal.test.ts):
+// it throws on SIGUSR2, outside any try, once the command runs (the emulator, serving until
+// stopped). The operator must see what happened, in the output mode asked for, and exit 1.
+
+async function emulatorWithBug(json: boolean) {
+  const dir = tmpDir('ta-main-');
+  const bug = join(dir, 'bug.mjs');
+  writeFileSync(bug, "process.on('SIGUSR2', () => { throw new Error('stand-in bug'); });\n");
+  const child = spawn(process.execPath, [`--import=${bug}`, CLI_ENTRY, ...(json ? ['--json'] : []), 'emulator', '--port', '0'], {
+    env: { PATH: process.env.PATH ?? '' },
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (t: string) => (out.stdout += t));
+  child.stderr.setEncoding('utf8').on('data', (t: string) => (out.stderr += t));
+  const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
+  for (let i = 0; i < 200 && !out.stdout.includes('http://'); i++) await new Promise((r) => setTimeout(r, 50));
+  expect(out.stdout, out.stderr).toContain('http://');
+  child.kill('SIGUSR2');
+  return { code: await exit, out };
+}
+
+describe('an uncaught error in a command', () => {
+  it('exits 1 with one line that names it: the stack as text, a JSON object with --json', async () => {
+    const text = await emulatorWithBug(false);
+    expect(text.code).toBe(1);
+    // After the emulator's own log line ("emulator ready", JSON on stderr).
+    expect(text.out.stderr).toMatch(/\nterminal-agent: exiting on an uncaught error \(uncaughtException\): Error: stand-in bug\n {4}at /);
+
+    const json = await emulatorWithBug(true);
+    expect(json.code).toBe(1);
+    // Every stderr line a JSON object; the last one says what happened.
+    const lines = json.out.stderr.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const line = lines.at(-1) as { error: string; code: string; stack: string };
+    expect(line).toMatchObject({ error: 'exiting on an uncaught error (uncaughtException): stand-in bug', code: 'TA_ERR_INTERNAL' });
+    expect(line.stack).toMatch(/^Error: stand-in bug\n {4}at /);
+  });
+});
