@@ -67,7 +67,7 @@ describe('a small state_dir', () => {
     const d = spawnDaemon(files.configPath);
     await d.waitLog(isReady);
     const failed = await d.waitLog((l) => l.component === 'faces' && /face sync failed/.test(l.msg), 30_000, 'the face sync to fail');
-    expect(failed).toMatchObject({ err_code: 'TA_ERR_DISK_FULL' });
+    expect(failed, JSON.stringify(failed)).toMatchObject({ err_code: 'TA_ERR_DISK_FULL' });
     expect(failed.msg).toMatch(/disk nearly full: [\d.]+MB free on the file system of .*state; face image downloads need [\d.]+[KM]B more, and the agent keeps 3\.0MB free \(state_min_free\) for agent.db and the enrollment outbox, so face image downloads stopped/);
     // It stopped cleanly: the floor is still free, no partial download is left, and the finished
     // downloads kept in faces/.staging are recorded for the next pass.
