@@ -71,9 +71,10 @@ async function main(): Promise<void> {
       }
     }
     if (!logged) {
+      // The text line is the stack itself; a JSON line keeps it in a field of its own.
       const message = err instanceof Error ? err.message : String(err);
-      if (json) lastWords(`exiting on an uncaught error (${origin}): ${message}`, 'TA_ERR_INTERNAL', err instanceof Error ? { stack: err.stack } : {});
-      else lastWords(`exiting on an uncaught error (${origin}): ${err instanceof Error ? err.stack ?? message : message}`, 'TA_ERR_INTERNAL');
+      const stack = err instanceof Error ? err.stack : undefined;
+      lastWords(`exiting on an uncaught error (${origin}): ${json ? message : stack ?? message}`, 'TA_ERR_INTERNAL', { stack });
     }
     process.exit(1);
   };

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI_ENTRY } from './helpers/cli.js';
 import { tmpDir } from './helpers/tmp.js';
+import { spawnDaemon } from './daemon/daemon-harness.js';
 
 // src/main.ts's last words for a command with no logger of its own: a bug nobody catches. No such
 // bug is known, so a preload module stands in for one (as in test/daemon/daemon-fatal.test.ts):
@@ -11,20 +10,13 @@ import { tmpDir } from './helpers/tmp.js';
 // stopped). The operator must see what happened, in the output mode asked for, and exit 1.
 
 async function emulatorWithBug(json: boolean) {
-  const dir = tmpDir('ta-main-');
-  const bug = join(dir, 'bug.mjs');
+  const bug = join(tmpDir('ta-main-'), 'bug.mjs');
   writeFileSync(bug, "process.on('SIGUSR2', () => { throw new Error('stand-in bug'); });\n");
-  const child = spawn(process.execPath, [`--import=${bug}`, CLI_ENTRY, ...(json ? ['--json'] : []), 'emulator', '--port', '0'], {
-    env: { PATH: process.env.PATH ?? '' },
-  });
-  const out = { stdout: '', stderr: '' };
-  child.stdout.setEncoding('utf8').on('data', (t: string) => (out.stdout += t));
-  child.stderr.setEncoding('utf8').on('data', (t: string) => (out.stderr += t));
-  const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
-  for (let i = 0; i < 200 && !out.stdout.includes('http://'); i++) await new Promise((r) => setTimeout(r, 50));
-  expect(out.stdout, out.stderr).toContain('http://');
-  child.kill('SIGUSR2');
-  return { code: await exit, out };
+  const p = spawnDaemon(undefined, { NODE_OPTIONS: `--import=${bug}` }, [...(json ? ['--json'] : []), 'emulator', '--port', '0']);
+  await p.waitLog(() => p.stdout().includes('http://'), 10_000, 'the emulator to listen');
+  p.signal('SIGUSR2');
+  const { code } = await p.exited;
+  return { code, out: { stdout: p.stdout(), stderr: p.stderr() } };
 }
 
 describe('an uncaught error in a command', () => {

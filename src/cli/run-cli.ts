@@ -12,16 +12,20 @@ const GLOBAL_OPTIONS = {
 } as const;
 
 /**
- * How many leading words of argv are global options (`--json`, `--config PATH`, `--config=PATH`,
- * `--help`, `-h`): `terminal-agent --json status` is the same call as `terminal-agent status --json`.
+ * How many leading words of argv are GLOBAL_OPTIONS (`--json`, `--config PATH`, `--config=PATH`,
+ * `-h`): `terminal-agent --json status` is the same call as `terminal-agent status --json`.
  */
 function leadingGlobals(argv: readonly string[]): number {
+  const globals: Record<string, OptionSpec> = GLOBAL_OPTIONS;
   let i = 0;
   for (;;) {
-    const a = argv[i];
-    if (a === '--json' || a === '--help' || a === '-h' || a?.startsWith('--config=')) i += 1;
-    else if (a === '--config' && i + 1 < argv.length) i += 2;
-    else return i;
+    const a = argv[i] ?? '';
+    const name = a.startsWith('--') ? a.slice(2).split('=', 1)[0]! : Object.keys(globals).find((k) => globals[k]!.short !== undefined && a === `-${globals[k]!.short}`);
+    const spec = name === undefined ? undefined : globals[name];
+    if (spec === undefined || (spec.type !== 'string' && a.includes('='))) return i;
+    const takesNext = spec.type === 'string' && !a.includes('=');
+    if (takesNext && i + 1 >= argv.length) return i;
+    i += takesNext ? 2 : 1;
   }
 }
 
@@ -89,7 +93,7 @@ export async function runCli(commands: readonly CommandSpec[], argv: readonly st
   }
   const found = findCommand(commands, argv);
   if (!found) {
-    const message = `unknown command '${commandWords(argv).join(' ')}'; run 'terminal-agent --help' for the list`;
+    const message = `unknown command '${words.join(' ')}'; run 'terminal-agent --help' for the list`;
     if (argv.includes('--json')) writeJsonErr(ctx, new UsageError(message).toJSON());
     else writeErr(ctx, `terminal-agent: ${message}`);
     return ExitCode.usage;
