@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
@@ -7,7 +6,7 @@ import type { Logger } from '../log/logger.js';
 import { AbortedError, AudioDeviceError } from '../errors.js';
 import { durationMs, type PcmFormat } from './wav.js';
 import { pcmFrame, type PlayerJob, type PlayerMessage } from './player-protocol.js';
-import { stderrForwarder } from './player-stderr.js';
+import { deviceError, spawnPlayerProcess, type PlayerProcess as Child } from './player-process.js';
 
 // Supervises the player processes (player-child.ts). Whatever happens to a child (SIGABRT in
 // ALSA, an error event, a kill) becomes an AudioDeviceError naming the device, and the next
@@ -58,16 +57,6 @@ export function defaultPlayerScript(): string {
   return fileURLToPath(new URL('../../dist/audio/player-child.js', import.meta.url));
 }
 
-interface Child {
-  proc: ChildProcess;
-  ready: Promise<void>;
-  /** Resolves with how the process ended; never rejects. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderrTail(): string;
-  lastError: { message: string; code: string | undefined } | undefined;
-  dead: boolean;
-}
-
 export function createPlayer(deps: PlayerDeps): Player {
   const script = deps.script ?? defaultPlayerScript();
   const log = deps.logger;
@@ -79,75 +68,17 @@ export function createPlayer(deps: PlayerDeps): Player {
   let closed = false;
 
   function spawnChild(): Child {
-    const proc = spawn(process.execPath, [script], {
-      stdio: ['pipe', 'ignore', 'pipe', 'ipc'],
-      ...(deps.env ? { env: deps.env } : {}),
+    return spawnPlayerProcess({
+      script, device: deps.device, log, env: deps.env,
+      onExit(child, code, signal) {
+        if (warm === child) {
+          // Nothing respawns it here (with no sound card it would die again at once, forever): the
+          // next utterance starts its own child and reports the device error.
+          warm = undefined;
+          log.warn({ player_pid: child.proc.pid, code, signal, err: deviceError(deps.device, child, 'the waiting player process ended').message }, 'player process ended while idle');
+        } else log.debug({ player_pid: child.proc.pid, code, signal }, 'player process ended');
+      },
     });
-    let stderr = '';
-    const forward = stderrForwarder(log, proc.pid);
-    proc.stderr?.setEncoding('utf8').on('data', (s: string) => {
-      stderr = (stderr + s).slice(-4096);
-      forward.push(s);
-    });
-    proc.stderr?.on('end', () => forward.flush());
-    // A dead child's stdin raises EPIPE; the exit handler reports the real cause.
-    proc.stdin?.on('error', () => undefined);
-    const child: Child = {
-      proc,
-      ready: undefined as unknown as Promise<void>,
-      exited: new Promise((resolve) => {
-        proc.once('exit', (code, signal) => resolve({ code, signal }));
-        // A process that could not be spawned at all emits 'error' and never 'exit'.
-        proc.on('error', () => {
-          if (proc.pid === undefined) resolve({ code: null, signal: null });
-        });
-      }),
-      stderrTail: () => stderr,
-      lastError: undefined,
-      dead: false,
-    };
-    proc.on('message', (m: PlayerMessage) => {
-      if (m.type === 'error') child.lastError = { message: m.message, code: m.code };
-    });
-    // `on`, not `once`: a second 'error' with no listener would throw in the daemon.
-    proc.on('error', (err) => {
-      if (proc.pid === undefined) child.lastError = { message: err.message, code: (err as NodeJS.ErrnoException).code };
-      else log.debug({ player_pid: proc.pid, err: err.message }, 'player process error');
-    });
-    void child.exited.then(({ code, signal }) => {
-      child.dead = true;
-      if (warm === child) {
-        // Nothing respawns it here (with no sound card it would die again at once, forever): the
-        // next utterance starts its own child and reports the device error.
-        warm = undefined;
-        log.warn({ player_pid: proc.pid, code, signal, err: deviceError(child, 'the waiting player process ended').message }, 'player process ended while idle');
-      } else log.debug({ player_pid: proc.pid, code, signal }, 'player process ended');
-    });
-    child.ready = new Promise<void>((resolve, reject) => {
-      const onMsg = (m: PlayerMessage) => {
-        if (m.type === 'ready') resolve();
-        else if (m.type === 'error') reject(deviceError(child, 'the speaker module could not be loaded'));
-      };
-      proc.on('message', onMsg);
-      void child.exited.then(() => reject(deviceError(child, 'the player process ended while starting')));
-    });
-    // An unused child's failure is reported by the play that takes it, not here.
-    child.ready.catch(() => undefined);
-    return child;
-  }
-
-  function deviceError(child: Child, what: string, hung?: { how: string; details: Record<string, unknown> }): AudioDeviceError {
-    const { exitCode, signalCode } = child.proc;
-    const alsa = child.stderrTail().split('\n').map((l) => l.trim()).filter((l) => /ALSA|alsa\.c|error|Assertion/i.test(l)).slice(-3);
-    const how = hung?.how ?? child.lastError?.message ?? (signalCode ? `killed by ${signalCode}` : exitCode !== null ? `exit code ${exitCode}` : 'no answer');
-    const hint = signalCode === 'SIGABRT'
-      ? '; speaker aborts when ALSA cannot open a device (it also probes the ALSA "default" device when it loads)'
-      : '';
-    return new AudioDeviceError(
-      `cannot play on ALSA device "${deps.device}" (audio.output_device): ${what}: ${how}${alsa.length ? ` [${alsa.join(' | ')}]` : ''}${hint}; ` +
-        'check that the speaker is connected and not used by another program, and that the name is listed by `aplay -L`',
-      { details: { device: deps.device, signal: signalCode ?? undefined, exit_code: exitCode ?? undefined, alsa, ...hung?.details } },
-    );
   }
 
   /** Sends PCM chunks as stdin frames, honouring the pipe's backpressure, then the end frame. */
@@ -181,7 +112,7 @@ export function createPlayer(deps: PlayerDeps): Player {
       await Promise.race([
         child.ready,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(deviceError(child, 'the player process did not start', {
+          timer = setTimeout(() => reject(deviceError(deps.device, child, 'the player process did not start', {
             how: `no ready report within ${formatSeconds(startTimeoutMs)} (it was killed)`,
             details: { reason: 'start-timeout', waited_ms: startTimeoutMs },
           })), startTimeoutMs);
@@ -256,7 +187,7 @@ export function createPlayer(deps: PlayerDeps): Player {
         const due = lastSign + pendingMs + progressMarginMs;
         watchdog = setTimeout(() => {
           const silentMs = Date.now() - lastSign;
-          settle(deviceError(child, 'the player process stopped responding', {
+          settle(deviceError(deps.device, child, 'the player process stopped responding', {
             how: `nothing played for ${formatSeconds(silentMs)} with ${formatSeconds(pendingMs)} of audio waiting; it was killed`,
             details: { reason: 'hung', silent_ms: silentMs, pending_audio_ms: Math.round(pendingMs) },
           }));
@@ -280,12 +211,12 @@ export function createPlayer(deps: PlayerDeps): Player {
         if (m.type === 'progress') acked = Math.max(acked, m.bytes);
         if (m.type === 'first-frame') opts.onFirstFrame?.();
         else if (m.type === 'done') settle(undefined, { bytes: m.bytes });
-        else if (m.type === 'error') settle(deviceError(child, 'playback failed'));
+        else if (m.type === 'error') settle(deviceError(deps.device, child, 'playback failed'));
         rearm();
       };
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       proc.on('message', onMsg);
-      void child.exited.then(() => settle(deviceError(child, 'the player process ended before the audio was played')));
+      void child.exited.then(() => settle(deviceError(deps.device, child, 'the player process ended before the audio was played')));
       // With a callback a closed channel is reported here, not as an 'error' event; the exit
       // that follows settles with the real cause (a kill if it is somehow still alive).
       proc.send({ type: 'play', format, device: deps.device } satisfies PlayerJob, (err) => {

@@ -1,17 +1,17 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
-import { link, lstat, open, readFile, realpath, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
-import { NotRegularFileError, fileTypeOf, openRegularFile } from '../util/safe-open.js';
-import { SYNC_READ_MAX, readRegularFileSync } from '../util/state-fs.js';
+import { lstat, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { NotRegularFileError, fileTypeOf } from '../util/safe-open.js';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
 import { formatSize } from '../util/units.js';
+import { copyAndHash, readAndStage, readSmallFile } from './claim-copy.js';
 import type { DirSync } from './dir-sync.js';
 import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
-import { sha256Of, stagedInMemory } from './staged-body.js';
+import { stagedInMemory } from './staged-body.js';
 import type { ClaimedBytes } from './claimed-bytes.js';
 import { EnrollInputError, checkImage, checkImageHead, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
 import { wavHeader } from '../audio/wav.js';
@@ -44,115 +44,6 @@ const NAME_OF: Record<Candidate['kind'], string> = { faces: 'face name', voicepr
 
 /** Raw .pcm voiceprints: 16-bit little-endian, mono (the config names no channel count). */
 const PCM_CHANNELS = 1;
-
-/** The spoken text of one recording (LABEL.txt); anything larger is the wrong file. */
-const SPEAKER_TEXT_MAX = 64 * 1024;
-
-/** Files up to this size are read in one go (a stream costs a round trip per 64 KB and more JS). */
-const WHOLE_READ_MAX = 1024 * 1024;
-
-/**
- * At most `max` bytes (one more than expected shows that the file grew: the caller retries). With
- * `expected`, a read that stops exactly there ends it: a regular file's read comes up short only
- * at its end, and growth after it shows in the caller's look at the file afterwards (one
- * thread-pool trip less than reading on until a read returns nothing).
- */
-async function readAtMost(fh: FileHandle, max: number, expected?: number): Promise<Buffer> {
-  {
-    const buf = Buffer.allocUnsafe(max);
-    let n = 0;
-    for (;;) {
-      const { bytesRead } = await fh.read(buf, n, max - n, n);
-      if (bytesRead === 0) break;
-      n += bytesRead;
-      if (n === max || n === expected) break;
-    }
-    return buf.subarray(0, n);
-  }
-}
-
-/**
- * Copies the file that lstat saw (`ino`) to `dest`, hashing it; undefined when the name now holds
- * another file (replaced meanwhile: the caller waits and looks again). Opened without blocking,
- * and only if regular (safe-open.ts).
- */
-async function copyAndHash(src: string, ino: number, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number } | undefined> {
-  const { fh: input, st } = await openRegularFile(src);
-  try {
-    if (st.ino !== ino) return undefined;
-    return await copyFrom(input, dest, size, prefix);
-  } finally {
-    await input.close();
-  }
-}
-
-/**
- * A small face image, staged by a hard link to the original when one can be made (same file
- * system, not a symbolic link, allowed by fs.protected_hardlinks), else written from memory without
- * fsync (staged-body.ts says why); read once either way, through the staged name when linked, so
- * that what is hashed is what the staged name holds. Undefined when the name now holds another
- * file, as for copyAndHash. A link writes no byte and allocates no inode, and removing it later
- * frees none: in a burst, inode allocation (ext4 skipping recently deleted inodes) was a sixth of
- * the agent's CPU. An operator who rewrites the original in place rewrites the staged bytes too:
- * the upload checks them against the hash taken here and refuses what changed (staged-body.ts).
- */
-async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean): Promise<{ sha256: string; bytes: number; head: Buffer; linked: boolean } | undefined> {
-  const linked = canLink && (await link(src, dest).then(() => true, () => false));
-  let head: Buffer;
-  if (linked && size < SYNC_READ_MAX) {
-    // The link is in staging, under state_dir: read on the event loop (util/state-fs.ts says why).
-    const { st, bytes } = readRegularFileSync(dest, size + 1, size);
-    if (st.ino !== ino) return undefined;
-    head = bytes;
-  } else {
-    const { fh, st } = await openRegularFile(linked ? dest : src);
-    try {
-      if (st.ino !== ino) return undefined;
-      head = await readAtMost(fh, size + 1, size);
-    } finally {
-      await fh.close();
-    }
-  }
-  if (!linked && head.length === size) await writeFile(dest, head, { flag: 'wx', mode: 0o600 });
-  return { sha256: sha256Of(head), bytes: head.length, head, linked };
-}
-
-async function copyFrom(input: FileHandle, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const out = await open(dest, 'wx', 0o600);
-  try {
-    if (prefix) await out.write(prefix);
-    const chunks: AsyncIterable<unknown> | unknown[] = size <= WHOLE_READ_MAX ? [await readAtMost(input, size + 1)] : input.createReadStream({ start: 0, autoClose: false });
-    for await (const chunk of chunks) {
-      const buf = chunk as Buffer;
-      hash.update(buf);
-      bytes += buf.length;
-      await out.write(buf);
-    }
-    await out.sync();
-  } finally {
-    await out.close();
-  }
-  return { sha256: hash.digest('hex'), bytes };
-}
-
-/** A speaker's text: never blocks (a FIFO swapped in after the stat), and never huge. */
-async function readSmallFile(path: string, shown: string): Promise<Buffer> {
-  let opened;
-  try {
-    opened = await openRegularFile(path);
-  } catch (err) {
-    if (err instanceof NotRegularFileError) throw new EnrollInputError('TA_ERR_NOT_A_FILE', `${shown} is ${err.what}, not a text file`);
-    throw err;
-  }
-  try {
-    if (opened.st.size > SPEAKER_TEXT_MAX) throw new EnrollInputError('TA_ERR_TOO_LARGE', `${shown} is ${formatSize(opened.st.size)}; the spoken text of one recording is at most ${formatSize(SPEAKER_TEXT_MAX)}`);
-    return await readAtMost(opened.fh, SPEAKER_TEXT_MAX);
-  } finally {
-    await opened.fh.close();
-  }
-}
 
 export function createClaimer(deps: ClaimDeps) {
   const { layout, store, commit, config } = deps;

@@ -1,7 +1,7 @@
 import type { Commit } from './commit-batcher.js';
 import type { Logger } from '../log/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../util/backoff.js';
-import { classifyFailure, OUTCOME_UNKNOWN, type Applied } from './failure.js';
+import { classifyFailure, retryOutcome, type Applied, type UnknownDecision } from './failure.js';
 import type { FaceUploader } from './face-uploader.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
@@ -9,6 +9,8 @@ import type { Kind, OutboxRow, StepOutcome } from './types.js';
 import { isoTime } from '../util/iso-time.js';
 import { performance } from '../util/monotonic.js';
 import { NotSentError, createRequestSlots, type SendGate } from './send-gate.js';
+import { createLoopWaiter } from './loop-waiter.js';
+import { createReadyRows } from './ready-rows.js';
 
 // The outbox loop: starts uploads (upload_concurrency at most, one at a time per kind+name so that
 // files for the same name keep their order), settles faces whose id or outcome is pending, follows
@@ -19,7 +21,7 @@ export interface KindHandler {
   /** With `gated`, the handler calls `gate` itself right before its request (after its durable "sending" commit). */
   upload(row: OutboxRow, signal: AbortSignal, gate: SendGate): Promise<StepOutcome>;
   gated?: boolean;
-  ifUnknown(applied: Applied, row: OutboxRow): 'retry' | 'reconcile' | 'fail';
+  ifUnknown(applied: Applied, row: OutboxRow): UnknownDecision;
 }
 
 export interface DispatcherDeps {
@@ -63,8 +65,6 @@ const RESOLVE_WAIT_MS = 1_000;
  * Their rows wait seconds anyway.
  */
 const SIDE_CHECK_MS = 50;
-/** Startable rows fetched per query. */
-const READY_BATCH = 32;
 
 export function createDispatcher(deps: DispatcherDeps) {
   const { store, logger } = deps;
@@ -76,7 +76,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   let pauseEpoch = 0;
   let failuresInRow = 0;
   let lastServiceError: string | null = null;
-  let wakeUp: (() => void) | undefined;
+  const waiter = createLoopWaiter();
   let resolveDeferred = false;
   /** Rows waiting for their face id at the last side check. */
   let resolvingRows = 0;
@@ -90,41 +90,19 @@ export function createDispatcher(deps: DispatcherDeps) {
   const slots = createRequestSlots(deps.concurrency);
   const maxStarted = deps.concurrency * 2;
   let loopSignal: AbortSignal | undefined;
-  // Startable rows fetched ahead: one query per READY_BATCH uploads instead of one (with a
-  // NOT EXISTS per row) per pass. They stay startable until taken: in id order, none shares its
-  // kind+name with an earlier unfinished row, only this dispatcher changes a queued row, and new
-  // rows get higher ids. Dropped on every pause (their wait is decided again) and at run().
-  let ready: number[] = [];
-  // Whether the startable rows may differ from the last read, which found all there were: new rows
-  // (wake()), a step recorded here, a pause, or time passing (a timed wake-up of the loop). Passes
-  // run after every step of every file; with claims kept just ahead of the uploads, most found
-  // nothing new, a query each.
-  let startableStale = true;
-  /** Callers of whenReadyBelow(), each with its bound. */
-  let readyWaiters: { below: number; resolve(): void }[] = [];
-  let running = false;
-
-  function checkReadyWaiters(): void {
-    if (readyWaiters.length === 0) return;
-    const still: typeof readyWaiters = [];
-    for (const w of readyWaiters) {
-      if (!running || ready.length < w.below) w.resolve();
-      else still.push(w);
-    }
-    readyWaiters = still;
-  }
+  const readyRows = createReadyRows(store); // startable rows read ahead; claims wait on them
 
   /** New rows, or rows changed outside this loop: the startable rows are read again. */
   function wake(): void {
-    startableStale = true;
-    wakeUp?.();
+    readyRows.markStale();
+    waiter.wake();
   }
 
   function track(p: Promise<void>): void {
     tasks.add(p);
     void p.finally(() => {
       tasks.delete(p);
-      wakeUp?.();
+      waiter.wake();
     });
   }
 
@@ -139,7 +117,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, finalPath, error: o.error ?? null });
       o.commit?.();
     }, { durable: final });
-    startableStale = true;
+    readyRows.markStale();
     o.after?.();
     if (o.state === 'done' || o.state === 'failed') {
       const fresh = store.get(row.id);
@@ -151,9 +129,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (epoch === pauseEpoch) {
       pausedUntil = Date.now() + Math.max(backoffDelay(deps.retry, failuresInRow++), delayFloor);
       pauseEpoch++;
-      ready = [];
-      startableStale = true;
-      checkReadyWaiters();
+      readyRows.drop();
     }
     return pausedUntil;
   }
@@ -161,33 +137,18 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function fail(row: OutboxRow, err: unknown, epoch: number, handler: KindHandler): Promise<void> {
     const f = classifyFailure(err);
     const fresh = store.get(row.id) ?? row;
-    const error = { message: f.message, code: f.code, status: f.status };
     if (!f.retryable) {
-      if (row.kind === 'faces' && f.status === 404 && fresh.action === 'update') {
-        // The face to update was deleted meanwhile: decide again (create) from a fresh listing.
-        deps.faces.forget(parseMeta(fresh).targetId ?? '');
-        await apply(fresh, { state: 'queued', error });
-        return;
-      }
-      await apply(fresh, { state: 'failed', error });
+      // A face to update that was deleted meanwhile: decided again (create) from a fresh listing.
+      const redo = row.kind === 'faces' && f.status === 404 && fresh.action === 'update';
+      if (redo) deps.faces.forget(parseMeta(fresh).targetId ?? '');
+      await apply(fresh, { state: redo ? 'queued' : 'failed', error: { message: f.message, code: f.code, status: f.status } });
       return;
     }
     lastServiceError = f.message;
     const until = pause(epoch, Math.max(f.retryAfterMs ?? 0, f.auth ? AUTH_PAUSE_MS : 0));
     if (f.auth) logger.error({ err }, 'the service refused the credentials; uploads wait until it accepts them');
-    const wasSent = fresh.state === 'sending';
-    const decision = wasSent && f.applied !== 'no' ? handler.ifUnknown(f.applied, fresh) : 'retry';
-    if (decision === 'fail') {
-      await apply(fresh, {
-        state: 'failed',
-        error: { message: `${f.message}; the service may or may not have registered it and offers no way to check: look with the service before dropping the file again`, code: OUTCOME_UNKNOWN, status: f.status },
-      });
-    } else if (decision === 'reconcile') {
-      const settleAt = f.applied === 'unknown' ? (fresh.started_at ?? Date.now()) + deps.graceMs : Date.now();
-      await apply(fresh, { state: 'unknown', nextAttemptAt: Math.max(settleAt, until), error });
-    } else {
-      await apply(fresh, { state: 'queued', nextAttemptAt: until, error });
-    }
+    const decision = fresh.state === 'sending' && f.applied !== 'no' ? handler.ifUnknown(f.applied, fresh) : 'retry';
+    await apply(fresh, retryOutcome(f, fresh, decision, until, deps.graceMs, Date.now()));
     logger.warn({ kind: row.kind, name: row.name, err: f.message, retryAt: isoTime(until) }, 'upload failed; will retry');
   }
 
@@ -281,18 +242,10 @@ export function createDispatcher(deps: DispatcherDeps) {
         }).finally(() => side--));
       }
     }
-    if (now < pausedUntil) return;
-    const free = maxStarted - uploading.size;
-    if (free <= 0) return;
-    if (ready.length === 0 && startableStale) {
-      // Rows just started are still 'queued' until their first commit: skip those.
-      const limit = READY_BATCH + uploading.size + finishing.size;
-      const ids = store.startable(now, limit);
-      startableStale = ids.length === limit;
-      ready = ids.filter((id) => !uploading.has(id) && !finishing.has(id));
-    }
-    while (uploading.size < maxStarted && ready.length > 0) {
-      const row = store.get(ready.shift()!);
+    if (now < pausedUntil || uploading.size >= maxStarted) return;
+    readyRows.refill(now, uploading, finishing);
+    while (uploading.size < maxStarted && readyRows.size > 0) {
+      const row = store.get(readyRows.take()!);
       if (!row) continue;
       uploading.add(row.id);
       track(runUpload(row, signal).finally(() => {
@@ -300,7 +253,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         finishing.delete(row.id);
       }));
     }
-    checkReadyWaiters();
+    readyRows.notify();
   }
 
   return {
@@ -311,9 +264,9 @@ export function createDispatcher(deps: DispatcherDeps) {
      */
     async run(signal: AbortSignal, requests: AbortSignal): Promise<void> {
       loopSignal = signal;
-      ready = [];
-      startableStale = true;
-      running = true;
+      readyRows.drop();
+      readyRows.setRunning(true);
+      const detach = waiter.attach(signal);
       while (!signal.aborted) {
         try {
           pass(requests);
@@ -325,41 +278,21 @@ export function createDispatcher(deps: DispatcherDeps) {
         // due meanwhile waits for that wake-up, or IDLE_POLL_MS at most.
         const next = uploading.size >= maxStarted ? null : store.nextDue();
         const now = Date.now();
-        const empty = next === null && uploading.size === 0 && tasks.size === 0 && resolvingRows === 0 && ready.length === 0;
+        const empty = next === null && uploading.size === 0 && tasks.size === 0 && resolvingRows === 0 && readyRows.size === 0;
         let delay = empty ? IDLE_EMPTY_MS : IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
         if (pausedUntil > now) delay = Math.min(delay, pausedUntil - now);
         if (resolveDeferred) delay = Math.min(delay, RESOLVE_WAIT_MS);
         if (sideThrottled) delay = Math.min(delay, SIDE_CHECK_MS);
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(() => {
-            startableStale = true;
-            done();
-          }, Math.max(5, delay));
-          function done() {
-            clearTimeout(t);
-            signal.removeEventListener('abort', done);
-            wakeUp = undefined;
-            resolve();
-          }
-          wakeUp = done;
-          signal.addEventListener('abort', done, { once: true });
-        });
+        // A timed wake-up: rows may have fallen due.
+        if (await waiter.sleep(Math.max(5, delay))) readyRows.markStale();
       }
-      running = false;
-      checkReadyWaiters();
+      detach();
+      readyRows.setRunning(false);
       await Promise.allSettled([...tasks]);
     },
-    /**
-     * Resolves once fewer than `below` startable rows wait for an upload slot (at once when the
-     * loop is not running, or is paused: a pause drops them). Claims wait on it so that a burst is
-     * claimed a few dozen files ahead of its uploads, not all at once: the bytes a claim read are
-     * then still kept when its upload comes (claimed-bytes.ts) instead of read again.
-     */
-    whenReadyBelow(below: number): Promise<void> {
-      if (!running || ready.length < below) return Promise.resolve();
-      return new Promise((resolve) => readyWaiters.push({ below, resolve }));
-    },
+    /** Resolves once fewer than `below` startable rows wait for an upload slot (ready-rows.ts). */
+    whenReadyBelow: (below: number): Promise<void> => readyRows.whenBelow(below),
     inFlight: () => uploading.size,
     pausedUntil: () => (pausedUntil > Date.now() ? pausedUntil : null),
     lastServiceError: () => lastServiceError,

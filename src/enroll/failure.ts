@@ -1,3 +1,4 @@
+import type { OutboxRow, StepOutcome } from './types.js';
 import { AbortedError, AuthError, ConfigError, DiskFullError, NetworkError, ServerError, ServiceError, TimeoutError, describeError, isAgentError } from '../errors.js';
 
 // How the outbox reads an error from an upload: retry later or fail for good, and whether the
@@ -42,3 +43,27 @@ export function classifyFailure(err: unknown): Failure {
 }
 
 export const OUTCOME_UNKNOWN = 'TA_ERR_OUTCOME_UNKNOWN';
+
+/** What a row's handler says of a request that may have reached the service (KindHandler.ifUnknown). */
+export type UnknownDecision = 'retry' | 'reconcile' | 'fail';
+
+/**
+ * The step a retryable failure records: queued again for `until` (the pause's end); or, when the
+ * request was sent and may have been acted on, what the handler decided: looked for at the
+ * service once it can no longer be running there (`graceMs` after it started), or failed for good
+ * when the service offers no way to look.
+ */
+export function retryOutcome(f: Failure, fresh: OutboxRow, decision: UnknownDecision, until: number, graceMs: number, now: number): StepOutcome {
+  const error = { message: f.message, code: f.code, status: f.status };
+  if (decision === 'fail') {
+    return {
+      state: 'failed',
+      error: { message: `${f.message}; the service may or may not have registered it and offers no way to check: look with the service before dropping the file again`, code: OUTCOME_UNKNOWN, status: f.status },
+    };
+  }
+  if (decision === 'reconcile') {
+    const settleAt = f.applied === 'unknown' ? (fresh.started_at ?? now) + graceMs : now;
+    return { state: 'unknown', nextAttemptAt: Math.max(settleAt, until), error };
+  }
+  return { state: 'queued', nextAttemptAt: until, error };
+}

@@ -7,9 +7,10 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
   for (const s of secrets) {
     // Very short values would scrub ordinary words; secrets are long random strings.
     if (!s || s.length < 6) continue;
-    out = out.split(s).join('[REDACTED]');
+    // Looked for before replacing: nearly every line holds none, and a split builds its pieces.
+    if (out.includes(s)) out = out.replaceAll(s, '[REDACTED]');
     const escaped = JSON.stringify(s).slice(1, -1);
-    if (escaped !== s) out = out.split(escaped).join('[REDACTED]');
+    if (escaped !== s && out.includes(escaped)) out = out.replaceAll(escaped, '[REDACTED]');
   }
   return out;
 }

@@ -11,7 +11,7 @@
 // Variants: no added latency (the one that counts), 20 ms of service latency, and "Pi budget": the
 // daemon and the plain loop each confined to a quarter of one core (see lib/daemon-run.mjs).
 //   npm run build && node test/bench/enroll.mjs [COUNT]
-//   env RUNS=3 (runs per variant), VARIANTS=0,20,pi, BENCH_PROF=DIR (--cpu-prof of the daemon),
+//   env RUNS=3 (runs per variant), VARIANTS=0,20,pi, BENCH_PROF=DIR (--cpu-prof of the daemon; with BENCH_MAIN, lib/daemon-run.mjs, its frames name src/ modules),
 //   BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs; ext4-nojournal: a new one without),
 //   BENCH_WARM=N (N other files enrolled by the same daemon before the timed burst, untimed: a daemon
 //   that has run a while, its JIT warm, as on a terminal that has been up for days),

@@ -29,5 +29,7 @@ describe('scrubSecrets', () => {
   it('replaces raw and JSON-escaped forms, ignores very short values', () => {
     expect(scrubSecrets('a "x\\"secret" b', ['x"secret'])).toBe('a "[REDACTED]" b');
     expect(scrubSecrets('abc', ['ab'])).toBe('abc');
+    // Every occurrence, and a value with characters a pattern would read specially taken literally.
+    expect(scrubSecrets('k=s3cr.t-$& and s3cr.t-$&, s3crat-$&', ['s3cr.t-$&'])).toBe('k=[REDACTED] and [REDACTED], s3crat-$&');
   });
 });

@@ -3,12 +3,15 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-export const MAIN = join(ROOT, 'dist/main.js');
+// BENCH_MAIN=PATH runs another build of the daemon: tsc's own output (`npx tsc -p tsconfig.json
+// --outDir prof-build`, then BENCH_MAIN=prof-build/main.js with BENCH_PROF) gives --cpu-prof
+// profiles whose frames name src/ modules and lines, where the bundle's are chunks of long lines.
+export const MAIN = process.env.BENCH_MAIN ? resolve(process.env.BENCH_MAIN) : join(ROOT, 'dist/main.js');
 const require = createRequire(join(ROOT, 'package.json'));
 const unix = require('unix-dgram');
 const CLK_TCK = 100; // Linux USER_HZ

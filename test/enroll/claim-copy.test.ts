@@ -1,0 +1,81 @@
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { copyAndHash, readAndStage, readSmallFile } from '../../src/enroll/claim-copy.js';
+import { tmpDir } from '../helpers/tmp.js';
+import { jpeg } from './fixtures.js';
+
+// How a claim reads the file it takes, on real files: what is staged under state_dir is what was
+// hashed, a name that came to hold another file is not taken, and a speaker's text is never read
+// from something that is not a small regular file.
+
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+function dirs() {
+  const root = tmpDir('ta-claim-copy-');
+  return { src: (name: string) => join(root, name), staged: (name: string) => join(root, `staged-${name}`) };
+}
+
+describe('readAndStage (small face images)', () => {
+  it('stages by a hard link when it may: the staged name is the original inode, the hash is of its bytes', async () => {
+    const d = dirs();
+    const bytes = jpeg();
+    writeFileSync(d.src('a.jpg'), bytes);
+    const st = statSync(d.src('a.jpg'));
+    const got = await readAndStage(d.src('a.jpg'), st.ino, d.staged('a.jpg'), st.size, true);
+    expect(got).toMatchObject({ sha256: sha(bytes), bytes: bytes.length, linked: true });
+    expect(got!.head.equals(bytes)).toBe(true);
+    expect(statSync(d.staged('a.jpg')).ino).toBe(st.ino);
+  });
+
+  it('without a link, writes the bytes it read into a new file of its own (mode 600)', async () => {
+    const d = dirs();
+    const bytes = jpeg();
+    writeFileSync(d.src('b.jpg'), bytes);
+    const st = statSync(d.src('b.jpg'));
+    const got = await readAndStage(d.src('b.jpg'), st.ino, d.staged('b.jpg'), st.size, false);
+    expect(got).toMatchObject({ sha256: sha(bytes), linked: false });
+    const staged = statSync(d.staged('b.jpg'));
+    expect(staged.ino).not.toBe(st.ino);
+    expect(staged.mode & 0o777).toBe(0o600);
+    expect(readFileSync(d.staged('b.jpg')).equals(bytes)).toBe(true);
+  });
+
+  it('takes nothing when the name now holds another file than the one looked at', async () => {
+    const d = dirs();
+    writeFileSync(d.src('c.jpg'), jpeg());
+    const first = statSync(d.src('c.jpg'));
+    // Replaced by rename, as an editor or a copy tool does.
+    writeFileSync(d.src('c.new'), jpeg());
+    renameSync(d.src('c.new'), d.src('c.jpg'));
+    expect(await readAndStage(d.src('c.jpg'), first.ino, d.staged('c.jpg'), first.size, false)).toBeUndefined();
+  });
+});
+
+describe('copyAndHash (everything else)', () => {
+  it('copies with a prefix (a raw PCM file given its WAV header); the hash and the count are of the original\'s bytes, which the claim compares with the file', async () => {
+    const d = dirs();
+    const pcm = Buffer.alloc(3200, 7);
+    const header = Buffer.from('RIFF-header-of-44-bytes-stands-in-here-00000');
+    writeFileSync(d.src('v.pcm'), pcm);
+    const st = statSync(d.src('v.pcm'));
+    const got = await copyAndHash(d.src('v.pcm'), st.ino, d.staged('v.wav'), st.size, header);
+    const written = readFileSync(d.staged('v.wav'));
+    expect(written.equals(Buffer.concat([header, pcm]))).toBe(true);
+    expect(got).toEqual({ sha256: sha(pcm), bytes: pcm.length });
+  });
+});
+
+describe('readSmallFile (a speaker text)', () => {
+  it('refuses a FIFO without blocking on it, and a file too large to be one recording\'s text', async () => {
+    const d = dirs();
+    execFileSync('mkfifo', [d.src('fifo.txt')]);
+    await expect(readSmallFile(d.src('fifo.txt'), 'speakers/x.txt')).rejects.toMatchObject({ code: 'TA_ERR_NOT_A_FILE', message: 'speakers/x.txt is a FIFO (named pipe), not a text file' });
+    writeFileSync(d.src('big.txt'), Buffer.alloc(65 * 1024, 0x61));
+    await expect(readSmallFile(d.src('big.txt'), 'speakers/big.txt')).rejects.toMatchObject({ code: 'TA_ERR_TOO_LARGE', message: expect.stringMatching(/^speakers\/big\.txt is 65(\.0)? ?KB?i?B?; the spoken text of one recording is at most 64/) });
+    writeFileSync(d.src('ok.txt'), 'hello there');
+    expect((await readSmallFile(d.src('ok.txt'), 'speakers/ok.txt')).toString()).toBe('hello there');
+  });
+});
