@@ -2,17 +2,17 @@ import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
-import type { AgentError } from '../errors.js';
 import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles, PreparedIndex } from './cache-files.js';
-import { imageFileName, isValidFaceId } from './cache-files.js';
-import type { FaceChanges, FaceRow, FaceStore } from './face-store.js';
+import { isValidFaceId } from './cache-files.js';
+import type { FaceChanges, FaceStore } from './face-store.js';
 import { createWriteback, makeDurable, syncfsPays } from './durability.js';
 import type { SyncfsRunner } from '../util/syncfs.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
 import { createRoomPool } from './room-pool.js';
-import { firstRecheckAt, pickRechecks, recheckDueAt, rechecksPerPass } from './recheck.js';
+import { pickRechecks, recheckDueAt, rechecksPerPass } from './recheck.js';
+import { decideRows } from './sync-decide.js';
 import type { Staging } from './staging.js';
 import type { FaceFailure } from './types.js';
 import { makeDir } from '../util/make-dir.js';
@@ -94,7 +94,6 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   ctx.onProgress?.({ phase: 'listing', faces: null, images_done: 0, images_total: 0, bytes: 0 });
   const listed = await ctx.client.listFaces({ signal: ctx.signal });
   t.listed = performance.now();
-  const failures: FaceFailure[] = [];
   // The client skipped the malformed records (faces-api.ts parseFaceListing); the rest sync.
   const skipped = [...(listed.skipped ?? [])];
   const remote = new Map<string, FaceRecord>();
@@ -172,64 +171,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   jobs.forEach((job, i) => outcomes.set(job.faceId, results[i]!));
 
   // Phase 3: decide the rows, then commit.
-  const upserts: FaceRow[] = [];
-  const deletes: string[] = [];
-  const obsolete: string[] = [];
-  const renames: Array<[string, string]> = [];
-  const unsynced: string[] = [];
-  let added = 0;
-  let updated = 0;
-  let removed = 0;
-  for (const [id, rec] of remote) {
-    const prev = rows.get(id);
-    const recordChanged = !prev || prev.group_id !== rec.group_id || prev.id !== rec.id || prev.name !== rec.name;
-    const outcome = outcomes.get(id);
-    if (!recordChanged && !outcome) continue;
-    const row: FaceRow = prev ? { ...prev } : {
-      face_id: id, group_id: rec.group_id, id: rec.id, name: rec.name, image_file: null, image_sha256: null,
-      image_etag: null, image_last_modified: null, image_bytes: null, image_checked_at: null, image_recheck_at: null, error: null, error_code: null, updated_at: ctx.nowMs,
-    };
-    row.group_id = rec.group_id;
-    row.id = rec.id;
-    row.name = rec.name;
-    let imageChanged = false;
-    if (outcome?.kind === 'stored') {
-      const file = imageFileName(id, outcome.ext);
-      const checkedAt = outcome.checkedAt ?? ctx.nowMs;
-      renames.push([outcome.tmp, file]);
-      if (!outcome.synced) unsynced.push(outcome.tmp);
-      if (prev?.image_file && prev.image_file !== file) obsolete.push(prev.image_file);
-      Object.assign(row, {
-        image_file: file, image_sha256: outcome.sha256, image_bytes: outcome.bytes, image_etag: outcome.etag,
-        image_last_modified: outcome.lastModified, image_checked_at: checkedAt,
-        image_recheck_at: firstRecheckAt(checkedAt, ctx.recheckMs, ctx.random), error: null, error_code: null,
-      });
-      imageChanged = true;
-    } else if (outcome?.kind === 'unchanged') {
-      // One interval after this check: keeps the spread the first due times were given.
-      const checkedAt = outcome.checkedAt ?? ctx.nowMs;
-      Object.assign(row, {
-        image_etag: outcome.etag, image_last_modified: outcome.lastModified, image_checked_at: checkedAt,
-        image_recheck_at: checkedAt + ctx.recheckMs, error: null, error_code: null,
-      });
-    } else if (outcome?.kind === 'bad') {
-      Object.assign(row, { error: outcome.error.message, error_code: outcome.error.code, image_checked_at: ctx.nowMs, image_recheck_at: ctx.nowMs + ctx.recheckMs });
-      failures.push(failureOf(rec, outcome.error));
-    }
-    const servedBefore = !!prev?.image_file;
-    if (!servedBefore && row.image_file) added++;
-    else if (servedBefore && (recordChanged || imageChanged)) updated++;
-    if (recordChanged || imageChanged) row.updated_at = ctx.nowMs;
-    upserts.push(row);
-  }
-  for (const prev of rows.values()) {
-    if (remote.has(prev.face_id)) continue;
-    deletes.push(prev.face_id);
-    if (prev.image_file) {
-      obsolete.push(prev.image_file);
-      removed++;
-    }
-  }
+  const { upserts, deletes, obsolete, renames, unsynced, added, updated, removed, failures } = decideRows(remote, rows, outcomes, ctx);
 
   ctx.onProgress?.({ ...progress, phase: 'committing' });
   const clearStaging = ctx.staging.dirty();
@@ -295,8 +237,4 @@ async function keepDownloads(ctx: SyncPassContext): Promise<void> {
   } catch (err) {
     ctx.logger.warn({ err: (err as Error).message }, 'could not record the downloads of the failed face sync; the next sync downloads them again');
   }
-}
-
-function failureOf(rec: FaceRecord, err: AgentError): FaceFailure {
-  return { face_id: rec.face_id, name: rec.name, code: err.code, message: err.message };
 }
