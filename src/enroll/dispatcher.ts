@@ -42,6 +42,8 @@ export interface DispatcherDeps {
   onAttempt?(kind: Kind, outcome: 'ok' | 'retry' | 'error', seconds: number): void;
   /** An upload of this row is about to be sent (each attempt). */
   onSending?(row: OutboxRow): void;
+  /** RESOLVE_WAIT_MS unless given (tests lengthen it, to see the batch rule alone). */
+  resolveWaitMs?: number | undefined;
 }
 
 /** Auth failures wait at least this long: the operator has to fix a credential first. */
@@ -53,11 +55,7 @@ const IDLE_POLL_MS = 1_000;
  * second after a burst. A backstop, not a schedule.
  */
 const IDLE_EMPTY_MS = 60_000;
-/**
- * Faces waiting for their id are listed once this many gather, or after this long. A listing
- * costs the service (and us) the whole group: a thousand faces for a burst of a thousand files.
- */
-const RESOLVE_BATCH = 64;
+/** Faces waiting for their id wait at most this long for more to gather (face-uploader.ts resolveBatch). */
 const RESOLVE_WAIT_MS = 1_000;
 /**
  * Side steps (resolve, reconcile, training polls) are looked for at most this often: each look is
@@ -68,6 +66,7 @@ const SIDE_CHECK_MS = 50;
 
 export function createDispatcher(deps: DispatcherDeps) {
   const { store, logger } = deps;
+  const resolveWaitMs = deps.resolveWaitMs ?? RESOLVE_WAIT_MS;
   const uploading = new Set<number>();
   /** Answered, outcome not yet committed: not to be started again meanwhile. */
   const finishing = new Set<number>();
@@ -228,7 +227,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       const batches: [OutboxRow[], 'resolve' | 'reconcile'][] = [];
       // One listing per face is a lot of listings: let a few gather while uploads keep going
       // (counted, not read, until they go: this runs every pass).
-      resolveDeferred = waiting.n > 0 && waiting.n < RESOLVE_BATCH && uploading.size > 0 && now - waiting.oldest < RESOLVE_WAIT_MS;
+      resolveDeferred = waiting.n > 0 && waiting.n < deps.faces.resolveBatch() && uploading.size > 0 && now - waiting.oldest < resolveWaitMs;
       if (waiting.n > 0 && !resolveDeferred) batches.push([store.byState('resolving'), 'resolve']);
       if (unknown.length && now >= pausedUntil) batches.push([unknown, 'reconcile']);
       for (const [rows, step] of batches) {
@@ -282,7 +281,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         let delay = empty ? IDLE_EMPTY_MS : IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
         if (pausedUntil > now) delay = Math.min(delay, pausedUntil - now);
-        if (resolveDeferred) delay = Math.min(delay, RESOLVE_WAIT_MS);
+        if (resolveDeferred) delay = Math.min(delay, resolveWaitMs);
         if (sideThrottled) delay = Math.min(delay, SIDE_CHECK_MS);
         // A timed wake-up: rows may have fallen due.
         if (await waiter.sleep(Math.max(5, delay))) readyRows.markStale();

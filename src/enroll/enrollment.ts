@@ -108,7 +108,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   }
 
   const dispatcher = createDispatcher({
-    commit, store, faces, concurrency: settings.upload_concurrency, retry, graceMs, logger,
+    commit, store, faces, concurrency: settings.upload_concurrency, retry, graceMs, logger, resolveWaitMs: deps.resolveWaitMs,
     handlers: { faces, speakers, voiceprints: createVoiceprintUploader({ client, store, commit, db, config }), knowledge: createKnowledgeUploader({ client, store, commit }) },
     poll: (row, signal) => speakers.poll(row, signal),
     place: placer.place,

@@ -32,6 +32,8 @@ export interface EnrollmentDeps {
   syncfs?: SyncfsRunner;
   /** Retry policy for uploads while the service is unreachable (default 1 s doubling to 60 s). */
   retry?: BackoffPolicy;
+  /** How long faces waiting for their id wait for more to gather (default 1 s; dispatcher.ts). */
+  resolveWaitMs?: number;
 }
 
 /** A face this agent uploaded: its record from the group listing, and the image bytes it sent. */

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { jpeg, put, startRig, waitFor } from './fixtures.js';
+import { jpeg, put, readJson, startRig, waitFor } from './fixtures.js';
 
 /** Counts the outbox reads whose SQL contains `marker`, through better-sqlite3's shared Statement prototype. */
 function countReads(db: { prepare(sql: string): object }, marker: string): { n: number } {
@@ -34,4 +34,26 @@ describe('outbox dispatcher', () => {
     expect(startable.n).toBeGreaterThan(0);
     expect(rig.emulator.state.faces().map((f) => f.name).sort()).toEqual(['ann', 'ben', 'cat', 'dan']);
   });
+
+  it('lists a large group once per many faces created, not once per 64: a burst into 4,096 faces is settled by the listing after its uploads', { timeout: 60_000 }, async () => {
+    // Uploads held in flight (40 ms each at the service) and no time limit on gathering: only the
+    // batch rule decides when a listing is worth it. Before it grew with the group, 100 files
+    // here made three listings: the uploads' view, one at 64 faces, one at the end.
+    const rig = await startRig({ start: false, resolveWaitMs: 60_000 });
+    const group = rig.emulator.terminals[0]!.group_id;
+    rig.emulator.seedFaces(group, Array.from({ length: 4096 }, (_, i) => ({ name: `member-${i}`, image: jpeg() })));
+    rig.emulator.faults.add({ method: 'POST', path: '/v1/api/faces', action: 'delay', delayMs: 40, times: Infinity });
+    await rig.enrollment.start();
+    const names = Array.from({ length: 100 }, (_, i) => `new-${String(i).padStart(3, '0')}`);
+    await Promise.all(names.map((n) => put(rig.dir, `faces/${n}.jpg`, jpeg())));
+    await waitFor('100 results', () => names.every((n) => existsSync(join(rig.dir, `done/faces/${n}.json`))), 45_000);
+    const listings = rig.emulator.requests.filter((r) => r.method === 'GET' && r.path === '/v1/api/faces');
+    expect(listings.length).toBe(2);
+    // Every new face got its own id, the one the service gave it.
+    const byName = new Map(rig.emulator.state.faces().map((f) => [f.name, f.face_id]));
+    const ids = names.map((n) => (readJson(join(rig.dir, `done/faces/${n}.json`)) as { face_id: string }).face_id);
+    expect(ids).toEqual(names.map((n) => byName.get(n)));
+    expect(new Set(ids).size).toBe(100);
+  });
 });
+

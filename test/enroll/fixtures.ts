@@ -96,6 +96,8 @@ export interface RigOptions {
   start?: boolean;
   /** Where the enrollment logs; silent when absent. */
   logger?: Logger;
+  /** The dispatcher's wait for more faces to resolve at once (EnrollmentDeps.resolveWaitMs). */
+  resolveWaitMs?: number;
 }
 
 /** A real emulator, real client, real SQLite file and real folders; all torn down after the test. */
@@ -114,7 +116,7 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
   const seeds: FaceSeedImage[] = [];
   let metrics = new Registry();
   const make = () => createEnrollment({
-    config, db, client, logger: opts.logger ?? silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, onFaceChanged: (id, seed) => {
+    config, db, client, logger: opts.logger ?? silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, ...(opts.resolveWaitMs ? { resolveWaitMs: opts.resolveWaitMs } : {}), onFaceChanged: (id, seed) => {
       changed.push(id);
       if (seed) seeds.push(seed);
     },
