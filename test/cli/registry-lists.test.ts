@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { createVoiceprintRegistry } from '../../src/voiceprint/registry.js';
 import { createSpeakerRegistry } from '../../src/enroll/speaker-registry.js';
-import { runCliProcess, type CliRunOptions } from '../helpers/cli.js';
+import { spawnSync } from 'node:child_process';
+import { CLI_ENTRY, runCliProcess, type CliRunOptions } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 // `voiceprint list`, `speaker list` (and `faces list --cached`) as an operator who may only read agent.db: the Debian
@@ -25,7 +26,17 @@ interface Terminal {
   readOnly(): void;
 }
 
+/**
+ * As root the CLI runs as nobody, who must be able to read the checkout: one cloned under /root
+ * (mode 700) is closed to it, and the CLI would only say that dist/main.js cannot be found.
+ */
+function needCheckoutReadableByNobody(): void {
+  if (spawnSync('test', ['-r', CLI_ENTRY], { uid: NOBODY, gid: NOBODY }).status === 0) return;
+  throw new Error(`these tests run the CLI as nobody (a reader who may not write agent.db), and nobody cannot read ${CLI_ENTRY}: a folder above the checkout is closed to other users (as /root is); clone the project where other users may read it`);
+}
+
 function terminal(): Terminal {
+  if (asRoot) needCheckoutReadableByNobody();
   const dir = tmpDir('ta-lists-');
   const state = join(dir, 'state');
   const configPath = join(dir, 'config.yaml');
