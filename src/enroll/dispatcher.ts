@@ -1,7 +1,7 @@
 import type { Commit } from './commit-batcher.js';
 import type { Logger } from '../log/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../util/backoff.js';
-import { classifyFailure, retryOutcome, type Applied, type UnknownDecision } from './failure.js';
+import { classifyFailure, retryOutcome, stepError, type Applied, type UnknownDecision } from './failure.js';
 import type { FaceUploader } from './face-uploader.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
@@ -140,7 +140,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       // A face to update that was deleted meanwhile: decided again (create) from a fresh listing.
       const redo = row.kind === 'faces' && f.status === 404 && fresh.action === 'update';
       if (redo) deps.faces.forget(parseMeta(fresh).targetId ?? '');
-      await apply(fresh, { state: redo ? 'queued' : 'failed', error: { message: f.message, code: f.code, status: f.status } });
+      await apply(fresh, { state: redo ? 'queued' : 'failed', error: stepError(f) });
       return;
     }
     lastServiceError = f.message;
@@ -209,7 +209,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       const until = pause(epoch, f.retryAfterMs ?? 0);
       if (!f.retryable) logger.error({ err }, 'listing the group failed');
       if (step === 'reconcile') {
-        await Promise.all(rows.map((row) => apply(row, { state: 'unknown', nextAttemptAt: until, error: { message: f.message, code: f.code, status: f.status } })));
+        await Promise.all(rows.map((row) => apply(row, { state: 'unknown', nextAttemptAt: until, error: stepError(f) })));
       }
     }
   }

@@ -44,6 +44,9 @@ export function classifyFailure(err: unknown): Failure {
 
 export const OUTCOME_UNKNOWN = 'TA_ERR_OUTCOME_UNKNOWN';
 
+/** The error a step records from a failure: what status, `failed/*.error.json` and the metrics show. */
+export const stepError = (f: Failure): NonNullable<StepOutcome['error']> => ({ message: f.message, code: f.code, status: f.status });
+
 /** What a row's handler says of a request that may have reached the service (KindHandler.ifUnknown). */
 export type UnknownDecision = 'retry' | 'reconcile' | 'fail';
 
@@ -54,7 +57,6 @@ export type UnknownDecision = 'retry' | 'reconcile' | 'fail';
  * when the service offers no way to look.
  */
 export function retryOutcome(f: Failure, fresh: OutboxRow, decision: UnknownDecision, until: number, graceMs: number, now: number): StepOutcome {
-  const error = { message: f.message, code: f.code, status: f.status };
   if (decision === 'fail') {
     return {
       state: 'failed',
@@ -63,7 +65,7 @@ export function retryOutcome(f: Failure, fresh: OutboxRow, decision: UnknownDeci
   }
   if (decision === 'reconcile') {
     const settleAt = f.applied === 'unknown' ? (fresh.started_at ?? now) + graceMs : now;
-    return { state: 'unknown', nextAttemptAt: Math.max(settleAt, until), error };
+    return { state: 'unknown', nextAttemptAt: Math.max(settleAt, until), error: stepError(f) };
   }
-  return { state: 'queued', nextAttemptAt: until, error };
+  return { state: 'queued', nextAttemptAt: until, error: stepError(f) };
 }

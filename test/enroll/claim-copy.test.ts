@@ -18,24 +18,26 @@ function dirs() {
   return { src: (name: string) => join(root, name), staged: (name: string) => join(root, `staged-${name}`) };
 }
 
+/** A new face image `name`, staged (by a link when `canLink`); its bytes, its stat and what readAndStage said. */
+async function stageNew(name: string, canLink: boolean) {
+  const d = dirs();
+  const bytes = jpeg();
+  writeFileSync(d.src(name), bytes);
+  const st = statSync(d.src(name));
+  const got = await readAndStage(d.src(name), st.ino, d.staged(name), st.size, canLink);
+  return { d, bytes, st, got };
+}
+
 describe('readAndStage (small face images)', () => {
   it('stages by a hard link when it may: the staged name is the original inode, the hash is of its bytes', async () => {
-    const d = dirs();
-    const bytes = jpeg();
-    writeFileSync(d.src('a.jpg'), bytes);
-    const st = statSync(d.src('a.jpg'));
-    const got = await readAndStage(d.src('a.jpg'), st.ino, d.staged('a.jpg'), st.size, true);
+    const { d, bytes, st, got } = await stageNew('a.jpg', true);
     expect(got).toMatchObject({ sha256: sha(bytes), bytes: bytes.length, linked: true });
     expect(got!.head.equals(bytes)).toBe(true);
     expect(statSync(d.staged('a.jpg')).ino).toBe(st.ino);
   });
 
   it('without a link, writes the bytes it read into a new file of its own (mode 600)', async () => {
-    const d = dirs();
-    const bytes = jpeg();
-    writeFileSync(d.src('b.jpg'), bytes);
-    const st = statSync(d.src('b.jpg'));
-    const got = await readAndStage(d.src('b.jpg'), st.ino, d.staged('b.jpg'), st.size, false);
+    const { d, bytes, st, got } = await stageNew('b.jpg', false);
     expect(got).toMatchObject({ sha256: sha(bytes), linked: false });
     const staged = statSync(d.staged('b.jpg'));
     expect(staged.ino).not.toBe(st.ino);
