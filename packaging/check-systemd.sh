@@ -85,6 +85,11 @@ ready_ms=$((($(show ActiveEnterTimestampMonotonic) - $(show ExecMainStartTimesta
 echo "systemd-bookworm-amd64 start_to_ready_ms=$ready_ms" >>"$CACHE/results.txt"
 echo "check: systemctl restart: active ($(show SubState)), ExecMainStart to READY $ready_ms ms; STATUS=$(show StatusText)"
 pid_n=$(show MainPID)
+# CPUSchedulingPolicy=batch: the main process and every thread it started (libuv's, V8's).
+policies=$("${E[@]}" chrt -a -p "$pid_n" | sed -n 's/.*current scheduling policy: //p' | sort | uniq -c | tr -s ' ')
+[ "$(printf '%s\n' "$policies" | grep -c .)" = 1 ] && printf '%s\n' "$policies" | grep -q ' SCHED_BATCH$' \
+  || { echo "check: FAIL: the daemon's threads run with$policies; the unit says CPUSchedulingPolicy=batch" >&2; exit 1; }
+echo "check: the daemon's threads all run as SCHED_BATCH:$policies"
 
 in_sd drop_faces sd
 in_sd wait_some_done sd 3

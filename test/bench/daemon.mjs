@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
-import { writeDaemonConfig } from './lib/daemon-run.mjs';
+import { schedPrefix, writeDaemonConfig } from './lib/daemon-run.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'dist/main.js');
@@ -63,7 +63,8 @@ sock.on('message', (buf) => onMessage(buf.toString()));
 sock.bind(notifyPath);
 
 const alsaEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
-// The daemon runs as the unit runs it: its Environment= lines apply (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_).
+// The daemon runs as the unit runs it: its Environment= lines apply (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_),
+// and its CPUSchedulingPolicy.
 const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
 
 async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
@@ -73,7 +74,8 @@ async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
   const ready = new Promise((resolve) => {
     onMessage = (m) => m.includes('READY=1') && resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: procCpuSeconds(child.pid) * 1000 });
   });
-  const [cmd, ...argv] = inCgroup(cgroup, [process.execPath, MAIN, 'run', '--config', config]);
+  // As the unit, with its scheduling policy too (lib/daemon-run.mjs).
+  const [cmd, ...argv] = inCgroup(cgroup, [...(extraEnv === unitEnv ? schedPrefix : []), process.execPath, MAIN, 'run', '--config', config]);
   child = spawn(cmd, argv, { env: { ...alsaEnv, ...extraEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = new Promise((_, reject) => child.once('close', (code) => reject(new Error(`the daemon exited (${code}) before READY=1`))));
   const { ms, cpuMs } = await Promise.race([ready, exited]);

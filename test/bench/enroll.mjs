@@ -17,7 +17,8 @@
 //   that has run a while, its JIT warm, as on a terminal that has been up for days),
 //   BENCH_GROUP=N (the group holds N other faces, 2 KB images, before the daemon starts: its every
 //   listing, which tells enrollment the new faces' ids, carries them; the timed burst starts once
-//   the daemon's first sync has cached them)
+//   the daemon's first sync has cached them),
+//   BENCH_SCHED=other (the daemon without the unit's CPUSchedulingPolicy=batch; lib/daemon-run.mjs)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -49,6 +50,18 @@ const smallJpeg = () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), ra
 const warmNames = Array.from({ length: WARM }, (_, i) => `warm-${String(i).padStart(4, '0')}`);
 for (const n of [...names, ...warmNames]) {
   await writeFile(join(source, `${n}.jpg`), Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(IMAGE_BYTES - 6), Buffer.from([0xff, 0xd9])]));
+}
+
+/** The longest gap between `[start, end]` intervals (ms), from the first start to the last end. */
+function longestGap(intervals) {
+  const sorted = [...intervals].sort((a, b) => a[0] - b[0]);
+  let gap = 0;
+  let reach = sorted[0]?.[1] ?? 0;
+  for (const [start, end] of sorted) {
+    gap = Math.max(gap, start - reach);
+    reach = Math.max(reach, end);
+  }
+  return gap;
 }
 
 function runPlainLoop(service, budget) {
@@ -153,12 +166,15 @@ async function oneRun(latencyMs, budget, runNo) {
     const posts = emulator.requests.filter((r) => r.method === 'POST' && r.path === '/v1/api/faces' && r.at >= epoch0);
     const firstPost = Math.min(...posts.map((p) => p.at)) - epoch0;
     const lastPost = Math.max(...posts.map((p) => p.at + p.durationMs)) - epoch0;
-    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, allOnce, lists, createUs };
+    // The longest stretch between the first and the last upload with none in flight: a burst the
+    // daemon stalled in (a lost wake-up, a blocked event loop) shows here, whatever its CPU.
+    const stallMs = longestGap(posts.map((p) => [p.at, p.at + p.durationMs]));
+    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, allOnce, lists, createUs, stallMs };
     r.ratio = endMs / plain.ms;
     r.ok = endMs <= SETTLE_MS + 1.25 * plain.ms;
     console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
       `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
-      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s; creating a file there: ${createUs.toFixed(0)} µs`);
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs`);
     return r;
   } finally {
     // The run's files stay until the benchmark ends (workDir.close): deleting 3,000 of them here

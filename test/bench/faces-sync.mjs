@@ -3,7 +3,7 @@
 //   npm run build && node test/bench/faces-sync.mjs [--faces 10000] [--size 30000] [--concurrency 8]
 //   env RUNS=2 (runs per variant), VARIANTS=0,pi (0 = no added latency; 20 = 20 ms; pi = Pi budget);
 //   profiling: BENCH_PROF=DIR (daemon --cpu-prof), BENCH_PROF_PLAIN=DIR (the plain loop's), BENCH_NODE_ARGS,
-//   BENCH_DAEMON_ENV (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
+//   BENCH_DAEMON_ENV and BENCH_SCHED=other (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
 //   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio),
 //   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs; ext4-nojournal: a new one without)
 // Prints, as figures and ratios:

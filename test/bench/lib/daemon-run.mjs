@@ -79,7 +79,13 @@ export function procPeakRssMb(pid) {
 }
 
 // The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
-const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
+const unitText = readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8');
+const unitEnv = Object.fromEntries([...unitText.matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
+// And its CPUSchedulingPolicy= (batch), set with util-linux's chrt as systemd sets it before exec.
+// BENCH_SCHED=other (or batch) runs the daemon with that policy instead, to compare the two.
+const unitPolicy = process.env.BENCH_SCHED ?? /^CPUSchedulingPolicy=(\w+)$/m.exec(unitText)?.[1] ?? 'other';
+/** The daemon's command line prefix for the scheduling policy; none for the kernel's default. */
+export const schedPrefix = unitPolicy === 'other' ? [] : ['chrt', `--${unitPolicy}`, '0'];
 
 /**
  * "Pi budget": a quarter of one core. cgroup v2 `cpu.max 25000 100000` where the unified hierarchy
@@ -130,8 +136,9 @@ export function spawnNode(args, opts, budget) {
     return spawn('strace', ['-c', '-f', '-o', file, process.execPath, ...args], opts);
   }
   if (process.env.BENCH_WRAP && args.includes(MAIN)) return spawn(process.env.BENCH_WRAP, [process.execPath, ...args], opts);
-  if (!budget) return spawn(process.execPath, args, opts);
-  const quoted = [process.execPath, ...args].map((a) => `'${String(a).replace(/'/g, `'\\''`)}'`).join(' ');
+  const argv = [...(args.includes(MAIN) ? schedPrefix : []), process.execPath, ...args];
+  if (!budget) return spawn(argv[0], argv.slice(1), opts);
+  const quoted = argv.map((a) => `'${String(a).replace(/'/g, `'\\''`)}'`).join(' ');
   return spawn('/bin/sh', ['-c', `echo $$ > '${join(budget.dir, 'cgroup.procs')}' && exec ${quoted}`], opts);
 }
 
