@@ -27,6 +27,9 @@ export function readBatch(body: Readable, tap: ImageTap, limit: number): Promise
   return new Promise<Batch>((resolve, reject) => {
     // Failed while the previous batch was being written (the transport's own listener kept it).
     if (body.errored) return reject(body.errored);
+    // Ended between two batches: the previous one was filled by the body's last chunk, read when
+    // its end was already in, so the stream emitted 'end' (and closed itself) with nobody listening.
+    if (body.readableEnded) return resolve({ chunks: [], bytes: 0, ended: true });
     if (body.destroyed) return reject(prematureClose());
     const batch: Batch = { chunks: [], bytes: 0, ended: false };
     const finish = (err?: unknown) => {

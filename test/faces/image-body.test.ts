@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, get, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ImageTap } from '../../src/faces/image-check.js';
 import { readBatch, type Batch } from '../../src/faces/image-body.js';
@@ -59,6 +60,24 @@ describe('image bodies read in batches', () => {
     // The cut happens while this reader writes its first batch and reads nothing.
     await sleep(200);
     await expect(Promise.race([readBatch(body, tap(), 64 * 1024), sleep(5_000).then(() => 'still waiting')])).rejects.toThrow();
+  });
+
+  it('a body whose last chunk fills a batch, all of it in before the reader comes back, ends that way instead of as a premature close', async () => {
+    // Exactly two batches, the end already in: as when a reader writing its first batch to a slow
+    // disk finds the rest of the answer, and its end, waiting. The stream then emits 'end' between
+    // two batches, with nobody listening, and closes itself.
+    const image = jpeg(2 * 64 * 1024);
+    const body = new Readable({ read() {} });
+    for (let at = 0; at < image.length; at += 8192) body.push(image.subarray(at, at + 8192));
+    body.push(null);
+    const t = tap();
+    const first = await readBatch(body, t, 64 * 1024);
+    const second = await readBatch(body, t, 64 * 1024);
+    expect([first.bytes, first.ended, second.bytes]).toEqual([64 * 1024, false, 64 * 1024]);
+    const last = second.ended ? second : await readBatch(body, t, 64 * 1024);
+    expect(last.ended).toBe(true);
+    expect(Buffer.concat([...first.chunks, ...second.chunks, ...(last === second ? [] : last.chunks)])).toEqual(image);
+    expect(t.verdict()).toEqual({ type: 'jpeg' });
   });
 
   it('a body larger than the cap fails at the chunk that crosses it', async () => {
