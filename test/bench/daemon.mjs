@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
-import { schedPrefix, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { schedPrefix, unitEnv, writeDaemonConfig } from './lib/daemon-run.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'dist/main.js');
@@ -63,9 +63,8 @@ sock.on('message', (buf) => onMessage(buf.toString()));
 sock.bind(notifyPath);
 
 const alsaEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
-// The daemon runs as the unit runs it: its Environment= lines apply (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_),
-// and its CPUSchedulingPolicy.
-const unitEnv = Object.fromEntries([...readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8').matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
+// The daemon runs as the unit runs it: its Environment= lines apply (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_,
+// unitEnv) and its CPUSchedulingPolicy (schedPrefix), both read from the unit by lib/daemon-run.mjs.
 
 async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
   const t0 = process.hrtime.bigint();

@@ -80,7 +80,7 @@ export function procPeakRssMb(pid) {
 
 // The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
 const unitText = readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8');
-const unitEnv = Object.fromEntries([...unitText.matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
+export const unitEnv = Object.fromEntries([...unitText.matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
 // And its CPUSchedulingPolicy= (batch), set with util-linux's chrt as systemd sets it before exec.
 // BENCH_SCHED=other (or batch) runs the daemon with that policy instead, to compare the two.
 const unitPolicy = process.env.BENCH_SCHED ?? /^CPUSchedulingPolicy=(\w+)$/m.exec(unitText)?.[1] ?? 'other';
