@@ -34,10 +34,26 @@ export interface ErrorFile {
  * calls, cheaper in place than as thread-pool trips), so that the choice and its reservation are
  * one step; callers make it before the transaction that records it, not inside, where it would
  * hold agent.db's write lock while it waits on enroll.dir.
+ *
+ * A reservation holds the result file's names too, until that file is written: `alice.jpg` and
+ * `alice.png` (or `folder` and `folder.wav`) placed before either result exists would otherwise
+ * both get `alice.json`, and the second result would replace the first.
  */
 export function createPlacer(layout: Layout) {
   const reserved = new Set<string>();
+  /** Each placed original's absolute path, with the result file names reserved beside it. */
+  const held = new Map<string, string[]>();
   const taken = (p: string) => reserved.has(p) || existsSync(p);
+  const namesOf = (kind: OutboxRow['kind'], abs: string): string[] => {
+    const dir = dirname(abs);
+    const placed = abs.slice(dir.length + 1);
+    return [abs, join(dir, resultFileFor(kind, 'done', placed)), join(dir, resultFileFor(kind, 'failed', placed))];
+  };
+  const hold = (kind: OutboxRow['kind'], abs: string): void => {
+    const names = namesOf(kind, abs);
+    for (const n of names) reserved.add(n);
+    held.set(abs, names);
+  };
   return {
     place(row: Pick<OutboxRow, 'kind' | 'source_path'>, failed: boolean): string | null {
       if (row.kind === 'knowledge') return null;
@@ -49,9 +65,8 @@ export function createPlacer(layout: Layout) {
         const placed = k === 1 ? `${stem}${ext}` : fitName(ext ? `${stem}.${k}` : `${stem}-${k}`, ext);
         const rel = folder ? `${folder}/${placed}` : placed;
         const abs = join(base, ...rel.split('/'));
-        const dir = dirname(abs);
-        if (!taken(abs) && !taken(join(dir, resultFileFor(row.kind, 'done', placed))) && !taken(join(dir, resultFileFor(row.kind, 'failed', placed)))) {
-          reserved.add(abs);
+        if (!namesOf(row.kind, abs).some(taken)) {
+          hold(row.kind, abs);
           return rel;
         }
       }
@@ -60,10 +75,12 @@ export function createPlacer(layout: Layout) {
     reserve(row: Pick<OutboxRow, 'kind' | 'state' | 'final_path'>): void {
       if (!row.final_path) return;
       const base = row.state === 'failed' ? layout.failed(row.kind) : layout.done(row.kind);
-      reserved.add(join(base, ...row.final_path.split('/')));
+      hold(row.kind, join(base, ...row.final_path.split('/')));
     },
+    /** The original moved and its result file written: both are on disk, seen by existsSync. */
     release(abs: string): void {
-      reserved.delete(abs);
+      for (const n of held.get(abs) ?? [abs]) reserved.delete(n);
+      held.delete(abs);
     },
   };
 }

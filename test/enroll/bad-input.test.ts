@@ -61,6 +61,23 @@ describe('refused inputs', () => {
     expect(st.recent_failures.length).toBe(10);
   });
 
+  it('two refused files with one stem (alice.jpg, alice.png) dropped together each keep their own reason', async () => {
+    const rig = await startRig();
+    await put(rig.dir, 'faces/alice.jpg', '');
+    await put(rig.dir, 'faces/alice.png', 'not a picture');
+    const reasons = ['alice.error.json', 'alice.2.error.json'].map((f) => join(rig.dir, 'failed/faces', f));
+    await waitFor('two error files', () => reasons.every((f) => existsSync(f)));
+    // Whichever was refused first keeps its name; the other is renamed with its reason beside it.
+    const told = reasons.map((f) => readJson(f)).sort((a, b) => String(a.code).localeCompare(String(b.code)));
+    expect(told.map((r) => r.code)).toEqual(['TA_ERR_BAD_IMAGE', 'TA_ERR_EMPTY_FILE']);
+    const [bad, empty] = told;
+    expect(bad!.error).toContain('faces/alice.png');
+    expect(empty!.error).toContain('faces/alice.jpg');
+    expect(readFileSync(join(rig.dir, 'failed/faces', String(bad!.file)), 'utf8')).toBe('not a picture');
+    expect(readFileSync(join(rig.dir, 'failed/faces', String(empty!.file)), 'utf8')).toBe('');
+    expect([bad!.file, empty!.file].sort()).toEqual(String(bad!.file) === 'alice.png' ? ['alice.2.jpg', 'alice.png'] : ['alice.2.png', 'alice.jpg']);
+  });
+
   it('a 4xx from the service fails the file for good with the server message; no retry', async () => {
     const rig = await startRig();
     await put(rig.dir, 'voiceprints/short.wav', wav(0.2));

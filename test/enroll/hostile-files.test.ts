@@ -52,15 +52,33 @@ describe('not regular files in the enrollment folders', () => {
       ['failed/faces/dana/1.error.json', /FIFO/],
       ['failed/faces/sock.error.json', /is a socket/],
       ...(asRoot ? [['failed/faces/null.error.json', /is a character device/] as [string, RegExp]] : []),
-      ['failed/voiceprints/folder.error.json', /is a directory/],
       ['failed/speakers/talk.error.json', /talk\.txt is a FIFO/],
       ...[0, 1, 2, 3, 4].map((i) => [`failed/faces/jam${i}.error.json`, /FIFO/] as [string, RegExp]),
     ];
-    // Each original is moved beside its reason as its batch finishes; `folder` and `folder.wav`
-    // finish in either order, so every move is waited for, not only the reasons.
-    const moved = ['failed/faces/pipe.jpg', 'failed/faces/sock.png', 'failed/voiceprints/folder.wav', 'failed/voiceprints/folder/inside.wav', 'failed/speakers/talk.txt'];
-    await waitFor('every reason, every move and the good face', () => existsSync(join(rig.dir, 'done/faces/ok.json'))
-      && expected.every(([f]) => existsSync(join(rig.dir, f))) && moved.every((f) => existsSync(join(rig.dir, f))), 15_000);
+    // Each original is moved beside its reason as its batch finishes, so every move is waited for,
+    // not only the reasons. `folder` and `folder.wav` share the stem `folder`, and finish in
+    // either order: the second is renamed (`folder-2` or `folder.2.wav`) and has its own reason.
+    const moved = ['failed/faces/pipe.jpg', 'failed/faces/sock.png', 'failed/speakers/talk.txt'];
+    const folders = () => {
+      const first = existsSync(join(rig.dir, 'failed/voiceprints/folder.wav')) ? 'folder.wav' : 'folder';
+      const second = first === 'folder' ? 'folder.2.wav' : 'folder-2';
+      return { first, second, reasons: ['folder.error.json', first === 'folder' ? 'folder.2.error.json' : 'folder-2.error.json'] };
+    };
+    const missing = () => {
+      const { first, second, reasons } = folders();
+      return ['done/faces/ok.json', ...expected.map(([f]) => f), ...moved, ...[first, second, ...reasons].map((f) => `failed/voiceprints/${f}`)]
+        .filter((f) => !existsSync(join(rig.dir, f)));
+    };
+    await waitFor('every reason, every move and the good face', () => missing().length === 0, 15_000)
+      .catch((err: Error) => { throw new Error(`${err.message}; still missing: ${missing().join(', ')}`); });
+    const { first, second, reasons } = folders();
+    const told = reasons.map((f) => readJson(join(rig.dir, 'failed/voiceprints', f)));
+    expect(told.map((r) => r.file)).toEqual([first, second]);
+    expect(told.map((r) => r.error)).toEqual([
+      expect.stringMatching(new RegExp(`voiceprints/${first} is a directory`)), expect.stringMatching(new RegExp(`voiceprints/${first === 'folder' ? 'folder\\.wav' : 'folder'} is a directory`))]);
+    const withInside = first === 'folder' ? first : second;
+    expect(existsSync(join(rig.dir, 'failed/voiceprints', withInside, 'inside.wav'))).toBe(true);
+    expect(statSync(join(rig.dir, 'failed/voiceprints', withInside === first ? second : first)).isDirectory()).toBe(true);
     for (const [f, says] of expected) {
       expect(readJson(join(rig.dir, f)), f).toMatchObject({ code: 'TA_ERR_NOT_A_FILE', error: expect.stringMatching(says) });
     }
@@ -68,8 +86,6 @@ describe('not regular files in the enrollment folders', () => {
     expect(lstatSync(join(rig.dir, 'failed/faces/pipe.jpg')).isFIFO()).toBe(true);
     expect(lstatSync(join(rig.dir, 'failed/faces/sock.png')).isSocket()).toBe(true);
     if (asRoot) expect(lstatSync(join(rig.dir, 'failed/faces/null.jpg')).isCharacterDevice()).toBe(true);
-    expect(statSync(join(rig.dir, 'failed/voiceprints/folder.wav')).isDirectory()).toBe(true);
-    expect(existsSync(join(rig.dir, 'failed/voiceprints/folder/inside.wav'))).toBe(true);
     expect(lstatSync(join(rig.dir, 'failed/speakers/talk.txt')).isFIFO()).toBe(true);
     expect(listFiles(join(rig.dir, 'faces'))).toEqual([]);
 
