@@ -18,6 +18,7 @@ import { createRoutes, type ConsoleHandlers } from './routes.js';
 import { createStaticFiles } from './static-files.js';
 import { createThumbnails } from './thumbnails.js';
 import { setDateHeader } from '../util/iso-time.js';
+import { answerClientErrors, unanswerable } from '../util/http-client-error.js';
 import { performance } from '../util/monotonic.js';
 
 // The web console: one HTTP(S) server on console.listen, serving the built pages and the JSON API.
@@ -180,6 +181,7 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       const swept = await sweepUploads(createLayout(config.enroll.dir, config.state_dir)).catch(() => 0);
       if (swept > 0) log.info({ removed: swept }, 'removed uploads cut short by a previous stop');
       const handler = (req: IncomingMessage, res: ServerResponse) => {
+        if (unanswerable(req)) return;
         setDateHeader(res);
         void dispatch(req, res);
       };
@@ -193,6 +195,7 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       srv.requestTimeout = 10 * 60_000;
       srv.headersTimeout = 20_000;
       srv.maxConnections = 128;
+      answerClientErrors(srv);
       await new Promise<void>((resolve, reject) => {
         srv.once('error', (err: NodeJS.ErrnoException) => {
           const why = err.code === 'EADDRINUSE' ? 'another program already listens there: stop it or choose another port'

@@ -1,15 +1,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { setMaxListeners } from 'node:events';
-import { chmod, lstat, unlink } from 'node:fs/promises';
+import { chmod, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import {
-  AbortedError, AgentError, AlreadyRunningError, AuthError, BadRequestError, BusyError, ConfigError, InvalidInputError,
+  AbortedError, AgentError, AuthError, BadRequestError, BusyError, ConfigError, InvalidInputError,
   NotFoundError, ServiceError, TimeoutError, UsageError, isAgentError,
 } from '../errors.js';
 import { makeDir } from '../util/make-dir.js';
+import { removeStaleSocket } from './stale-socket.js';
 import { setDateHeader } from '../util/iso-time.js';
+import { answerClientErrors, unanswerable } from '../util/http-client-error.js';
 
 // HTTP over a unix socket: every program on the terminal can speak it (curl --unix-socket), access
 // is the file mode (0660, the agent's group), and no TCP port is opened on the device.
@@ -148,6 +150,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       const srv = createServer({
         headersTimeout: CONTROL_HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000,
       }, (req, res) => {
+        if (unanswerable(req)) return;
         setDateHeader(res);
         answering.add(req.socket);
         void dispatch(req, res).finally(() => answering.delete(req.socket));
@@ -160,6 +163,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         });
       });
       srv.maxConnections = CONTROL_MAX_CONNECTIONS;
+      answerClientErrors(srv);
       await new Promise<void>((resolve, reject) => {
         srv.once('error', reject);
         // Node's default backlog (511) makes the 512th simultaneous connect fail with EAGAIN on a
@@ -229,35 +233,6 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError('request body must be a JSON object');
   return value as Record<string, unknown>;
-}
-
-/**
- * A socket file left by a crash would make listen() fail with EADDRINUSE. Connect first: if someone
- * answers, another daemon owns it and we must not steal it; if not, it is stale and is replaced.
- */
-async function removeStaleSocket(path: string, logger: Logger): Promise<void> {
-  let st;
-  try {
-    st = await lstat(path);
-  } catch {
-    return;
-  }
-  if (!st.isSocket()) {
-    throw new UsageError(`control.socket ${path} exists and is not a socket; remove it or choose another path`);
-  }
-  const live = await new Promise<boolean>((resolve) => {
-    const s = connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-  if (live) {
-    throw new AlreadyRunningError(`another terminal-agent is already answering on the control socket ${path}; stop it first (systemctl stop terminal-agent), or set a different control.socket`, { details: { socket: path } });
-  }
-  logger.warn({ socket: path }, 'replacing a stale control socket left by a previous run');
-  await unlink(path);
 }
 
 // How errors cross the control socket: the body is the error's toJSON() plus its exit code, so the

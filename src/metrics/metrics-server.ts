@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import { parseListenAddress } from '../config/listen-address.js';
 import { setDateHeader } from '../util/iso-time.js';
+import { answerClientErrors, unanswerable } from '../util/http-client-error.js';
 
 // GET /metrics over TCP for a Prometheus server (metrics.listen, off by default). The control
 // socket serves the same text to programs on the terminal; this listener exists because Prometheus
@@ -33,6 +34,7 @@ export function createMetricsServer(o: MetricsServerOptions): MetricsServer {
     async start() {
       if (server) return;
       const srv = createServer((req, res) => {
+        if (unanswerable(req)) return;
         setDateHeader(res);
         const path = new URL(req.url ?? '/', 'http://metrics').pathname;
         if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -52,6 +54,7 @@ export function createMetricsServer(o: MetricsServerOptions): MetricsServer {
         });
       });
       srv.maxConnections = MAX_CONNECTIONS;
+      answerClientErrors(srv);
       srv.headersTimeout = 10_000;
       srv.requestTimeout = 10_000;
       srv.keepAliveTimeout = 30_000;

@@ -318,6 +318,22 @@ describe('web console API', () => {
     expect((await c.call('GET', '/api/status', { headers: { cookie: saved! }, noCookie: true })).status).toBe(401);
   });
 
+  it('answers a request that is not HTTP with 400 and why (a real TCP client still sending)', async () => {
+    const { connect } = await import('node:net');
+    const url = new URL(base);
+    const sock = connect(Number(url.port), url.hostname);
+    let got = '';
+    sock.on('data', (d: Buffer) => { got += d.toString(); });
+    sock.on('error', () => {});
+    const closed = new Promise<void>((resolve) => sock.on('close', () => resolve()));
+    const junk = `GET /\u0000 HTTP/1.1\r\n${'z'.repeat(300)}`;
+    let i = 0;
+    const timer = setInterval(() => { if (!sock.destroyed && i < junk.length) sock.write(junk[i++]!); }, 1);
+    await closed;
+    clearInterval(timer);
+    expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*\r\n\r\nnot a valid HTTP\/1\.1 request\n$/);
+  });
+
   it('never sends the terminal secret or the API key in any answer', () => {
     const secret = emulator.terminals[0]!.terminal_secret;
     const apiKey = emulator.apiKey;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { Counter, Registry } from 'prom-client';
 import { createMetricsServer, type MetricsServer } from '../../src/metrics/metrics-server.js';
 import { scrape } from '../../src/daemon/daemon-metrics.js';
@@ -53,6 +53,22 @@ describe('the Prometheus listener', () => {
     expect((await fetch(`${base}/metrics`, { method: 'POST', body: 'x' })).status).toBe(405);
     const head = await fetch(`${base}/metrics`, { method: 'HEAD' });
     expect(head.status).toBe(200);
+  });
+
+  it('answers a request that is not HTTP with 400 and why, even to a client still sending', async () => {
+    const s = server('127.0.0.1:0');
+    await s.start();
+    const sock = connect(s.address()!.port, '127.0.0.1');
+    let got = '';
+    sock.on('data', (d: Buffer) => { got += d.toString(); });
+    sock.on('error', () => {});
+    const closed = new Promise<void>((resolve) => sock.on('close', () => resolve()));
+    const junk = `\x16\x03\x01 a TLS hello sent to plain HTTP ${'z'.repeat(300)}`;
+    let i = 0;
+    const timer = setInterval(() => { if (!sock.destroyed && i < junk.length) sock.write(junk[i++]!); }, 1);
+    await closed;
+    clearInterval(timer);
+    expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*\r\n\r\nnot a valid HTTP\/1\.1 request\n$/);
   });
 
   it('says why it cannot listen on a port that is taken', async () => {
