@@ -6,6 +6,7 @@ import { runCli } from './cli/run-cli.js';
 import { createFdOutput } from './cli/fd-output.js';
 import type { CliContext } from './cli/command.js';
 import { packageVersion } from './version.js';
+import { escapeControls } from './util/terminal-text.js';
 
 async function main(): Promise<void> {
   // Commands print through fds 1 and 2 (fd-output.ts); process.stdout and process.stderr are
@@ -40,7 +41,9 @@ async function main(): Promise<void> {
   // same early look as run-cli.ts takes before its parse, as they may come before it.
   const json = process.argv.includes('--json');
   const lastWords = (text: string, code: string, extra: Record<string, unknown> = {}) => {
-    out.write(2, json ? `${JSON.stringify({ error: text, code, ...extra })}\n` : `terminal-agent: ${text}\n`);
+    // The text line goes to a terminal: an error's message may carry text from outside (a face
+    // name, the service's words), escaped like every other message shown there.
+    out.write(2, json ? `${JSON.stringify({ error: text, code, ...extra })}\n` : `terminal-agent: ${escapeControls(text, true)}\n`);
   };
   let signals = 0;
   const onStop = (sig: NodeJS.Signals) => {

@@ -9,9 +9,9 @@ import { spawnDaemon } from './daemon/daemon-harness.js';
 // it throws on SIGUSR2, outside any try, once the command runs (the emulator, serving until
 // stopped). The operator must see what happened, in the output mode asked for, and exit 1.
 
-async function emulatorWithBug(json: boolean) {
+async function emulatorWithBug(json: boolean, message = 'stand-in bug') {
   const bug = join(tmpDir('ta-main-'), 'bug.mjs');
-  writeFileSync(bug, "process.on('SIGUSR2', () => { throw new Error('stand-in bug'); });\n");
+  writeFileSync(bug, `process.on('SIGUSR2', () => { throw new Error(${JSON.stringify(message)}); });\n`);
   const p = spawnDaemon(undefined, { NODE_OPTIONS: `--import=${bug}` }, [...(json ? ['--json'] : []), 'emulator', '--port', '0']);
   await p.waitLog(() => p.stdout().includes('http://'), 10_000, 'the emulator to listen');
   p.signal('SIGUSR2');
@@ -33,5 +33,12 @@ describe('an uncaught error in a command', () => {
     const line = lines.at(-1) as { error: string; code: string; stack: string };
     expect(line).toMatchObject({ error: 'exiting on an uncaught error (uncaughtException): stand-in bug', code: 'TA_ERR_INTERNAL' });
     expect(line.stack).toMatch(/^Error: stand-in bug\n {4}at /);
+  });
+
+  it('shows control characters in the message escaped, as a face name from the service would be', async () => {
+    const text = await emulatorWithBug(false, 'bug with \x1b]0;pwned\x07\x1b[2J in it');
+    expect(text.code).toBe(1);
+    expect(text.out.stderr).toContain('terminal-agent: exiting on an uncaught error (uncaughtException): Error: bug with \\x1b]0;pwned\\x07\\x1b[2J in it\n    at ');
+    expect(text.out.stderr).not.toContain('\x1b');
   });
 });
