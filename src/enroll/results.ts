@@ -41,7 +41,7 @@ export interface ErrorFile {
  */
 export function createPlacer(layout: Layout) {
   const reserved = new Set<string>();
-  /** Each placed original's absolute path, with the result file names reserved beside it. */
+  /** Each placed original's absolute path, with the names reserved for it (namesOf). */
   const held = new Map<string, string[]>();
   const taken = (p: string) => reserved.has(p) || existsSync(p);
   const namesOf = (kind: OutboxRow['kind'], abs: string): string[] => {
@@ -49,8 +49,7 @@ export function createPlacer(layout: Layout) {
     const placed = abs.slice(dir.length + 1);
     return [abs, join(dir, resultFileFor(kind, 'done', placed)), join(dir, resultFileFor(kind, 'failed', placed))];
   };
-  const hold = (kind: OutboxRow['kind'], abs: string): void => {
-    const names = namesOf(kind, abs);
+  const hold = (abs: string, names: string[]): void => {
     for (const n of names) reserved.add(n);
     held.set(abs, names);
   };
@@ -65,8 +64,9 @@ export function createPlacer(layout: Layout) {
         const placed = k === 1 ? `${stem}${ext}` : fitName(ext ? `${stem}.${k}` : `${stem}-${k}`, ext);
         const rel = folder ? `${folder}/${placed}` : placed;
         const abs = join(base, ...rel.split('/'));
-        if (!namesOf(row.kind, abs).some(taken)) {
-          hold(row.kind, abs);
+        const names = namesOf(row.kind, abs);
+        if (!names.some(taken)) {
+          hold(abs, names);
           return rel;
         }
       }
@@ -75,7 +75,8 @@ export function createPlacer(layout: Layout) {
     reserve(row: Pick<OutboxRow, 'kind' | 'state' | 'final_path'>): void {
       if (!row.final_path) return;
       const base = row.state === 'failed' ? layout.failed(row.kind) : layout.done(row.kind);
-      hold(row.kind, join(base, ...row.final_path.split('/')));
+      const abs = join(base, ...row.final_path.split('/'));
+      hold(abs, namesOf(row.kind, abs));
     },
     /** The original moved and its result file written: both are on disk, seen by existsSync. */
     release(abs: string): void {
