@@ -9,6 +9,7 @@ import { startTestEmulator, type Emulator } from '../helpers/emulator.js';
 import { tmpDirManual } from '../helpers/tmp.js';
 import { daemonFiles, isReady, spawnDaemon, type DaemonFiles, type DaemonProcess } from '../daemon/daemon-harness.js';
 import { consoleClient, type ConsoleClient } from './console-client.js';
+import { trickle } from '../helpers/trickle-client.js';
 
 // The console's API against a real daemon (`node dist/main.js run`, built) and the emulator, over
 // loopback HTTP. One daemon for the file: the steps run in order, as an operator would click.
@@ -319,18 +320,9 @@ describe('web console API', () => {
   });
 
   it('answers a request that is not HTTP with 400 and why (a real TCP client still sending)', async () => {
-    const { connect } = await import('node:net');
     const url = new URL(base);
-    const sock = connect(Number(url.port), url.hostname);
-    let got = '';
-    sock.on('data', (d: Buffer) => { got += d.toString(); });
-    sock.on('error', () => {});
-    const closed = new Promise<void>((resolve) => sock.on('close', () => resolve()));
     const junk = `GET /\u0000 HTTP/1.1\r\n${'z'.repeat(300)}`;
-    let i = 0;
-    const timer = setInterval(() => { if (!sock.destroyed && i < junk.length) sock.write(junk[i++]!); }, 1);
-    await closed;
-    clearInterval(timer);
+    const { got } = await trickle({ port: Number(url.port), host: url.hostname }, junk);
     expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*\r\n\r\nnot a valid HTTP\/1\.1 request\n$/);
   });
 

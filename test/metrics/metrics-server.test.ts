@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { Counter, Registry } from 'prom-client';
 import { createMetricsServer, type MetricsServer } from '../../src/metrics/metrics-server.js';
 import { scrape } from '../../src/daemon/daemon-metrics.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { configSchema } from '../../src/config/schema.js';
+import { trickle } from '../helpers/trickle-client.js';
 
 const started: MetricsServer[] = [];
 afterEach(async () => {
@@ -58,16 +59,8 @@ describe('the Prometheus listener', () => {
   it('answers a request that is not HTTP with 400 and why, even to a client still sending', async () => {
     const s = server('127.0.0.1:0');
     await s.start();
-    const sock = connect(s.address()!.port, '127.0.0.1');
-    let got = '';
-    sock.on('data', (d: Buffer) => { got += d.toString(); });
-    sock.on('error', () => {});
-    const closed = new Promise<void>((resolve) => sock.on('close', () => resolve()));
     const junk = `\x16\x03\x01 a TLS hello sent to plain HTTP ${'z'.repeat(300)}`;
-    let i = 0;
-    const timer = setInterval(() => { if (!sock.destroyed && i < junk.length) sock.write(junk[i++]!); }, 1);
-    await closed;
-    clearInterval(timer);
+    const { got } = await trickle({ port: s.address()!.port, host: '127.0.0.1' }, junk);
     expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*\r\n\r\nnot a valid HTTP\/1\.1 request\n$/);
   });
 
