@@ -7,7 +7,7 @@ import {
   badResponse, errorForCode, redirectError, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
-import { Cancel, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest } from './transport.js';
+import { Cancel, abortRelay, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest } from './transport.js';
 import type { EncodedBody } from './multipart.js';
 import { MAX_BUFFERED_BYTES, decodeUtf8, readCapped } from './body-limits.js';
 import { readLimited, streamed } from './response-body.js';
@@ -84,6 +84,7 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   const maxRetryAfter = deps.maxRetryAfterMs ?? 60_000;
   const secrets = [config.terminal_secret, config.api_key].filter((s): s is string => !!s);
   const bases = new Map<string, { url: URL; prefix: string }>();
+  const whenAborted = abortRelay();
 
   /** The base URL, checked and parsed once; `prefix` is its path without the trailing slash. */
   function baseOf(which: RequestSpec['base']): { url: URL; prefix: string } {
@@ -175,9 +176,8 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
     const caller = spec.opts?.signal;
     let timedOut = false;
     const timer = setTimeout(() => { timedOut = true; cancel.cancel(); }, timeoutMs);
-    const onAbort = () => cancel.cancel();
-    caller?.addEventListener('abort', onAbort, { once: true });
-    const cleanup = () => { clearTimeout(timer); caller?.removeEventListener('abort', onAbort); };
+    const forget = caller ? whenAborted(caller, () => cancel.cancel()) : undefined;
+    const cleanup = () => { clearTimeout(timer); forget?.(); };
     let handedOver = false;
     let body: string | EncodedBody | undefined;
     try {

@@ -59,6 +59,9 @@ export function createCommitBatcher(db: Db): CommitBatcher {
       }
     }
   });
+  // A batch of one job (most batches outside a burst's peak) needs no savepoint: when it throws,
+  // the transaction rolled back is that job's alone. Two statements fewer per commit.
+  const singleTx = db.transaction((job: Job) => job.fn());
   const syncNormal = db.prepare('PRAGMA synchronous = NORMAL');
   const syncFull = db.prepare('PRAGMA synchronous = FULL');
 
@@ -124,7 +127,16 @@ export function createCommitBatcher(db: Db): CommitBatcher {
     if (relaxed) syncNormal.run();
     try {
       // IMMEDIATE, as inTransaction() does: the write lock at once, no upgrade deadlocks.
-      batchTx.immediate(batch, outcomes);
+      if (batch.length === 1) {
+        try {
+          outcomes.push({ ok: true, value: singleTx.immediate(batch[0]!) });
+        } catch (err) {
+          // Rolled back (better-sqlite3 does so before rethrowing): the job fails, as in a savepoint.
+          outcomes.push({ ok: false, err });
+        }
+      } else {
+        batchTx.immediate(batch, outcomes);
+      }
     } catch (err) {
       for (const job of batch) job.reject(err);
       return;

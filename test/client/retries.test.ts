@@ -133,6 +133,25 @@ describe('deadlines and cancellation', () => {
     await expect(rig.client.listFaces({ signal: ac2.signal })).rejects.toBeInstanceOf(AbortedError);
   });
 
+  it('one signal shared by many calls (as the outbox loop passes it) cancels every call still running, and only those', async () => {
+    const ac = new AbortController();
+    // Calls that finished before the abort: their cancel must not run later (nothing to see) ...
+    for (let i = 0; i < 3; i++) await expect(rig.client.listFaces({ signal: ac.signal })).resolves.toBeInstanceOf(Array);
+    rig.emu.faults.add({ method: 'GET', path: '/v1/api/faces', action: 'delay', delayMs: 5_000, times: 2 });
+    const started = Date.now();
+    const slow = [rig.client.listFaces({ signal: ac.signal }), rig.client.listFaces({ signal: ac.signal })];
+    setTimeout(() => ac.abort(), 100);
+    for (const call of slow) await expect(call).rejects.toBeInstanceOf(AbortedError);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // ... and a call with its own signal, running meanwhile, is not cut by another's abort.
+    const own = new AbortController();
+    rig.emu.faults.add({ method: 'GET', path: '/v1/api/faces', action: 'delay', delayMs: 300, times: 1 });
+    const other = new AbortController();
+    const mine = rig.client.listFaces({ signal: own.signal });
+    other.abort();
+    await expect(mine).resolves.toBeInstanceOf(Array);
+  });
+
   it('a body cut mid-stream surfaces as a typed error on the stream', async () => {
     rig.emu.faults.add({ method: 'POST', path: '/tts', action: 'drop-body', times: 1 });
     const res = await rig.client.synthesize({ text: 'this answer will be cut in half' });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
-import { startRig, TEST_UA, type Rig } from './fixtures.js';
+import { startRig, PNG_BYTES, TEST_UA, type Rig } from './fixtures.js';
 import { tmpDirManual } from '../helpers/tmp.js';
 import { ConfigError, NetworkError } from '../../src/errors.js';
 import { createServiceClient } from '../../src/client/service-client.js';
@@ -120,6 +120,41 @@ describe('TLS and proxies', () => {
     } finally {
       if (saved === undefined) delete process.env.HTTP_PROXY;
       else process.env.HTTP_PROXY = saved;
+    }
+  });
+
+  it('the service sees the headers node:http would write: Host as the URL names it, the body\'s length, one kept-alive connection', async () => {
+    const seen: { method: string; host: string | undefined; length: string | undefined; bytes: number; port: number }[] = [];
+    const server = createHttpServer((req, res) => {
+      let bytes = 0;
+      req.on('data', (c: Buffer) => { bytes += c.length; });
+      req.on('end', () => {
+        seen.push({ method: req.method!, host: req.headers.host, length: req.headers['content-length'], bytes, port: req.socket.remotePort! });
+        res.setHeader('content-type', 'application/json');
+        res.end(req.method === 'GET' ? '[]' : '{"code":0}');
+      });
+    });
+    // IPv6 loopback where the machine has it (a container may not): the Host header needs brackets there.
+    const v6 = await new Promise<boolean>((resolve) => {
+      const probe = createNetServer().once('error', () => resolve(false)).listen(0, '::1', () => probe.close(() => resolve(true)));
+    });
+    await new Promise<void>((resolve) => server.listen(0, v6 ? '::' : '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const hosts = v6 ? ['127.0.0.1', '[::1]'] : ['127.0.0.1'];
+    try {
+      for (const host of hosts) {
+        const client = rig.clientWith({ face_base_url: `http://${host}:${port}/v1/api`, retries: 0 });
+        await client.listFaces();
+        await client.createFace({ name: 'Ada', image: { path: 'face.png', bytes: Buffer.from(PNG_BYTES), contentType: 'image/png' } });
+        await client.listFaces();
+        await client.close();
+      }
+      expect(seen.map((s) => s.host)).toEqual(hosts.flatMap((h) => [`${h}:${port}`, `${h}:${port}`, `${h}:${port}`]));
+      for (const s of seen.filter((x) => x.method === 'POST')) expect(Number(s.length)).toBe(s.bytes);
+      // The three requests to one host went over one connection.
+      for (let i = 0; i < seen.length; i += 3) expect(new Set(seen.slice(i, i + 3).map((s) => s.port)).size).toBe(1);
+    } finally {
+      await new Promise((r) => server.close(r));
     }
   });
 

@@ -22,6 +22,20 @@ describe('the outbox commit batcher', () => {
     db.close();
   });
 
+  it('a change alone in its batch that throws half-way leaves none of its writes, and the next change commits', async () => {
+    const db = openDatabase({ path: join(tmpDir(), 'agent.db'), migrations: TABLE });
+    const commit = createCommitBatcher(db);
+    const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
+    await commit(() => insert.run(1));
+    // Its first insert succeeds, its second violates UNIQUE: the first must not stay.
+    await expect(commit(() => { insert.run(5); insert.run(1); }, { durable: true })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_UNIQUE' });
+    await commit(() => insert.run(6), { durable: true });
+    await commit.drain();
+    expect(db.prepare('SELECT x FROM t ORDER BY x').pluck().all()).toEqual([1, 6]);
+    expect(db.inTransaction).toBe(false);
+    db.close();
+  });
+
   it('a change queued after the database closed fails its caller instead of crashing the process', async () => {
     const db = openDatabase({ path: join(tmpDir(), 'agent.db'), migrations: TABLE });
     const commit = createCommitBatcher(db);
