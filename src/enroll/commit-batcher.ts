@@ -51,6 +51,12 @@ export function createCommitBatcher(db: Db): CommitBatcher {
   // transaction, `savepoint` runs each job in its own savepoint, as db.transaction(fn)() would.
   const savepoint = db.transaction((fn: () => unknown) => fn());
   const batchTx = db.transaction((jobs: Job[], outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[]) => {
+    // A lone job (most batches outside a burst's peak) needs no savepoint, two statements fewer:
+    // if it throws, the whole transaction rolled back is its alone, and flush() rejects it.
+    if (jobs.length === 1) {
+      outcomes.push({ ok: true, value: jobs[0]!.fn() });
+      return;
+    }
     for (const job of jobs) {
       try {
         outcomes.push({ ok: true, value: savepoint(job.fn) });
@@ -59,9 +65,6 @@ export function createCommitBatcher(db: Db): CommitBatcher {
       }
     }
   });
-  // A batch of one job (most batches outside a burst's peak) needs no savepoint: when it throws,
-  // the transaction rolled back is that job's alone. Two statements fewer per commit.
-  const singleTx = db.transaction((job: Job) => job.fn());
   const syncNormal = db.prepare('PRAGMA synchronous = NORMAL');
   const syncFull = db.prepare('PRAGMA synchronous = FULL');
 
@@ -127,16 +130,7 @@ export function createCommitBatcher(db: Db): CommitBatcher {
     if (relaxed) syncNormal.run();
     try {
       // IMMEDIATE, as inTransaction() does: the write lock at once, no upgrade deadlocks.
-      if (batch.length === 1) {
-        try {
-          outcomes.push({ ok: true, value: singleTx.immediate(batch[0]!) });
-        } catch (err) {
-          // Rolled back (better-sqlite3 does so before rethrowing): the job fails, as in a savepoint.
-          outcomes.push({ ok: false, err });
-        }
-      } else {
-        batchTx.immediate(batch, outcomes);
-      }
+      batchTx.immediate(batch, outcomes);
     } catch (err) {
       for (const job of batch) job.reject(err);
       return;

@@ -12,7 +12,7 @@ export type Where = string | { port: number; host: string };
  */
 export function trickle(where: Where, bytes: string, everyMs = 1, chunk = 1): Promise<{ got: string; ms: number }> {
   const t0 = Date.now();
-  const s: Socket = typeof where === 'string' ? connect(where) : connect(where);
+  const s: Socket = connect(typeof where === 'string' ? { path: where } : where);
   let got = '';
   let i = 0;
   s.on('data', (d: Buffer) => { got += d.toString(); });
