@@ -77,7 +77,8 @@ put_secret terminal_secret "$SECRET_FILE" --terminal-secret-file
 put_secret api_key "$KEY_FILE" --api-key-file
 
 # 6. The unit, pointed at this node and prefix.
-sed -e "s#/usr/bin/node /opt/terminal-agent/#$NODE $PREFIX/#" -e "s#file:///opt/terminal-agent/#file://$PREFIX/#" \
+# ExecStart= keeps node's own flags between node and the program.
+sed -e "s#^ExecStart=/usr/bin/node #ExecStart=$NODE #" -e "s#/opt/terminal-agent/#$PREFIX/#g" \
   "$SRC/systemd/terminal-agent.service" > /etc/systemd/system/terminal-agent.service
 chmod 0644 /etc/systemd/system/terminal-agent.service
 # In a chroot or an image being built, systemd is not running: the unit is enabled (offline

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
-import { schedPrefix, unitEnv, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'dist/main.js');
@@ -64,7 +64,8 @@ sock.bind(notifyPath);
 
 const alsaEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
 // The daemon runs as the unit runs it: its Environment= lines apply (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_,
-// unitEnv) and its CPUSchedulingPolicy (schedPrefix), both read from the unit by lib/daemon-run.mjs.
+// unitEnv), the node flags of its ExecStart= (unitNodeArgs) and its CPUSchedulingPolicy (schedPrefix), all
+// read from the unit by lib/daemon-run.mjs.
 
 async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
   const t0 = process.hrtime.bigint();
@@ -74,7 +75,7 @@ async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
     onMessage = (m) => m.includes('READY=1') && resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: procCpuSeconds(child.pid) * 1000 });
   });
   // As the unit, with its scheduling policy too (lib/daemon-run.mjs).
-  const [cmd, ...argv] = inCgroup(cgroup, [...(extraEnv === unitEnv ? schedPrefix : []), process.execPath, MAIN, 'run', '--config', config]);
+  const [cmd, ...argv] = inCgroup(cgroup, [...(extraEnv === unitEnv ? schedPrefix : []), process.execPath, ...(extraEnv === unitEnv ? unitNodeArgs : []), MAIN, 'run', '--config', config]);
   child = spawn(cmd, argv, { env: { ...alsaEnv, ...extraEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = new Promise((_, reject) => child.once('close', (code) => reject(new Error(`the daemon exited (${code}) before READY=1`))));
   const { ms, cpuMs } = await Promise.race([ready, exited]);

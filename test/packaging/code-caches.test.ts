@@ -12,6 +12,10 @@ import { tmpDir } from '../helpers/tmp.js';
 // the same on arm64 under qemu).
 
 const UNIT = join(REPO_ROOT, 'systemd', 'terminal-agent.service');
+const UNIT_TEXT = readFileSync(UNIT, 'utf8');
+/** The daemon as the unit starts it: its NODE_OPTIONS, and the node flags on its ExecStart=. */
+const UNIT_NODE_OPTIONS = /^Environment="?NODE_OPTIONS=(.*?)"?$/m.exec(UNIT_TEXT)![1]!;
+const UNIT_NODE_ARGS = /^ExecStart=\S+ (.*?) ?\S+main\.js /m.exec(UNIT_TEXT)![1]!.split(' ');
 
 /** An installed-like tree: dist/bundle copied (the caches are written there), the rest linked. */
 function packageTree(): string {
@@ -41,16 +45,17 @@ function caches(bundle: string): { keys: Map<string, number>; other: string[] } 
   return { keys, other };
 }
 
-/** Runs the CLI through the loader (as dist/main.js does) and says which chunks came from a cache. */
-function loadedChunks(bundle: string, args: string[], env: Record<string, string> = {}) {
+/** Runs the CLI through the loader (as dist/main.js does), with node's flags `nodeArgs`, and says
+ * which chunks came from a cache. */
+function loadedChunks(bundle: string, args: string[], env: Record<string, string> = {}, nodeArgs: string[] = []) {
   const report = join(bundle, '..', '..', 'loaded.json');
-  const r = spawnSync(process.execPath, [join(bundle, 'code-cache.cjs'), '--report', report, bundle, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } });
+  const r = spawnSync(process.execPath, [...nodeArgs, join(bundle, 'code-cache.cjs'), '--report', report, bundle, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(readFileSync(report, 'utf8')) as { name: string; cached: boolean; rejected: boolean }[];
 }
 
 describe('V8 code caches made on the device (postinst)', () => {
-  it('writes one set for the CLI and one for the unit\'s NODE_OPTIONS, replaces stale ones, and the CLI then runs every chunk from them', () => {
+  it('writes one set for the CLI and one for the unit\'s node flags, replaces stale ones, and the CLI then runs every chunk from them', () => {
     const bundle = packageTree();
     const pack = (JSON.parse(readFileSync(join(bundle, 'main-chunk.json'), 'utf8')) as { pack: string }).pack;
     // Left by an older version (a chunk that is gone) and by a run killed while writing.
@@ -73,27 +78,41 @@ describe('V8 code caches made on the device (postinst)', () => {
       expect(chunks.filter((c) => !c.cached || c.rejected), args.join(' ')).toEqual([]);
     }
     // The daemon's flags find their own set, which V8 accepts (the pack: main chunk and all it shares).
-    const nodeOptions = /^Environment="?NODE_OPTIONS=(.*?)"?$/m.exec(readFileSync(UNIT, 'utf8'))![1]!;
-    const withFlags = loadedChunks(bundle, ['--help'], { NODE_OPTIONS: nodeOptions });
+    expect(UNIT_NODE_ARGS.every((a) => a.startsWith('--'))).toBe(true);
+    const withFlags = loadedChunks(bundle, ['--help'], { NODE_OPTIONS: UNIT_NODE_OPTIONS }, UNIT_NODE_ARGS);
     expect(withFlags.filter((c) => c.rejected)).toEqual([]);
     expect(withFlags.find((c) => c.name === pack)?.cached).toBe(true);
+    // Only with both: a daemon started without ExecStart='s flags would find none of its own.
+    expect(loadedChunks(bundle, ['--help'], { NODE_OPTIONS: UNIT_NODE_OPTIONS }).find((c) => c.name === pack)?.cached).toBe(false);
   }, 60_000);
 
-  it('follows an admin\'s drop-in that changes the unit\'s NODE_OPTIONS (the last one wins, as in systemd)', () => {
+  /** Makes the caches for the unit with an admin's drop-in; says whether the pack's cache serves `--help` run with `nodeOptions` and `nodeArgs`. */
+  function withDropIn(text: string): (nodeOptions: string, nodeArgs: string[]) => boolean | undefined {
     const bundle = packageTree();
-    const dropIn = join(bundle, '..', '..', 'memory.conf');
-    writeFileSync(dropIn, '[Service]\nEnvironment=NODE_OPTIONS=--max-old-space-size=200\n');
+    const dropIn = join(bundle, '..', '..', 'override.conf');
+    writeFileSync(dropIn, `[Service]\n${text}`);
     const r = spawnSync(process.execPath, [join(bundle, 'make-code-caches.cjs'), '--unit', UNIT, '--unit', dropIn], { encoding: 'utf8', env: { PATH: process.env.PATH } });
     expect(r.status, r.stderr).toBe(0);
     const pack = (JSON.parse(readFileSync(join(bundle, 'main-chunk.json'), 'utf8')) as { pack: string }).pack;
-    expect(loadedChunks(bundle, ['--help'], { NODE_OPTIONS: '--max-old-space-size=200' }).find((c) => c.name === pack)?.cached).toBe(true);
-    expect(loadedChunks(bundle, ['--help'], { NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=256' }).find((c) => c.name === pack)?.cached).toBe(false);
+    return (nodeOptions, nodeArgs) => loadedChunks(bundle, ['--help'], { NODE_OPTIONS: nodeOptions }, nodeArgs).find((c) => c.name === pack)?.cached;
+  }
+
+  it('follows an admin\'s drop-in that changes the unit\'s NODE_OPTIONS (the last one wins, as in systemd)', () => {
+    const cached = withDropIn('Environment=NODE_OPTIONS=--max-old-space-size=200\n');
+    expect(cached('--max-old-space-size=200', UNIT_NODE_ARGS)).toBe(true);
+    expect(cached(UNIT_NODE_OPTIONS, UNIT_NODE_ARGS)).toBe(false);
+  }, 60_000);
+
+  it('follows a drop-in that replaces the unit\'s ExecStart= (an empty one clears, as in systemd)', () => {
+    const cached = withDropIn('ExecStart=\nExecStart=/usr/bin/node --stack-size=900 /opt/terminal-agent/dist/main.js run --config /etc/terminal-agent/config.yaml\n');
+    expect(cached(UNIT_NODE_OPTIONS, ['--stack-size=900'])).toBe(true);
+    expect(cached(UNIT_NODE_OPTIONS, UNIT_NODE_ARGS)).toBe(false);
   }, 60_000);
 
   it('a daemon that cannot start makes it fail with a reason, promptly, keeping the CLI\'s caches', () => {
     const bundle = packageTree();
     const unit = join(bundle, '..', '..', 'broken.service');
-    writeFileSync(unit, readFileSync(UNIT, 'utf8').replace(/^Environment="?NODE_OPTIONS=.*$/m, 'Environment="NODE_OPTIONS=--no-such-node-flag"'));
+    writeFileSync(unit, UNIT_TEXT.replace(/^Environment="?NODE_OPTIONS=.*$/m, 'Environment="NODE_OPTIONS=--no-such-node-flag"'));
     const t0 = Date.now();
     const r = makeCaches(bundle, unit);
     expect(r.status).toBe(1);

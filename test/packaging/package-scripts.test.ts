@@ -61,7 +61,7 @@ describe('Debian packaging', () => {
     const r = run(join(PKG, 'unit.sh'), ['systemd/terminal-agent.service', '/usr/lib/terminal-agent']);
     expect(r.status, r.stderr).toBe(0);
     const execStart = r.stdout.split('\n').filter((l) => l.startsWith('ExecStart='));
-    expect(execStart).toEqual(['ExecStart=/usr/lib/terminal-agent/bin/node /usr/lib/terminal-agent/dist/main.js run --config /etc/terminal-agent/config.yaml']);
+    expect(execStart).toEqual(['ExecStart=/usr/lib/terminal-agent/bin/node --max-inlined-bytecode-size-cumulative=460 /usr/lib/terminal-agent/dist/main.js run --config /etc/terminal-agent/config.yaml']);
     expect(r.stdout).not.toContain('/opt/terminal-agent');
     expect(r.stdout).toContain('LoadCredential=terminal_secret:/etc/terminal-agent/credentials/terminal_secret');
   });

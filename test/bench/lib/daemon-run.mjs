@@ -81,6 +81,9 @@ export function procPeakRssMb(pid) {
 // The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
 const unitText = readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8');
 export const unitEnv = Object.fromEntries([...unitText.matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
+// And the node flags on its ExecStart= (between node and the program). BENCH_NODE_ARGS come after
+// them, so a run can set one of them back (V8 takes the last value of a flag).
+export const unitNodeArgs = (/^ExecStart=(.*)$/m.exec(unitText)?.[1] ?? '').split(/\s+/).slice(1).filter((w, i, all) => all.slice(0, i + 1).every((x) => x.startsWith('-')));
 // And its CPUSchedulingPolicy= (batch), set with util-linux's chrt as systemd sets it before exec.
 // BENCH_SCHED=other (or batch) runs the daemon with that policy instead, to compare the two.
 const unitPolicy = process.env.BENCH_SCHED ?? /^CPUSchedulingPolicy=(\w+)$/m.exec(unitText)?.[1] ?? 'other';
@@ -178,7 +181,7 @@ export function spawnDaemon(dir, config, { budget, extraArgs = [] } = {}) {
   sock.bind(notifyPath);
   // BENCH_DAEMON_ENV='{"NAME":"value"}': extra environment for trying settings before they go in the unit.
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, ...JSON.parse(process.env.BENCH_DAEMON_ENV ?? '{}'), NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
-  const child = spawnNode([...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore', 'inherit'] }, budget);
+  const child = spawnNode([...unitNodeArgs, ...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore', 'inherit'] }, budget);
   const exited = new Promise((resolve) => child.once('close', resolve));
   const failed = exited.then((code) => { throw new Error(`the daemon exited (${code}) before READY=1`); });
   return {
