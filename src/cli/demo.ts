@@ -41,7 +41,7 @@ export async function runDemo(ctx: CliContext): Promise<number> {
     // The daemon's JSON log goes to a file: the terminal shows the instructions.
     const destination = pino.destination({ dest: join(dir, 'agent.log'), mkdir: true, sync: true });
     const d = makeDaemonEnv(ctx, { configPath, config, destination });
-    const daemon = await startDaemon(d, config);
+    const daemon = await startDaemon(d, config, ctx.shutdown);
     stopDaemon = () => daemon.stop();
     writeLine(ctx, instructions(dir, emulator, config.control.socket, daemon.consoleUrl));
     await stopAsked(daemon, ctx.shutdown);

@@ -2,7 +2,8 @@
 import { join } from 'node:path';
 import { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
-import { openDatabase, type Db } from '../db/database.js';
+import type { Db } from '../db/database.js';
+import { openStateDb } from './open-state-db.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient, RequestEvent } from '../client/types.js';
 import { AbortedError, ExitCode, describeError, isProgramReplaced, missingProgramFile } from '../errors.js';
@@ -75,7 +76,8 @@ export interface DaemonState {
   programReplaced(err: unknown, where: string): boolean;
 }
 
-export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<RunningDaemon> {
+/** `shutdown` (SIGTERM) ends a start that waits for agent.db (open-state-db.ts). */
+export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?: AbortSignal): Promise<RunningDaemon> {
   const logger = d.logger.child({ component: 'daemon' });
   const cfg = initial;
   d.setConfig(cfg);
@@ -100,7 +102,9 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
   const undo: Array<() => Promise<void> | void> = [() => lock.release(), offFatal];
   try {
     await makeDir(cfg.state_dir);
-    const db = openDatabase({ path: join(cfg.state_dir, 'agent.db') });
+    const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
+    undo.unshift(() => notifier.close());
+    const db = await openStateDb({ path: join(cfg.state_dir, 'agent.db'), logger, notifier, signal: shutdown });
     undo.unshift(() => {
       db.close();
     });
@@ -110,8 +114,6 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig): Promise<R
     let secretsOf: () => readonly string[] = () => configSecrets(cfg);
     const events = createEventBus({ secrets: () => secretsOf() });
     const metrics = createDaemonMetrics({ version: d.version, queries: () => queries, eventClients: () => events.subscribers(), disk: () => diskOf(state.config).readSync() });
-    const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
-    undo.unshift(() => notifier.close());
     const client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), metrics.onRequest, (err, operation) => programReplaced(err, operation));
     // READY=1 promises config, database, folders and the control socket; the first face sync and
     // the player's warm-up start once it is sent (measured: a third less CPU before READY).
@@ -214,7 +216,15 @@ const REPLACED = "this daemon's program files were replaced while it ran (an upg
  */
 export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortSignal): Promise<number> {
   if (shutdown.aborted) throw new AbortedError('stopped before start-up finished');
-  const daemon = await startDaemon(d, cfg);
+  let daemon: RunningDaemon;
+  try {
+    daemon = await startDaemon(d, cfg, shutdown);
+  } catch (err) {
+    // Asked to stop while it waited for agent.db: a stop as asked, not a failure.
+    if (!(err instanceof AbortedError && shutdown.aborted)) throw err;
+    d.logger.child({ component: 'daemon' }).info({ err: err.message }, 'stopped before start-up finished');
+    return 0;
+  }
   await stopAsked(daemon, shutdown);
   if (!shutdown.aborted) {
     await daemon.stop();

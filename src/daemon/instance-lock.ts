@@ -27,10 +27,20 @@ export function acquireInstanceLock(stateDir: string, pid: number): InstanceLock
   }
   try {
     db.pragma('busy_timeout = 0');
+    // No journal file: taking the lock then writes nothing, so it is taken on a full disk too
+    // (a rollback journal's header is written at BEGIN EXCLUSIVE and failed with SQLITE_FULL).
+    db.pragma('journal_mode = MEMORY');
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE');
   } catch (err) {
     db.close();
+    const code = (err as { code?: unknown }).code;
+    if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') {
+      // Not another daemon: say what is wrong with the file instead.
+      const fix = code === 'SQLITE_NOTADB' ? 'no terminal-agent made this file (it holds no data): remove it'
+        : "check that state_dir is writable by the agent's user and its file system is not read-only";
+      throw new AgentError(`cannot take the instance lock ${path}: ${(err as Error).message}${typeof code === 'string' ? ` (${code})` : ''}; ${fix}`, { cause: err, details: { path } });
+    }
     const holder = readPid(pidPath);
     throw new AlreadyRunningError(
       `another terminal-agent${holder ? ` (pid ${holder})` : ''} is already running on state_dir ${stateDir}; stop it first (systemctl stop terminal-agent), or give this one another state_dir`,

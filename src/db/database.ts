@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MIGRATIONS, type Migration } from './migrations.js';
 import { AgentError, AlreadyRunningError } from '../errors.js';
@@ -27,19 +28,41 @@ export function openDatabase(options: OpenDbOptions): Db {
   } catch (err) {
     throw new AgentError(`cannot open the database ${options.path}: ${(err as Error).message}; check that state_dir exists and is writable by the agent's user`, { cause: err, details: { path: options.path } });
   }
-  db.pragma('busy_timeout = 5000');
-  if (!options.readonly) {
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.pragma('foreign_keys = ON');
-    try {
+  try {
+    db.pragma('busy_timeout = 5000');
+    if (!options.readonly) {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.pragma('foreign_keys = ON');
       migrate(db, options.migrations ?? MIGRATIONS);
-    } catch (err) {
-      db.close();
-      throw err;
     }
+  } catch (err) {
+    db.close();
+    throw unusable(options.path, err);
   }
   return db;
+}
+
+/** SQLite's refusal of the file at open, as what, where and how to fix it (not a stack trace). */
+function unusable(path: string, err: unknown): unknown {
+  if (!(err instanceof Error) || err.name !== 'SqliteError') return err;
+  const code = (err as { code?: string }).code ?? '';
+  let fix = "check that state_dir is writable by the agent's user";
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
+    let free = '';
+    try {
+      const s = statfsSync(dirname(path));
+      free = ` (${Number(s.bavail) * Number(s.bsize)} bytes free there now)`;
+    } catch {
+      // the reading only adds to the message
+    }
+    fix = `the file system of state_dir may be full${free}, or its storage failing (dmesg): free space there`;
+  } else if (code.startsWith('SQLITE_READONLY')) {
+    fix = 'state_dir is read-only: remount it read-write';
+  } else if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+    fix = "it is damaged, or not terminal-agent's: move it aside (with its -wal and -shm files) and start again; files still in the enrollment folders are then taken again";
+  }
+  return new AgentError(`cannot use the database ${path}: ${err.message} (${code}); ${fix}`, { cause: err, details: { path, code } });
 }
 
 export function schemaVersion(db: Db): number {

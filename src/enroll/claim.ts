@@ -34,6 +34,8 @@ export interface ClaimDeps {
   commit: Commit;
   config: EnrollmentConfig;
   place(row: { kind: Candidate['kind']; source_path: string }, failed: boolean): string | null;
+  /** A place from `place` that was not recorded: free it again. */
+  unplace(row: { kind: Candidate['kind'] }, rel: string, failed: boolean): void;
   /** Folder fsync shared between concurrent claims. */
   syncDir: DirSync;
   /** Where a small face image's bytes wait for its upload (claimed-bytes.ts). */
@@ -51,6 +53,21 @@ export function createClaimer(deps: ClaimDeps) {
   /** Speakers whose .txt was missing: when we first noticed. */
   const missingText = new Map<string, number>();
 
+  /**
+   * `commit(fn)`, where `fn` may choose the place of the original in done/ or failed/ (`place()`):
+   * freed again when the transaction does not commit (agent.db refused it), or the claim made
+   * again at the next rescan would find its own reservation and take `NAME.2`.
+   */
+  async function commitPlacing<T>(c: Candidate, failed: boolean, durable: boolean, fn: (place: () => string | null) => T): Promise<T> {
+    let placed = null as string | null;
+    try {
+      return await commit(() => fn(() => (placed = deps.place({ kind: c.kind, source_path: c.rel }, failed))), { durable });
+    } catch (err) {
+      if (placed !== null) deps.unplace(c, placed, failed);
+      throw err;
+    }
+  }
+
   /** The name sent to the service and kept in the outbox (client/names.ts): NFC, except knowledge IDs, which name files. */
   const nameOf = (c: Candidate) => (c.kind === 'knowledge' ? c.name : canonicalName(c.name));
 
@@ -60,19 +77,18 @@ export function createClaimer(deps: ClaimDeps) {
       const m = store.mirrorGet(c.name);
       if (m && m.file === c.rel && m.size === size && m.mtime_ms === mtimeMs && m.content_sha256 === '') return { outcome: 'unchanged' };
     }
-    const rowId = await commit(() => {
+    const rowId = await commitPlacing(c, true, true, (place) => {
       if (c.kind === 'knowledge') {
         // Refused once per version: the mirror remembers it until the file is edited.
         store.mirrorPut({ id: c.name, file: c.rel, size, mtime_ms: mtimeMs, content_sha256: '', uploaded: 0 });
       } else if (store.isActiveSource(c.rel)) {
         return undefined;
       }
-      const final_path = deps.place({ kind: c.kind, source_path: c.rel }, true);
       return store.insert({
         kind: c.kind, name: nameOf(c), source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, staged_path: null,
-        content_sha256: '', size, meta, state: 'failed', last_error: err.message, last_error_code: err.code, final_path,
+        content_sha256: '', size, meta, state: 'failed', last_error: err.message, last_error_code: err.code, final_path: place(),
       });
-    }, { durable: true });
+    });
     return rowId === undefined ? { outcome: 'ignored' } : { outcome: 'failed', rowId };
   }
 
@@ -186,7 +202,7 @@ export function createClaimer(deps: ClaimDeps) {
 
     // Durable only when it finishes the file at once (a duplicate): see commit-batcher.ts.
     const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, name, sha256) !== undefined;
-    const result = await commit((): ClaimResult => {
+    const result = await commitPlacing(c, false, finishesNow, (place): ClaimResult => {
       const row = { kind: c.kind, name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, content_sha256: sha256, size, meta };
       if (c.kind === 'knowledge') {
         const m = store.mirrorGet(c.name);
@@ -198,12 +214,12 @@ export function createClaimer(deps: ClaimDeps) {
       const earlier = store.doneByContent(c.kind, name, sha256);
       if (earlier) {
         // Dropped again: the service has it already; the earlier answer is the answer.
-        return { outcome: 'duplicate', rowId: store.insert({ ...row, meta: { ...meta, duplicateOf: earlier.id }, staged_path: null, action: earlier.action, state: 'done', result_json: earlier.result_json, final_path: deps.place({ kind: c.kind, source_path: c.rel }, false) }) };
+        return { outcome: 'duplicate', rowId: store.insert({ ...row, meta: { ...meta, duplicateOf: earlier.id }, staged_path: null, action: earlier.action, state: 'done', result_json: earlier.result_json, final_path: place() }) };
       }
       // The same content is on its way under another file: take this one once that is done.
       if (store.isActiveContent(c.kind, name, sha256)) return { outcome: 'ignored' };
       return { outcome: 'queued', name, rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
-    }, { durable: finishesNow });
+    });
     if (result.outcome !== 'queued') await rm(staged, { force: true });
     // `after` is the staged link's inode too when linked: what the upload compares against.
     else if (head && c.kind === 'faces') deps.claimed?.keep(result.rowId, staged, head, linked ? after : undefined);

@@ -1,14 +1,11 @@
-import type { Commit } from './commit-batcher.js';
-import type { Logger } from '../log/logger.js';
-import { backoffDelay, type BackoffPolicy } from '../util/backoff.js';
-import { classifyFailure, retryOutcome, stepError, type Applied, type UnknownDecision } from './failure.js';
-import type { FaceUploader } from './face-uploader.js';
-import type { OutboxStore } from './outbox-store.js';
+import { backoffDelay } from '../util/backoff.js';
+import { classifyFailure, retryOutcome, stepError } from './failure.js';
+import { describeRefusal, isStoreRefusal, writeUntilTaken } from './store-refusal.js';
 import { parseMeta } from './outbox-store.js';
-import type { Kind, OutboxRow, StepOutcome } from './types.js';
+import type { DispatcherDeps, KindHandler, OutboxRow, StepOutcome } from './types.js';
 import { isoTime } from '../util/iso-time.js';
 import { performance } from '../util/monotonic.js';
-import { NotSentError, createRequestSlots, type SendGate } from './send-gate.js';
+import { NotSentError, createRequestSlots } from './send-gate.js';
 import { createLoopWaiter } from './loop-waiter.js';
 import { createReadyRows } from './ready-rows.js';
 
@@ -16,35 +13,6 @@ import { createReadyRows } from './ready-rows.js';
 // files for the same name keep their order), settles faces whose id or outcome is pending, follows
 // speaker training, and records each step in one transaction. After a retryable failure it pauses
 // every upload with backoff instead of letting a thousand queued files hammer a dead service.
-
-export interface KindHandler {
-  /** With `gated`, the handler calls `gate` itself right before its request (after its durable "sending" commit). */
-  upload(row: OutboxRow, signal: AbortSignal, gate: SendGate): Promise<StepOutcome>;
-  gated?: boolean;
-  ifUnknown(applied: Applied, row: OutboxRow): UnknownDecision;
-}
-
-export interface DispatcherDeps {
-  commit: Commit;
-  store: OutboxStore;
-  handlers: Record<Kind, KindHandler>;
-  faces: FaceUploader;
-  poll(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome>;
-  /** Where the original of a finished row goes (results.ts createPlacer). */
-  place(row: OutboxRow, failed: boolean): string | null;
-  concurrency: number;
-  retry: BackoffPolicy;
-  /** How long a request may still be running at the service after we lost sight of it, ms. */
-  graceMs: number;
-  logger: Logger;
-  /** A row reached done/failed (committed); the caller finalizes its files. */
-  onFinal(row: OutboxRow): void;
-  onAttempt?(kind: Kind, outcome: 'ok' | 'retry' | 'error', seconds: number): void;
-  /** An upload of this row is about to be sent (each attempt). */
-  onSending?(row: OutboxRow): void;
-  /** RESOLVE_WAIT_MS unless given (tests lengthen it, to see the batch rule alone). */
-  resolveWaitMs?: number | undefined;
-}
 
 /** Auth failures wait at least this long: the operator has to fix a credential first. */
 const AUTH_PAUSE_MS = 30_000;
@@ -105,23 +73,45 @@ export function createDispatcher(deps: DispatcherDeps) {
     });
   }
 
-  /** Records a step; final rows are handed on for their result files. */
-  async function apply(row: OutboxRow, o: StepOutcome): Promise<void> {
-    const final = o.state === 'done' || o.state === 'failed';
-    // A final outcome is made durable, with the place its original goes, before the file moves.
-    // The place is chosen before the transaction: its existence checks are calls on enroll.dir,
-    // which would hold agent.db's write lock (and every job of the batch) while they run.
-    const finalPath = final ? deps.place(row, o.state === 'failed') : null;
-    await deps.commit(() => {
-      store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, finalPath, error: o.error ?? null });
-      o.commit?.();
-    }, { durable: final });
+  /**
+   * Records a step; final rows are handed on for their result files. A change agent.db refuses is
+   * made again, uploads paused meanwhile, until it is taken or the loop stops (store-refusal.ts):
+   * resolves false then, the row left as it was for the next start.
+   */
+  async function apply(row: OutboxRow, o: StepOutcome): Promise<boolean> {
+    const failed = o.state === 'failed';
+    const final = o.state === 'done' || failed;
+    const recorded = await writeUntilTaken(async () => {
+      // A final outcome is made durable, with the place its original goes, before the file moves.
+      // The place is chosen before the transaction: its existence checks are calls on enroll.dir,
+      // which would hold agent.db's write lock (and every job of the batch) while they run.
+      const finalPath = final ? deps.place(row, failed) : null;
+      try {
+        await deps.commit(() => {
+          store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, finalPath, error: o.error ?? null });
+          o.commit?.();
+        }, { durable: final });
+      } catch (err) {
+        if (finalPath !== null) deps.unplace(row, finalPath, failed);
+        throw err;
+      }
+    }, {
+      retry: deps.retry,
+      signal: loopSignal,
+      onRefused(err, delayMs) {
+        pausedUntil = Math.max(pausedUntil, Date.now() + delayMs);
+        logger.error({ err, file: row.source_path, step: o.state, retryInMs: delayMs },
+          `agent.db refused to record the ${o.state} step of ${row.source_path} (${describeRefusal(err)}); trying again, uploads paused meanwhile`);
+      },
+    });
+    if (!recorded) return false;
     readyRows.markStale();
     o.after?.();
-    if (o.state === 'done' || o.state === 'failed') {
+    if (final) {
       const fresh = store.get(row.id);
       if (fresh) deps.onFinal(fresh);
     }
+    return true;
   }
 
   function pause(epoch: number, delayFloor: number): number {
@@ -143,7 +133,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       await apply(fresh, { state: redo ? 'queued' : 'failed', error: stepError(f) });
       return;
     }
-    lastServiceError = f.message;
+    if (!isStoreRefusal(err)) lastServiceError = f.message;
     const until = pause(epoch, Math.max(f.retryAfterMs ?? 0, f.auth ? AUTH_PAUSE_MS : 0));
     if (f.auth) logger.error({ err }, 'the service refused the credentials; uploads wait until it accepts them');
     const decision = fresh.state === 'sending' && f.applied !== 'no' ? handler.ifUnknown(f.applied, fresh) : 'retry';
@@ -236,7 +226,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       }
       for (const row of isDue('training') ? store.due('training', now, 16) : []) {
         side++;
-        track(deps.poll(row, signal).then(async (o) => apply(row, o), (err: unknown) => {
+        track(deps.poll(row, signal).then(async (o) => { await apply(row, o); }, (err: unknown) => {
           if (!signal.aborted) logger.warn({ err, name: row.name }, 'speaker status poll failed');
         }).finally(() => side--));
       }

@@ -18,6 +18,7 @@ import { createPlacer, finalizeRow } from './results.js';
 import { finalizeRows } from './result-batch.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
+import { describeRefusal, isStoreRefusal } from './store-refusal.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
 import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } from './types.js';
 import { createBatchQueue, createWorkQueue } from './work-queue.js';
@@ -63,7 +64,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged, claimed });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
-  const claim = createClaimer({ layout, store, commit, config, place: placer.place, syncDir, claimed });
+  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed });
   const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
   // Files finishing together share their result files' sync and the commit that records them
@@ -112,6 +113,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     handlers: { faces, speakers, voiceprints: createVoiceprintUploader({ client, store, commit, db, config }), knowledge: createKnowledgeUploader({ client, store, commit }) },
     poll: (row, signal) => speakers.poll(row, signal),
     place: placer.place,
+    unplace: placer.unplace,
     onFinal(row) {
       metrics.finished(row.kind, row.state === 'done' ? 'done' : 'failed');
       if (row.state === 'failed') logger.warn({ kind: row.kind, name: row.name, file: row.source_path, code: row.last_error_code, err: row.last_error }, 'enrollment file failed');
@@ -147,7 +149,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       const row = store.get(r.rowId);
       if (row) settledAtClaim(row, r.outcome);
     }
-  }, (err, rel) => logger.warn({ err, file: rel }, 'cannot take an enrollment file; trying again at the next rescan'));
+  }, (err, rel) => logger.warn({ err, file: rel }, `cannot take an enrollment file${isStoreRefusal(err) ? `: agent.db refused it (${describeRefusal(err)})` : ''}; trying again at the next rescan`));
 
   function settledAtClaim(row: NonNullable<ReturnType<typeof store.get>>, how: 'failed' | 'duplicate'): void {
     metrics.finished(row.kind, how);

@@ -1,4 +1,5 @@
 import type { OutboxRow, StepOutcome } from './types.js';
+import { describeRefusal, isStoreRefusal } from './store-refusal.js';
 import { AbortedError, AuthError, ConfigError, DiskFullError, NetworkError, ServerError, ServiceError, TimeoutError, describeError, isAgentError } from '../errors.js';
 
 // How the outbox reads an error from an upload: retry later or fail for good, and whether the
@@ -38,6 +39,9 @@ export function classifyFailure(err: unknown): Failure {
   if (err instanceof AbortedError) return { ...base, retryable: true, applied: 'unknown' };
   // The free-space floor stopped a local copy before anything was sent: wait for space.
   if (err instanceof DiskFullError) return { ...base, retryable: true, applied: 'no' };
+  // Whether the request left is told by the row: its "sending" mark is committed before it does
+  // (a refused mark leaves it queued, and the step is retried), so here it is not known.
+  if (isStoreRefusal(err)) return { ...base, message: `agent.db refused a change (${describeRefusal(err)})`, code: 'TA_ERR_STATE_DB', retryable: true, applied: 'unknown' };
   // 4xx other than 429, a 2xx with a non-zero code, a bad local file: retrying cannot help.
   return { ...base, retryable: false, applied: 'no' };
 }

@@ -53,6 +53,10 @@ export function createPlacer(layout: Layout) {
     for (const n of names) reserved.add(n);
     held.set(abs, names);
   };
+  const release = (abs: string): void => {
+    for (const n of held.get(abs) ?? [abs]) reserved.delete(n);
+    held.delete(abs);
+  };
   return {
     place(row: Pick<OutboxRow, 'kind' | 'source_path'>, failed: boolean): string | null {
       if (row.kind === 'knowledge') return null;
@@ -71,6 +75,14 @@ export function createPlacer(layout: Layout) {
         }
       }
     },
+    /**
+     * A place chosen and then not recorded (the transaction that was to store it failed): free
+     * again, or the next attempt would find its own reservation and take `NAME.2`.
+     */
+    unplace(row: Pick<OutboxRow, 'kind'>, rel: string, failed: boolean): void {
+      const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
+      release(join(base, ...rel.split('/')));
+    },
     /** Targets chosen before a restart whose move is still to come. */
     reserve(row: Pick<OutboxRow, 'kind' | 'state' | 'final_path'>): void {
       if (!row.final_path) return;
@@ -79,10 +91,7 @@ export function createPlacer(layout: Layout) {
       hold(abs, namesOf(row.kind, abs));
     },
     /** The original moved and its result file written: both are on disk, seen by existsSync. */
-    release(abs: string): void {
-      for (const n of held.get(abs) ?? [abs]) reserved.delete(n);
-      held.delete(abs);
-    },
+    release,
   };
 }
 

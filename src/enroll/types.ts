@@ -6,6 +6,11 @@ import type { FaceRecord, ServiceClient } from '../client/types.js';
 import type { BackoffPolicy } from '../util/backoff.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { EventPublisher } from '../events/event-bus.js';
+import type { Commit } from './commit-batcher.js';
+import type { Applied, UnknownDecision } from './failure.js';
+import type { FaceUploader } from './face-uploader.js';
+import type { OutboxStore } from './outbox-store.js';
+import type { SendGate } from './send-gate.js';
 
 export type EnrollSettings = AgentConfig['enroll'];
 
@@ -149,4 +154,36 @@ export interface StepOutcome {
   commit?(): void;
   /** Runs after the transaction committed. */
   after?(): void;
+}
+
+/** An upload step of one kind (dispatcher.ts). */
+export interface KindHandler {
+  /** With `gated`, the handler calls `gate` itself right before its request (after its durable "sending" commit). */
+  upload(row: OutboxRow, signal: AbortSignal, gate: SendGate): Promise<StepOutcome>;
+  gated?: boolean;
+  ifUnknown(applied: Applied, row: OutboxRow): UnknownDecision;
+}
+
+export interface DispatcherDeps {
+  commit: Commit;
+  store: OutboxStore;
+  handlers: Record<Kind, KindHandler>;
+  faces: FaceUploader;
+  poll(row: OutboxRow, signal: AbortSignal): Promise<StepOutcome>;
+  /** Where the original of a finished row goes (results.ts createPlacer). */
+  place(row: OutboxRow, failed: boolean): string | null;
+  /** A place from `place` that was not recorded: free it again. */
+  unplace(row: OutboxRow, rel: string, failed: boolean): void;
+  concurrency: number;
+  retry: BackoffPolicy;
+  /** How long a request may still be running at the service after we lost sight of it, ms. */
+  graceMs: number;
+  logger: Logger;
+  /** A row reached done/failed (committed); the caller finalizes its files. */
+  onFinal(row: OutboxRow): void;
+  onAttempt?(kind: Kind, outcome: 'ok' | 'retry' | 'error', seconds: number): void;
+  /** An upload of this row is about to be sent (each attempt). */
+  onSending?(row: OutboxRow): void;
+  /** RESOLVE_WAIT_MS unless given (tests lengthen it, to see the batch rule alone). */
+  resolveWaitMs?: number | undefined;
 }

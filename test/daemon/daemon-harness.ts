@@ -94,7 +94,8 @@ export interface DaemonProcess {
 }
 
 /** `node dist/main.js run --config CONFIG` (or other args; no --config when `configPath` is undefined). */
-export function spawnDaemon(configPath: string | undefined, env: Record<string, string | undefined> = {}, args: string[] = ['run'], cwd = REPO_ROOT, entry = CLI_ENTRY): DaemonProcess {
+/** `wrap`: a command that runs node, as `prlimit --fsize=N --` (it must exec node, keeping the pid). */
+export function spawnDaemon(configPath: string | undefined, env: Record<string, string | undefined> = {}, args: string[] = ['run'], cwd = REPO_ROOT, entry = CLI_ENTRY, wrap: string[] = []): DaemonProcess {
   const base: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'ALSA_CONFIG_PATH']) if (process.env[k] !== undefined) base[k] = process.env[k]!;
   const fullEnv: Record<string, string> = { ...base };
@@ -103,7 +104,8 @@ export function spawnDaemon(configPath: string | undefined, env: Record<string, 
     else fullEnv[k] = v;
   }
   const argv = [entry, ...args, ...(configPath === undefined ? [] : ['--config', configPath])];
-  const child = spawn(process.execPath, argv, { cwd, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [cmd, ...pre] = [...wrap, process.execPath];
+  const child = spawn(cmd!, [...pre, ...argv], { cwd, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (b: Buffer) => (out += b.toString()));

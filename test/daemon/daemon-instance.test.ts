@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { existsSync, lstatSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -27,6 +27,26 @@ describe('one daemon per state', () => {
     expect((await controlRequest(files.socketPath, 'GET', '/status')).status).toBe(200);
     first.signal('SIGTERM');
     expect((await first.exited).code).toBe(0);
+  });
+
+  it('a lock file that is not one says so and how to fix it, instead of blaming another daemon', async () => {
+    const emulator = await startTestEmulator();
+    const files = daemonFiles(tmpDir('ta-inst-'), emulator);
+    mkdirSync(files.stateDir, { recursive: true });
+    writeFileSync(join(files.stateDir, 'agent.lock'), 'not a lock: some other program wrote here\n'.repeat(20));
+    const d = spawnDaemon(files.configPath);
+    expect((await d.exited).code).toBe(1);
+    expect(d.stderr()).toContain(`cannot take the instance lock ${join(files.stateDir, 'agent.lock')}: file is not a database (SQLITE_NOTADB); no terminal-agent made this file (it holds no data): remove it`);
+    expect(d.stderr()).not.toContain('already running');
+
+    rmSync(join(files.stateDir, 'agent.lock'));
+    const next = spawnDaemon(files.configPath);
+    await next.waitLog(isReady);
+    // The lock is taken without a journal: nothing is written for it (so it is taken on a full disk too).
+    expect(readdirSync(files.stateDir).filter((n) => n.startsWith('agent.lock'))).toEqual(['agent.lock']);
+    expect(statSync(join(files.stateDir, 'agent.lock')).size).toBe(0);
+    next.signal('SIGTERM');
+    expect((await next.exited).code).toBe(0);
   });
 
   it('refuses to take over a control socket another live daemon answers on', async () => {

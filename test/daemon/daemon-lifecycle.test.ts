@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -63,5 +63,18 @@ describe('terminal-agent run under a (stand-in) systemd', () => {
     const exit = await d.exited;
     expect(exit.code).toBe(78);
     expect(d.stderr()).toMatch(/configuration/);
+  });
+
+  it('refuses to start on an agent.db that is not a database: what, where and how to fix it, no stack trace', async () => {
+    const emulator = await startTestEmulator();
+    const files = daemonFiles(tmpDir('ta-daemon-'), emulator);
+    mkdirSync(files.stateDir, { recursive: true });
+    const db = join(files.stateDir, 'agent.db');
+    writeFileSync(db, 'this was never a database\n'.repeat(200));
+    const d = spawnDaemon(files.configPath);
+    expect((await d.exited).code).toBe(1);
+    expect(d.stderr()).toContain(`cannot use the database ${db}: file is not a database (SQLITE_NOTADB); it is damaged, or not terminal-agent's: move it aside (with its -wal and -shm files) and start again`);
+    expect(d.stderr()).not.toMatch(/unexpected error|\n\s+at /);
+    expect(readFileSync(db, 'utf8')).toBe('this was never a database\n'.repeat(200));
   });
 });
