@@ -72,29 +72,32 @@ configure() {
 }
 
 # The V8 code caches postinst made on this machine: one set for the CLI and one for the unit's
-# NODE_OPTIONS, each accepted by this node (a cache V8 refuses counts as a failure), and what they
-# save: the CPU time of `--help` and `config check` with them and with them moved aside.
+# NODE_OPTIONS and ExecStart='s node flags, each accepted by this node (a cache V8 refuses counts as
+# a failure), and what they save: the CPU time of `--help` and `config check` with them and with
+# them moved aside.
 code_caches() {
-  local b=/usr/lib/terminal-agent/dist/bundle unit_opts keys r
+  local b=/usr/lib/terminal-agent/dist/bundle unit_opts keys r w node_flags=()
   unit_opts=$(sed -n 's/^Environment="\{0,1\}NODE_OPTIONS=\(.*\)"\{0,1\}$/\1/p' "$UNIT" | sed 's/"$//')
+  for w in $(sed -n 's/^ExecStart=[^ ]* //p' "$UNIT"); do case $w in -*) node_flags+=("$w") ;; *) break ;; esac; done
   keys=$(find "$b" -name '*.js.*.v8' | sed 's/.*\.js\.\([0-9a-f]*\)\.v8$/\1/' | sort | uniq -c | tr -s ' \n' ' ')
   [ "$(find "$b" -name '*.js.*.v8' | sed 's/.*\.js\.//' | sort -u | wc -l)" -ge 2 ] || fail "postinst made no code caches for both the CLI and the daemon (have: ${keys:-none})"
   note "code caches (files, key): $keys"
-  loaded_report() { # label env-assignment... -- args...: runs the CLI through the loader, prints "cached/loaded rejected"
-    local label=$1; shift; local envs=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-    creds env "${envs[@]}" "$NODE" "$b/code-cache.cjs" --report "$C/loaded-$label.json" "$b" "$@" >/dev/null 2>&1 || true
+  loaded_report() { # label env-assignment... -- node-flag... -- args...: runs the CLI through the loader, prints "cached/loaded rejected"
+    local label=$1; shift; local envs=() flags=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    while [ "$1" != -- ]; do flags+=("$1"); shift; done; shift
+    creds env "${envs[@]}" "$NODE" "${flags[@]}" "$b/code-cache.cjs" --report "$C/loaded-$label.json" "$b" "$@" >/dev/null 2>&1 || true
     "$NODE" -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
       console.log(r.filter((c) => c.cached).length + "/" + r.length, r.filter((c) => c.rejected).map((c) => c.name).join(",") || "none");' "$C/loaded-$label.json"
   }
   for args in "--help" "config check --config $CONF"; do
     # shellcheck disable=SC2086
-    r=$(loaded_report "cli-${args%% *}" -u NODE_OPTIONS -- $args)
+    r=$(loaded_report "cli-${args%% *}" -u NODE_OPTIONS -- -- $args)
     note "CLI $args: chunks from cache ${r% *}, refused: ${r#* }"
     [ "${r#* }" = none ] && [ "${r%%/*}" = "$(echo "${r% *}" | cut -d/ -f2)" ] || fail "CLI $args did not run every chunk from its cache: $r"
   done
   # shellcheck disable=SC2086
-  r=$(loaded_report daemon-flags "NODE_OPTIONS=$unit_opts" -- config check --config $CONF)
-  note "with the unit's NODE_OPTIONS ($unit_opts), config check: chunks from cache ${r% *}, refused: ${r#* }"
+  r=$(loaded_report daemon-flags "NODE_OPTIONS=$unit_opts" -- "${node_flags[@]}" -- config check --config $CONF)
+  note "with the unit's NODE_OPTIONS ($unit_opts) and node flags (${node_flags[*]}), config check: chunks from cache ${r% *}, refused: ${r#* }"
   [ "${r#* }" = none ] && [ "${r%%/*}" -gt 0 ] || fail "the daemon's caches were not used: $r"
   cpu_ms() { local TIMEFORMAT='%3U %3S' t; t=$( { time creds terminal-agent "$@" >/dev/null 2>&1; } 2>&1 ); awk '{ printf "%d", ($1 + $2) * 1000 }' <<<"$t"; }
   local help_c check_c help_n check_n

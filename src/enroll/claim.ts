@@ -4,6 +4,7 @@ import { lstat, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { NotRegularFileError, fileTypeOf } from '../util/safe-open.js';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
+import { isStoreRefusal } from './store-refusal.js';
 import { formatSize } from '../util/units.js';
 import { copyAndHash, readAndStage, readSmallFile } from './claim-copy.js';
 import type { DirSync } from './dir-sync.js';
@@ -55,15 +56,16 @@ export function createClaimer(deps: ClaimDeps) {
 
   /**
    * `commit(fn)`, where `fn` may choose the place of the original in done/ or failed/ (`place()`):
-   * freed again when the transaction does not commit (agent.db refused it), or the claim made
-   * again at the next rescan would find its own reservation and take `NAME.2`.
+   * freed again when agent.db refused the transaction (rolled back), or the claim made again at
+   * the next rescan would find its own reservation and take `NAME.2`. Not after a failed WAL sync:
+   * the row may hold the place.
    */
   async function commitPlacing<T>(c: Candidate, failed: boolean, durable: boolean, fn: (place: () => string | null) => T): Promise<T> {
     let placed = null as string | null;
     try {
       return await commit(() => fn(() => (placed = deps.place({ kind: c.kind, source_path: c.rel }, failed))), { durable });
     } catch (err) {
-      if (placed !== null) deps.unplace(c, placed, failed);
+      if (placed !== null && isStoreRefusal(err)) deps.unplace(c, placed, failed);
       throw err;
     }
   }

@@ -92,7 +92,8 @@ export function createDispatcher(deps: DispatcherDeps) {
           o.commit?.();
         }, { durable: final });
       } catch (err) {
-        if (finalPath !== null) deps.unplace(row, finalPath, failed);
+        // Rolled back: the place is free again. Not after a failed WAL sync (the row may hold it).
+        if (finalPath !== null && isStoreRefusal(err)) deps.unplace(row, finalPath, failed);
         throw err;
       }
     }, {
