@@ -129,7 +129,8 @@ doctor() {
 run_daemon() { # start the daemon as the unit would, wait for READY
   local exec_start envs=() cred name path gid
   exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
-  while IFS= read -r e; do envs+=("$e"); done < <(sed -n 's/^Environment=//p' "$UNIT")
+  # systemd drops the quotes around a whole assignment ("NODE_OPTIONS=a b"); env would not.
+  while IFS= read -r e; do envs+=("$e"); done < <(sed -n 's/^Environment=//p' "$UNIT" | sed 's/^"\(.*\)"$/\1/')
   install -d -m 0750 -o terminal-agent -g terminal-agent /run/terminal-agent
   cred=/run/credentials/terminal-agent.service
   rm -rf "$cred"; install -d -m 0500 -o terminal-agent -g terminal-agent "$cred"
