@@ -12,7 +12,7 @@ import type { Notifier } from './sd-notify.js';
 // systemd for more start time at each try (EXTEND_TIMEOUT_USEC, over TimeoutStartSec=60s).
 
 /** First wait between tries; it doubles up to MAX_WAIT_MS. */
-export const FIRST_WAIT_MS = 1_000;
+const FIRST_WAIT_MS = 1_000;
 const MAX_WAIT_MS = 30_000;
 
 export interface OpenStateDbOptions {
@@ -21,7 +21,6 @@ export interface OpenStateDbOptions {
   notifier: Notifier;
   /** The stop request (SIGTERM): ends the waiting. */
   signal?: AbortSignal | undefined;
-  firstWaitMs?: number;
 }
 
 /** Whether the database failed for want of space or of working storage, which may come back. */
@@ -32,7 +31,6 @@ function mayComeBack(err: unknown): boolean {
 
 /** openDatabase, tried again while it fails for want of space (see above); other errors throw at once. */
 export async function openStateDb(o: OpenStateDbOptions): Promise<Db> {
-  const first = o.firstWaitMs ?? FIRST_WAIT_MS;
   for (let attempt = 0; ; attempt++) {
     try {
       const db = openDatabase({ path: o.path });
@@ -40,7 +38,7 @@ export async function openStateDb(o: OpenStateDbOptions): Promise<Db> {
       return db;
     } catch (err) {
       if (!mayComeBack(err)) throw err;
-      const delay = Math.min(MAX_WAIT_MS, first * 2 ** attempt);
+      const delay = Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** attempt);
       const why = describeError(err);
       o.logger.error({ path: o.path, retryInMs: delay }, `${why}; waiting for it, trying again in ${Math.round(delay / 1000)} s`);
       await o.notifier.notify({ STATUS: `waiting for agent.db: ${why}`, EXTEND_TIMEOUT_USEC: (delay + 60_000) * 1000 });

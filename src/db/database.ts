@@ -57,6 +57,8 @@ function unusable(path: string, err: unknown): unknown {
       // the reading only adds to the message
     }
     fix = `the file system of state_dir may be full${free}, or its storage failing (dmesg): free space there`;
+  } else if (code === 'SQLITE_BUSY') {
+    fix = 'another program held its write lock for more than 5 s (a tool writing to it?): stop that program';
   } else if (code.startsWith('SQLITE_READONLY')) {
     fix = 'state_dir is read-only: remount it read-write';
   } else if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
