@@ -71,13 +71,17 @@ configure() {
   creds terminal-agent config check --config "$CONF"
 }
 
+# The unit's Environment= assignments, one per line, as systemd reads them: the quotes around a
+# whole assignment ("NODE_OPTIONS=a b") dropped, which env would not do.
+unit_env() { sed -n 's/^Environment=//p' "$UNIT" | sed 's/^"\(.*\)"$/\1/'; }
+
 # The V8 code caches postinst made on this machine: one set for the CLI and one for the unit's
 # NODE_OPTIONS and ExecStart='s node flags, each accepted by this node (a cache V8 refuses counts as
 # a failure), and what they save: the CPU time of `--help` and `config check` with them and with
 # them moved aside.
 code_caches() {
   local b=/usr/lib/terminal-agent/dist/bundle unit_opts keys r w node_flags=()
-  unit_opts=$(sed -n 's/^Environment="\{0,1\}NODE_OPTIONS=\(.*\)"\{0,1\}$/\1/p' "$UNIT" | sed 's/"$//')
+  unit_opts=$(unit_env | sed -n 's/^NODE_OPTIONS=//p')
   for w in $(sed -n 's/^ExecStart=[^ ]* //p' "$UNIT"); do case $w in -*) node_flags+=("$w") ;; *) break ;; esac; done
   keys=$(find "$b" -name '*.js.*.v8' | sed 's/.*\.js\.\([0-9a-f]*\)\.v8$/\1/' | sort | uniq -c | tr -s ' \n' ' ')
   [ "$(find "$b" -name '*.js.*.v8' | sed 's/.*\.js\.//' | sort -u | wc -l)" -ge 2 ] || fail "postinst made no code caches for both the CLI and the daemon (have: ${keys:-none})"
@@ -129,8 +133,7 @@ doctor() {
 run_daemon() { # start the daemon as the unit would, wait for READY
   local exec_start envs=() cred name path gid
   exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
-  # systemd drops the quotes around a whole assignment ("NODE_OPTIONS=a b"); env would not.
-  while IFS= read -r e; do envs+=("$e"); done < <(sed -n 's/^Environment=//p' "$UNIT" | sed 's/^"\(.*\)"$/\1/')
+  while IFS= read -r e; do envs+=("$e"); done < <(unit_env)
   install -d -m 0750 -o terminal-agent -g terminal-agent /run/terminal-agent
   cred=/run/credentials/terminal-agent.service
   rm -rf "$cred"; install -d -m 0500 -o terminal-agent -g terminal-agent "$cred"

@@ -43,10 +43,15 @@ export function openDatabase(options: OpenDbOptions): Db {
   return db;
 }
 
+/** An error SQLite raised (better-sqlite3's SqliteError, with SQLite's code), not one of ours. */
+export function isSqliteError(err: unknown): err is Error & { code?: string } {
+  return err instanceof Error && err.name === 'SqliteError';
+}
+
 /** SQLite's refusal of the file at open, as what, where and how to fix it (not a stack trace). */
 function unusable(path: string, err: unknown): unknown {
-  if (!(err instanceof Error) || err.name !== 'SqliteError') return err;
-  const code = (err as { code?: string }).code ?? '';
+  if (!isSqliteError(err)) return err;
+  const code = err.code ?? '';
   let fix = "check that state_dir is writable by the agent's user";
   if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
     let free = '';

@@ -57,17 +57,18 @@ export function createPlacer(layout: Layout) {
     for (const n of held.get(abs) ?? [abs]) reserved.delete(n);
     held.delete(abs);
   };
+  /** Where an original placed at `rel` goes: done/<kind>/rel or failed/<kind>/rel. */
+  const target = (kind: OutboxRow['kind'], failed: boolean, rel: string): string => join(failed ? layout.failed(kind) : layout.done(kind), ...rel.split('/'));
   return {
     place(row: Pick<OutboxRow, 'kind' | 'source_path'>, failed: boolean): string | null {
       if (row.kind === 'knowledge') return null;
-      const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
       const { folder, stem, ext } = splitInner(row.source_path.slice(row.kind.length + 1));
       for (let k = 1; ; k++) {
         // The original's own name always fits (it exists); a `.k` suffix may not: fitName cuts.
         // Without an extension `.k` would read as one, and every k would share the result name.
         const placed = k === 1 ? `${stem}${ext}` : fitName(ext ? `${stem}.${k}` : `${stem}-${k}`, ext);
         const rel = folder ? `${folder}/${placed}` : placed;
-        const abs = join(base, ...rel.split('/'));
+        const abs = target(row.kind, failed, rel);
         const names = namesOf(row.kind, abs);
         if (!names.some(taken)) {
           hold(abs, names);
@@ -80,14 +81,12 @@ export function createPlacer(layout: Layout) {
      * again, or the next attempt would find its own reservation and take `NAME.2`.
      */
     unplace(row: Pick<OutboxRow, 'kind'>, rel: string, failed: boolean): void {
-      const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
-      release(join(base, ...rel.split('/')));
+      release(target(row.kind, failed, rel));
     },
     /** Targets chosen before a restart whose move is still to come. */
     reserve(row: Pick<OutboxRow, 'kind' | 'state' | 'final_path'>): void {
       if (!row.final_path) return;
-      const base = row.state === 'failed' ? layout.failed(row.kind) : layout.done(row.kind);
-      const abs = join(base, ...row.final_path.split('/'));
+      const abs = target(row.kind, row.state === 'failed', row.final_path);
       hold(abs, namesOf(row.kind, abs));
     },
     /** The original moved and its result file written: both are on disk, seen by existsSync. */

@@ -1,3 +1,4 @@
+import { isSqliteError } from '../db/database.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 
 // agent.db can refuse a change: SQLITE_FULL when another program filled the file system of
@@ -8,10 +9,8 @@ import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 
 export type StoreRefusal = Error & { code?: string };
 
-/** The error is agent.db's (better-sqlite3's SqliteError), not the file's nor the service's. */
-export function isStoreRefusal(err: unknown): err is StoreRefusal {
-  return err instanceof Error && err.name === 'SqliteError';
-}
+/** The error is agent.db's (SQLite's), not the file's nor the service's. */
+export const isStoreRefusal: (err: unknown) => err is StoreRefusal = isSqliteError;
 
 /** SQLite's code, and what to do about it where that is clear: for log lines and error files. */
 export function describeRefusal(err: StoreRefusal): string {

@@ -83,7 +83,9 @@ const unitText = readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf
 export const unitEnv = Object.fromEntries([...unitText.matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
 // And the node flags on its ExecStart= (between node and the program). BENCH_NODE_ARGS come after
 // them, so a run can set one of them back (V8 takes the last value of a flag).
-export const unitNodeArgs = (/^ExecStart=(.*)$/m.exec(unitText)?.[1] ?? '').split(/\s+/).slice(1).filter((w, i, all) => all.slice(0, i + 1).every((x) => x.startsWith('-')));
+const execWords = (/^ExecStart=(.*)$/m.exec(unitText)?.[1] ?? '').split(/\s+/).slice(1);
+const programAt = execWords.findIndex((w) => !w.startsWith('-'));
+export const unitNodeArgs = programAt < 0 ? execWords : execWords.slice(0, programAt);
 // And its CPUSchedulingPolicy= (batch), set with util-linux's chrt as systemd sets it before exec.
 // BENCH_SCHED=other (or batch) runs the daemon with that policy instead, to compare the two.
 const unitPolicy = process.env.BENCH_SCHED ?? /^CPUSchedulingPolicy=(\w+)$/m.exec(unitText)?.[1] ?? 'other';
