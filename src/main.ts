@@ -86,6 +86,7 @@ async function main(): Promise<void> {
 
   const ctx: CliContext = {
     env: process.env,
+    nodeFlags: process.execArgv,
     cwd: process.cwd(),
     io: {
       get stdout() {

@@ -57,7 +57,7 @@ export function buildComponents(deps: AgentDeps): Components {
   const events = deps.events ? { events: deps.events } : {};
   const child = (component: string) => logger.child({ component });
   // Work READY=1 does not promise waits until it has been sent: it would only delay it.
-  const later = afterReady ? { firstSyncAfter: afterReady } : {};
+  const later = { ...(afterReady ? { firstSyncAfter: afterReady } : {}), ...(deps.onFirstSync ? { onFirstSync: deps.onFirstSync } : {}) };
   // One set of syncfs helper shells for the face cache and the result files (util/syncfs.ts).
   const syncfs = createSyncfsRunner();
   const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, syncfs });

@@ -10,6 +10,7 @@ import { AbortedError, ExitCode, describeError, isProgramReplaced, missingProgra
 import { createControlServer, type ControlServer } from '../control/control-server.js';
 import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
+import { raiseInterruptBudget } from './jit-budget.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
 import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
 import { diskOf } from './daemon-status.js';
@@ -41,6 +42,8 @@ export interface DaemonEnv {
   setConfig(cfg: AgentConfig): void;
   onReload(listener: () => void): () => void;
   onFatal(listener: (err: unknown, origin: string) => void): () => void;
+  /** V8's interrupt budget once the first face sync has succeeded (jit-budget.ts); absent: V8's own. */
+  steadyInterruptBudget?: number | undefined;
 }
 
 export interface RunningDaemon {
@@ -74,6 +77,8 @@ export interface DaemonState {
    * as on SIGTERM and exits 1. `where` names what needed it, for the log.
    */
   programReplaced(err: unknown, where: string): boolean;
+  /** Raises V8's interrupt budget after the first face sync that succeeded, in every generation's agent (jit-budget.ts). */
+  onFirstSync: (() => void) | undefined;
 }
 
 /** `shutdown` (SIGTERM) ends a start that waits for agent.db (open-state-db.ts). */
@@ -119,12 +124,15 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     // the player's warm-up start once it is sent (measured: a third less CPU before READY).
     let markReady = () => {};
     const afterReady = new Promise<void>((resolve) => (markReady = resolve));
-    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env, afterReady });
+    const budget = d.steadyInterruptBudget;
+    const onFirstSync = budget === undefined ? undefined : () => void raiseInterruptBudget(budget, logger);
+    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env, afterReady, ...(onFirstSync ? { onFirstSync } : {}) });
     const state: DaemonState = {
       config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, events, notifier,
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
       programReplaced,
+      onFirstSync,
     };
     secretsOf = () => configSecrets(state.config);
     state.watchdog = createWatchdog({

@@ -64,7 +64,10 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
         if (serviceChanged) {
           state.client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), state.metrics.onRequest, (err, operation) => state.programReplaced(err, operation));
         }
-        state.agent = createAgent({ config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), events: state.events, env: d.env });
+        state.agent = createAgent({
+          config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), events: state.events, env: d.env,
+          ...(state.onFirstSync ? { onFirstSync: state.onFirstSync } : {}),
+        });
         state.config = cfg;
         await state.agent.start();
         if (serviceChanged) await oldClient.close().catch(() => {});

@@ -264,9 +264,14 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         lifecycle.signal.addEventListener('abort', () => resolve(), { once: true });
       });
     }
+    let synced = false;
     while (!lifecycle.signal.aborted) {
       const report = await syncNow(reason);
       if (lifecycle.signal.aborted) break;
+      if (report.ok && !synced) {
+        synced = true;
+        deps.onFirstSync?.();
+      }
       let delay: number;
       if (authError) {
         nextSyncAt = null;

@@ -58,6 +58,8 @@ export interface FaceSyncDeps {
    * does not wait for a sync); start() and its cache repair do not.
    */
   firstSyncAfter?: Promise<void>;
+  /** Called once, after the first sync that succeeded: the cache is whole, start-up's work is done. */
+  onFirstSync?: () => void;
   /** Runs syncfs for large batches without forking the daemon (util/syncfs.ts); default: a fork of `sync` each. */
   syncfs?: SyncfsRunner;
 }

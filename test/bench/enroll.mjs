@@ -117,12 +117,17 @@ async function oneRun(latencyMs, budget, runNo) {
       if (performance.now() - g0 > 600_000) throw new Error('the first sync of the group did not finish in 10 minutes');
     }
     if (WARM > 0) {
+      const warmCpu0 = procCpuSplitMs(daemon.pid);
       for (const n of warmNames) await copyFile(join(source, `${n}.jpg`), join(inbox, `${n}.jpg`));
       const w0 = performance.now();
       while ((await countFiles(doneDir, (f) => f.endsWith('.json'))) < WARM || (await indexCount(index)) < WARM + GROUP) {
         if (performance.now() - w0 > 600_000) throw new Error('the warm-up files did not finish in 10 minutes');
         await sleep(50);
       }
+      // The warm-up's own CPU per file: a change that only moves the optimizing compiler's work
+      // from the timed burst into the warm-up (or back) shows here.
+      const warmCpu1 = procCpuSplitMs(daemon.pid);
+      console.log(`  warm-up: ${WARM} files, CPU ${((warmCpu1.user + warmCpu1.sys - warmCpu0.user - warmCpu0.sys) / WARM).toFixed(2)} ms/file`);
       await sleep(1500);
     }
     const createUs = createCost(dir);

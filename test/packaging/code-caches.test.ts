@@ -4,6 +4,8 @@ import { cpSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSyn
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { startTestEmulator } from '../helpers/emulator.js';
+import { daemonFiles, spawnDaemon } from '../daemon/daemon-harness.js';
 
 // What the Debian package's postinst runs on the device (dist/bundle/make-code-caches.cjs), on a
 // copy of the built bundle laid out as the package lays it out: the V8 code caches are made where
@@ -107,6 +109,23 @@ describe('V8 code caches made on the device (postinst)', () => {
     const cached = withDropIn('ExecStart=\nExecStart=/usr/bin/node --stack-size=900 /opt/terminal-agent/dist/main.js run --config /etc/terminal-agent/config.yaml\n');
     expect(cached(UNIT_NODE_OPTIONS, ['--stack-size=900'])).toBe(true);
     expect(cached(UNIT_NODE_OPTIONS, UNIT_NODE_ARGS)).toBe(false);
+  }, 60_000);
+
+  it('caches written by a daemon whose first face sync succeeded (V8\'s flags changed after it) are taken at the next start', async () => {
+    // The daemon raises V8's interrupt budget after its first sync (src/daemon/jit-budget.ts), which
+    // changes the flag hash a cache is written with; the run that writes them keeps V8's flags.
+    const bundle = packageTree();
+    const emulator = await startTestEmulator();
+    // A face to sync: an empty group's sync logs nothing at info.
+    emulator.seedFaces(emulator.terminals[0]!.group_id, [{ name: 'Ada', image: Buffer.from('89504e470d0a1a0a', 'hex') }]);
+    const files = daemonFiles(tmpDir('ta-code-caches-'), emulator);
+    const d = spawnDaemon(files.configPath, {}, [bundle, 'run'], REPO_ROOT, join(bundle, 'code-cache.cjs'));
+    await d.waitLog((l) => l.component === 'faces' && l.msg === 'face sync done', 15_000, 'the first sync');
+    d.signal('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+    const pack = (JSON.parse(readFileSync(join(bundle, 'main-chunk.json'), 'utf8')) as { pack: string }).pack;
+    const chunks = loadedChunks(bundle, ['--help']);
+    expect(chunks.find((c) => c.name === pack)).toEqual({ name: pack, cached: true, rejected: false });
   }, 60_000);
 
   it('a daemon that cannot start makes it fail with a reason, promptly, keeping the CLI\'s caches', () => {
