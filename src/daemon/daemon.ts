@@ -125,7 +125,13 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     let markReady = () => {};
     const afterReady = new Promise<void>((resolve) => (markReady = resolve));
     const budget = d.steadyInterruptBudget;
-    const onFirstSync = budget === undefined ? undefined : () => void raiseInterruptBudget(budget, logger);
+    // Once per process: a reload's new agent calls it again after its own first sync.
+    let raised = false;
+    const onFirstSync = budget === undefined ? undefined : () => {
+      if (raised) return;
+      raised = true;
+      void raiseInterruptBudget(budget, logger);
+    };
     const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env, afterReady, ...(onFirstSync ? { onFirstSync } : {}) });
     const state: DaemonState = {
       config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, events, notifier,

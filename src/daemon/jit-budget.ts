@@ -11,9 +11,10 @@ import type { Logger } from '../log/logger.js';
 // history.md, r15). So the budget is raised once the first sync has succeeded.
 //
 // Not from the start (the unit's ExecStart=): the first sync would pay. Set at run time, the flag
-// changes V8's flag hash, so a code cache made after it would be refused at the next start; the
-// code caches are made by a daemon that never raises it (steadyInterruptBudget), and every chunk
-// the daemon runs is read before READY=1.
+// changes V8's flag hash, so a code cache made after it would be refused at the next start: the
+// code caches are made by a daemon that never raises it (steadyInterruptBudget). A chunk first read
+// after it compiles without its cache (a few ms, once); the daemon has read its chunks by then (an
+// enrollment burst read 28, all from their caches).
 
 /** Eight times V8 11.3's default budget (67,584, Node 20). */
 export const STEADY_INTERRUPT_BUDGET = 8 * 67_584;
