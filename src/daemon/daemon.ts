@@ -10,7 +10,7 @@ import { AbortedError, ExitCode, describeError, isProgramReplaced, missingProgra
 import { createControlServer, type ControlServer } from '../control/control-server.js';
 import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
-import { raiseInterruptBudget } from './jit-budget.js';
+import { budgetRaiser } from './jit-budget.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
 import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
 import { diskOf } from './daemon-status.js';
@@ -124,14 +124,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     // the player's warm-up start once it is sent (measured: a third less CPU before READY).
     let markReady = () => {};
     const afterReady = new Promise<void>((resolve) => (markReady = resolve));
-    const budget = d.steadyInterruptBudget;
-    // Once per process: a reload's new agent calls it again after its own first sync.
-    let raised = false;
-    const onFirstSync = budget === undefined ? undefined : () => {
-      if (raised) return;
-      raised = true;
-      void raiseInterruptBudget(budget, logger);
-    };
+    const onFirstSync = budgetRaiser(d.steadyInterruptBudget, logger);
     const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env, afterReady, ...(onFirstSync ? { onFirstSync } : {}) });
     const state: DaemonState = {
       config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, events, notifier,

@@ -42,3 +42,17 @@ export async function raiseInterruptBudget(budget: number, logger: Logger): Prom
     logger.warn({ err }, 'could not raise V8\'s interrupt budget; the daemon runs with V8\'s own');
   }
 }
+
+/**
+ * What the daemon calls after each generation's first face sync (a reload builds a new one):
+ * raises the budget the first time only; undefined when there is no budget to set.
+ */
+export function budgetRaiser(budget: number | undefined, logger: Logger): (() => void) | undefined {
+  if (budget === undefined) return undefined;
+  let raised = false;
+  return () => {
+    if (raised) return;
+    raised = true;
+    void raiseInterruptBudget(budget, logger);
+  };
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../helpers/cli.js';
+import { CLI_ENTRY, REPO_ROOT } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { CODE_CACHE_RUN_ENV, STEADY_INTERRUPT_BUDGET, steadyInterruptBudget } from '../../src/daemon/jit-budget.js';
@@ -49,7 +49,7 @@ describe('V8\'s interrupt budget after start-up', () => {
     // The same through a real daemon, its node flags on the command line as ExecStart= puts them.
     const emulator = await startTestEmulator();
     const files = daemonFiles(tmpDir('ta-jit-'), emulator, { logLevel: 'debug' });
-    const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, join(REPO_ROOT, 'dist', 'main.js'), ['sh', '-c', 'exec "$0" --interrupt-budget=100000 "$@"']);
+    const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, CLI_ENTRY, ['sh', '-c', 'exec "$0" --interrupt-budget=100000 "$@"']);
     await d.waitLog((l) => l.component === 'faces' && l.msg === 'face sync done', 15_000, 'the first sync');
     d.signal('SIGTERM');
     expect((await d.exited).code).toBe(0);
