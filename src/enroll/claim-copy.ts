@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Stats } from 'node:fs';
 import { link, open, writeFile, type FileHandle } from 'node:fs/promises';
 import { NotRegularFileError, openRegularFile } from '../util/safe-open.js';
 import { SYNC_READ_MAX, readRegularFileSync } from '../util/state-fs.js';
@@ -50,6 +51,19 @@ export async function copyAndHash(src: string, ino: number, dest: string, size: 
   }
 }
 
+export interface StagedRead {
+  sha256: string;
+  bytes: number;
+  head: Buffer;
+  linked: boolean;
+  /**
+   * The staged link's fstat after the read, when it was read on the event loop: the original's
+   * inode as it is now (size and mtime show a write during the read), so the claim needs no
+   * second look at the original through the thread pool.
+   */
+  after?: Stats;
+}
+
 /**
  * A small face image, staged by a hard link to the original when one can be made (same file
  * system, not a symbolic link, allowed by fs.protected_hardlinks), else written from memory without
@@ -60,14 +74,16 @@ export async function copyAndHash(src: string, ino: number, dest: string, size: 
  * the agent's CPU. An operator who rewrites the original in place rewrites the staged bytes too:
  * the upload checks them against the hash taken here and refuses what changed (staged-body.ts).
  */
-export async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean): Promise<{ sha256: string; bytes: number; head: Buffer; linked: boolean } | undefined> {
+export async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean): Promise<StagedRead | undefined> {
   const linked = canLink && (await link(src, dest).then(() => true, () => false));
   let head: Buffer;
+  let after: Stats | undefined;
   if (linked && size < SYNC_READ_MAX) {
     // The link is in staging, under state_dir: read on the event loop (util/state-fs.ts says why).
-    const { st, bytes } = readRegularFileSync(dest, size + 1, size);
-    if (st.ino !== ino) return undefined;
-    head = bytes;
+    const read = readRegularFileSync(dest, size + 1, size);
+    if (read.st.ino !== ino) return undefined;
+    head = read.bytes;
+    after = read.after;
   } else {
     const { fh, st } = await openRegularFile(linked ? dest : src);
     try {
@@ -78,7 +94,7 @@ export async function readAndStage(src: string, ino: number, dest: string, size:
     }
   }
   if (!linked && head.length === size) await writeFile(dest, head, { flag: 'wx', mode: 0o600 });
-  return { sha256: sha256Of(head), bytes: head.length, head, linked };
+  return { sha256: sha256Of(head), bytes: head.length, head, linked, ...(after ? { after } : {}) };
 }
 
 async function copyFrom(input: FileHandle, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number }> {

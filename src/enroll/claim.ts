@@ -167,7 +167,7 @@ export function createClaimer(deps: ClaimDeps) {
 
     const pcm = c.kind === 'voiceprints' && c.ext === '.pcm';
     const staged = join(layout.staging, `${randomUUID()}${pcm ? '.wav' : c.ext}`);
-    let copied: { sha256: string; bytes: number; head?: Buffer; linked?: boolean } | undefined;
+    let copied: { sha256: string; bytes: number; head?: Buffer; linked?: boolean; after?: Stats } | undefined;
     try {
       // A small face image: read once, staged by a link or from memory, without fsync (staged-body.ts says why).
       copied = stagedInMemory(c.kind, size)
@@ -179,9 +179,11 @@ export function createClaimer(deps: ClaimDeps) {
       else throw err;
     }
     const { sha256, bytes, head, linked } = copied ?? { sha256: '', bytes: -1, head: undefined, linked: false };
-    const after = await stat(abs).catch(() => undefined);
     // The same inode, size and mtime after the copy: what was copied is what lies there (a file
-    // replaced by rename with the same size and mtime is caught by the inode).
+    // replaced by rename with the same size and mtime is caught by the inode). A staged link read
+    // on the event loop brings its own look (the same inode); one replaced after the link is
+    // told apart at the result step, as any replaced later (results.ts, sameFile).
+    const after = copied?.after ?? await stat(abs).catch(() => undefined);
     if (bytes !== size || !after || after.ino !== st.ino || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
       // Still being written after all: wait for another quiet period.
       await rm(staged, { force: true });

@@ -34,10 +34,11 @@ export function removeStateFile(path: string): void {
 
 /**
  * At most `max` bytes of `path` (one more than `expected` shows growth: the caller compares), with
- * its fstat. Opened like safe-open.ts's openRegularFile: O_NONBLOCK (a FIFO swapped in never
- * blocks the open), and nothing but a regular file is read (NotRegularFileError).
+ * its fstat before the read and after it (a file written meanwhile shows it there). Opened like
+ * safe-open.ts's openRegularFile: O_NONBLOCK (a FIFO swapped in never blocks the open), and
+ * nothing but a regular file is read (NotRegularFileError).
  */
-export function readRegularFileSync(path: string, max: number, expected?: number): { st: Stats; bytes: Buffer } {
+export function readRegularFileSync(path: string, max: number, expected?: number): { st: Stats; bytes: Buffer; after: Stats } {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const st = fstatSync(fd);
@@ -51,7 +52,7 @@ export function readRegularFileSync(path: string, max: number, expected?: number
       // A regular file's read comes up short only at its end (claim.ts's readAtMost says more).
       if (n === expected) break;
     }
-    return { st, bytes: buf.subarray(0, n) };
+    return { st, bytes: buf.subarray(0, n), after: fstatSync(fd) };
   } finally {
     closeSync(fd);
   }

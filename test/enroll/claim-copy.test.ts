@@ -34,6 +34,9 @@ describe('readAndStage (small face images)', () => {
     expect(got).toMatchObject({ sha256: sha(bytes), bytes: bytes.length, linked: true });
     expect(got!.head.equals(bytes)).toBe(true);
     expect(statSync(d.staged('a.jpg')).ino).toBe(st.ino);
+    // Its look after the read, taken on the staged link: the claim compares it with the lstat
+    // instead of looking at the original again.
+    expect(got!.after).toMatchObject({ ino: st.ino, size: st.size, mtimeMs: st.mtimeMs });
   });
 
   it('without a link, writes the bytes it read into a new file of its own (mode 600)', async () => {
@@ -43,6 +46,7 @@ describe('readAndStage (small face images)', () => {
     expect(staged.ino).not.toBe(st.ino);
     expect(staged.mode & 0o777).toBe(0o600);
     expect(readFileSync(d.staged('b.jpg')).equals(bytes)).toBe(true);
+    expect(got!.after).toBeUndefined(); // the claim looks at the original again
   });
 
   it('takes nothing when the name now holds another file than the one looked at', async () => {

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { statSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { openDatabase } from '../../src/db/database.js';
 import { createCommitBatcher } from '../../src/enroll/commit-batcher.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -43,5 +47,45 @@ describe('the outbox commit batcher', () => {
     db.close();
     await expect(late).rejects.toMatchObject({ code: 'TA_ERR_ABORTED' });
     await commit.drain();
+  });
+
+  it('changes queued while the WAL is being synced wait for that sync and commit together, in order', async () => {
+    const dir = tmpDir();
+    const db = openDatabase({ path: join(dir, 'agent.db'), migrations: TABLE });
+    const commit = createCommitBatcher(db);
+    const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
+    // Frames in the WAL, from its size (no checkpoint meanwhile: it would start the WAL over).
+    db.pragma('wal_autocheckpoint = 0');
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    const walFrames = () => (statSync(join(dir, 'agent.db-wal')).size - 32) / (24 + pageSize);
+    const other = openDatabase({ path: join(dir, 'agent.db'), readonly: true });
+    const seen = () => other.prepare('SELECT x FROM t ORDER BY x').pluck().all();
+    // The sync runs on libuv's pool (4 threads in this test's own process): opening a FIFO with
+    // no writer holds a pool thread, so with all four held the sync stays in flight until they
+    // are let go. Nothing else of the agent runs in this process.
+    const fifos = [0, 1, 2, 3].map((i) => join(dir, `hold-${i}`));
+    for (const f of fifos) execFileSync('mkfifo', [f]);
+    const held = fifos.map((f) => open(f, 'r'));
+    const start = walFrames();
+    const first = commit(() => insert.run(1), { durable: true });
+    await nextTurn();
+    await nextTurn();
+    expect(seen()).toEqual([1]); // committed; its sync is waiting for the pool
+    const before = walFrames();
+    const oneTransaction = before - start; // the table's page and its index's
+    const later = [commit(() => insert.run(2)), commit(() => insert.run(3), { durable: true })];
+    await nextTurn();
+    later.push(commit(() => insert.run(4)));
+    await nextTurn();
+    await nextTurn();
+    expect(seen()).toEqual([1]); // 2 to 4 wait for the running sync
+    for (const f of fifos) writeFileSync(f, ''); // not through the pool: its threads are all held
+    await Promise.all([first, ...later, ...held.map(async (h) => (await h).close())]);
+    expect(seen()).toEqual([1, 2, 3, 4]);
+    // One transaction for the three: their pages written to the WAL once, not three times.
+    expect(walFrames() - before).toBe(oneTransaction);
+    await commit.drain();
+    other.close();
+    db.close();
   });
 });

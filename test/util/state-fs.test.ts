@@ -7,13 +7,14 @@ import { NotRegularFileError } from '../../src/util/safe-open.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 describe('state-fs', () => {
-  it('reads at most max bytes, stops at the expected size, and returns the fstat', () => {
+  it('reads at most max bytes, stops at the expected size, and returns the fstat before and after the read', () => {
     const dir = tmpDir('ta-state-fs-');
     const path = join(dir, 'a.jpg');
     writeFileSync(path, 'abcdef');
     const whole = readRegularFileSync(path, 7, 6);
     expect(whole.bytes.toString()).toBe('abcdef');
     expect(whole.st.size).toBe(6);
+    expect(whole.after).toMatchObject({ ino: whole.st.ino, size: 6 });
     expect(readRegularFileSync(path, 4).bytes.toString()).toBe('abcd');
     // One byte more than expected shows that the file grew.
     writeFileSync(path, 'abcdefg');
