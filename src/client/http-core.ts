@@ -7,7 +7,7 @@ import {
   badResponse, errorForCode, redirectError, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
-import { Cancel, abortRelay, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest } from './transport.js';
+import { Cancel, abortRelay, bodyLength, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest } from './transport.js';
 import type { EncodedBody } from './multipart.js';
 import { MAX_BUFFERED_BYTES, decodeUtf8, readCapped } from './body-limits.js';
 import { readLimited, streamed } from './response-body.js';
@@ -283,5 +283,5 @@ export function checkCode(ctx: ErrorContext, status: number, json: unknown): voi
 function withBody(headers: Record<string, string>, body: string | EncodedBody | undefined): Pick<TransportRequest, 'headers' | 'body'> {
   if (body === undefined) return { headers };
   if (typeof body === 'string') return { headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, body };
-  return { headers: { ...headers, 'content-type': body.contentType, 'content-length': String(body.data.length) }, body: body.data };
+  return { headers: { ...headers, 'content-type': body.contentType, 'content-length': String(bodyLength(body.data)) }, body: body.data };
 }

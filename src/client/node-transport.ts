@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext } from 'node:tls';
-import type { RequestBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { RequestBody, StreamBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
 import { CONNECT_TIMEOUT_CODE } from './error-mapping.js';
 
 // Direct connections over node:http/https with keep-alive pools. The request side of undici's
@@ -36,9 +36,18 @@ function sendBody(req: ClientRequest, body: RequestBody | undefined): void {
     req.end(body);
     return;
   }
+  if (Array.isArray(body)) {
+    // Written before the socket is there (it comes a tick later), so node sends the headers and
+    // every piece in one writev.
+    const pieces = body as readonly Buffer[];
+    for (let i = 0; i < pieces.length - 1; i++) req.write(pieces[i]);
+    req.end(pieces.at(-1));
+    return;
+  }
+  const stream = body as StreamBody;
   void (async () => {
     try {
-      for await (const chunk of body.chunks()) {
+      for await (const chunk of stream.chunks()) {
         if (req.destroyed) return; // leaving the loop closes the source (its `finally`)
         if (!req.write(chunk)) {
           await new Promise<void>((resolve) => {

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { Target, Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { StreamBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
 
 // Connections through HTTPS_PROXY/HTTP_PROXY (CONNECT tunnels for https, NO_PROXY honoured) with
 // undici's EnvHttpProxyAgent. undici is imported on the first request: a daemon or CLI call with no
@@ -42,7 +42,8 @@ export function proxyTransport(options: ProxyTransportOptions): Transport {
     const { undici, dispatcher } = await load();
     const ac = new AbortController();
     r.cancel.onCancel(() => ac.abort());
-    const body = r.body === undefined || typeof r.body === 'string' || Buffer.isBuffer(r.body) ? r.body : Readable.from(r.body.chunks());
+    const b = r.body;
+    const body = b === undefined || typeof b === 'string' || Buffer.isBuffer(b) ? b : Array.isArray(b) ? Buffer.concat(b as readonly Buffer[]) : Readable.from((b as StreamBody).chunks());
     const res = await undici.request(new URL(path, base), {
       dispatcher, method: r.method as Dispatcher.HttpMethod, headers: r.headers, body, signal: ac.signal,
       headersTimeout: r.timeoutMs, bodyTimeout: r.timeoutMs,

@@ -33,7 +33,18 @@ export interface StreamBody {
   chunks(): AsyncIterable<Buffer>;
 }
 
-export type RequestBody = string | Buffer | StreamBody;
+/**
+ * A body to send: text, bytes, bytes in pieces written one after the other (a multipart body
+ * around an image held in memory, sent without copying the image into one buffer), or a stream.
+ */
+export type RequestBody = string | Buffer | readonly Buffer[] | StreamBody;
+
+/** Its length in bytes (Content-Length). */
+export function bodyLength(body: Exclude<RequestBody, string>): number {
+  if (Buffer.isBuffer(body)) return body.length;
+  if (Array.isArray(body)) return (body as readonly Buffer[]).reduce((n, b) => n + b.length, 0);
+  return (body as StreamBody).length;
+}
 
 /**
  * Ends one exchange at any point (the deadline, the caller's signal). An AbortSignal would do, but

@@ -81,6 +81,9 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function apply(row: OutboxRow, o: StepOutcome): Promise<boolean> {
     const failed = o.state === 'failed';
     const final = o.state === 'done' || failed;
+    // A final row as recorded, read back in the transaction that records it (a read on its own
+    // takes and drops SQLite's locks, four fcntl calls).
+    let fresh: OutboxRow | undefined;
     const recorded = await writeUntilTaken(async () => {
       // A final outcome is made durable, with the place its original goes, before the file moves.
       // The place is chosen before the transaction: its existence checks are calls on enroll.dir,
@@ -90,6 +93,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         await deps.commit(() => {
           store.setState(row.id, o.state, { nextAttemptAt: o.nextAttemptAt, meta: o.meta, result: o.result, finalPath, error: o.error ?? null });
           o.commit?.();
+          if (final) fresh = store.get(row.id);
         }, { durable: final });
       } catch (err) {
         // Rolled back: the place is free again. Not after a failed WAL sync (the row may hold it).
@@ -108,10 +112,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (!recorded) return false;
     readyRows.markStale();
     o.after?.();
-    if (final) {
-      const fresh = store.get(row.id);
-      if (fresh) deps.onFinal(fresh);
-    }
+    if (fresh) deps.onFinal(fresh);
     return true;
   }
 

@@ -168,9 +168,12 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         return { state: 'done', result: { face_id: first.face_id, group_id: first.group_id, id: first.id, action: 'updated' }, after: changed(first.face_id, seed) };
       }
       // Recorded before the request leaves: after a crash, this is what tells a face we created
-      // from one that was already there.
-      const preIds = [...new Set([...existing.map((f) => f.face_id), ...store.knownFaceIds(row.name)])];
-      await deps.commit(() => store.startAttempt(row.id, 'create', { ...meta, preIds }), { durable: true });
+      // from one that was already there. Read in the transaction that records it (a read on its
+      // own takes and drops SQLite's locks, four fcntl calls).
+      await deps.commit(() => {
+        const preIds = [...new Set([...existing.map((f) => f.face_id), ...store.knownFaceIds(row.name)])];
+        store.startAttempt(row.id, 'create', { ...meta, preIds });
+      }, { durable: true });
       const release = await gate();
       try {
         await client.createFace({ name: row.name, image }, { signal, retries: 0 });

@@ -110,6 +110,16 @@ describe('TLS and proxies', () => {
     await expect(allowed.listFaces()).resolves.toBeInstanceOf(Array);
     expect(proxy.connects.at(-1)).toBe('terminal.example:80');
     expect(rig.emu.requests.at(-1)).toMatchObject({ path: '/v1/api/faces', status: 200, userAgent: TEST_UA });
+
+    // An image held in memory goes as its multipart pieces; through the proxy (undici) too, intact.
+    await allowed.createFace({ name: 'Proxied', image: { path: 'p.png', bytes: Buffer.from(PNG_BYTES), contentType: 'image/png' } });
+    expect(rig.emu.requests.at(-1)).toMatchObject({ method: 'POST', path: '/v1/api/faces', status: 200 });
+    const face = (await rig.client.listFaces()).find((f) => f.name === 'Proxied')!;
+    const img = await rig.client.getFaceImage(face.face_id);
+    if (img.notModified) throw new Error('expected the image');
+    const chunks: Buffer[] = [];
+    for await (const c of img.body) chunks.push(c as Buffer);
+    expect(Buffer.concat(chunks)).toEqual(Buffer.from(PNG_BYTES));
   });
 
   it('never reads the process environment: a proxy set there is ignored', async () => {
