@@ -57,10 +57,11 @@ export function buildComponents(deps: AgentDeps): Components {
   const events = deps.events ? { events: deps.events } : {};
   const child = (component: string) => logger.child({ component });
   // Work READY=1 does not promise waits until it has been sent: it would only delay it.
-  const later = { ...(afterReady ? { firstSyncAfter: afterReady } : {}), ...(deps.onFirstSync ? { onFirstSync: deps.onFirstSync } : {}) };
+  const later = afterReady ? { firstSyncAfter: afterReady } : {};
+  const firstSync = deps.onFirstSync ? { onFirstSync: deps.onFirstSync } : {};
   // One set of syncfs helper shells for the face cache and the result files (util/syncfs.ts).
   const syncfs = createSyncfsRunner();
-  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, syncfs });
+  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, ...firstSync, syncfs });
   const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}), ...(afterReady ? { warmUpAfter: afterReady } : {}) });
   // An upload under way at a stop gets service.request_timeout, as the outbox's do, but never more
   // than VOICE_UPLOAD_STOP_GRACE_MS: its answer must still reach the caller within the daemon's bound.

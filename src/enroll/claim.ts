@@ -6,7 +6,7 @@ import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
 import { isStoreRefusal } from './store-refusal.js';
 import { formatSize } from '../util/units.js';
-import { copyAndHash, readAndStage, readSmallFile } from './claim-copy.js';
+import { copyAndHash, readAndStage, readSmallFile, type StagedRead } from './claim-copy.js';
 import type { DirSync } from './dir-sync.js';
 import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
@@ -167,7 +167,7 @@ export function createClaimer(deps: ClaimDeps) {
 
     const pcm = c.kind === 'voiceprints' && c.ext === '.pcm';
     const staged = join(layout.staging, `${randomUUID()}${pcm ? '.wav' : c.ext}`);
-    let copied: { sha256: string; bytes: number; head?: Buffer; linked?: boolean; after?: Stats } | undefined;
+    let copied: (Pick<StagedRead, 'sha256' | 'bytes'> & Partial<StagedRead>) | undefined;
     try {
       // A small face image: read once, staged by a link or from memory, without fsync (staged-body.ts says why).
       copied = stagedInMemory(c.kind, size)

@@ -46,8 +46,6 @@ export function createCommitBatcher(db: Db): CommitBatcher {
   /** Committed durable batches waiting for the next WAL sync. */
   let unsynced: Waiter[] = [];
   let syncing = false;
-  /** A flush put off until the running WAL sync ends (see flush). */
-  let heldForSync = false;
   // Built once: db.transaction() and db.pragma() each build a wrapper or prepare a statement per
   // call, which was a measurable share of the CPU per upload. Inside the outer (IMMEDIATE)
   // transaction, `savepoint` runs each job in its own savepoint, as db.transaction(fn)() would.
@@ -110,10 +108,8 @@ export function createCommitBatcher(db: Db): CommitBatcher {
       },
     ).finally(() => {
       syncing = false;
-      if (heldForSync) {
-        heldForSync = false;
-        flush(); // starts the next sync, for this batch and any committed meanwhile
-      }
+      // What was queued during the sync (see flush): one transaction now, and the next sync.
+      if (queue.length > 0 && !scheduled) flush();
       pumpSync(path);
     });
   }
@@ -124,10 +120,7 @@ export function createCommitBatcher(db: Db): CommitBatcher {
     // one transaction (its locks, WAL frames and pragmas) instead of several. A durable one loses
     // nothing by it (it waits for the sync after the running one either way); any other waits
     // at most one sync. In a burst this took the transactions from about 0.9 per file to 0.6.
-    if (syncing && walPath !== undefined) {
-      heldForSync = true;
-      return;
-    }
+    if (syncing) return;
     const batch = queue;
     queue = [];
     if (!db.open) {
@@ -184,7 +177,7 @@ export function createCommitBatcher(db: Db): CommitBatcher {
       resolve: (v: unknown) => { settled(); resolve(v as T); },
       reject: (err: unknown) => { settled(); reject(err); },
     });
-    if (!scheduled && !heldForSync) {
+    if (!scheduled && !syncing) {
       scheduled = true;
       setImmediate(flush);
     }
