@@ -1,7 +1,7 @@
 import type { DestinationStream } from 'pino';
 import type { CliContext } from './command.js';
 import { createLogger, type Logger } from '../log/logger.js';
-import { configSecrets } from '../config/secrets.js';
+import { secretsOfCurrent } from '../config/secrets.js';
 import type { AgentConfig } from '../config/schema.js';
 import { createServiceClient } from '../client/service-client.js';
 import { userAgent } from '../version.js';
@@ -38,7 +38,7 @@ export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): Daemo
     ?? (journal ? createJournalDestination({ socketPath: journal.socketPath, fallback: ctx.io.stdout }) : undefined);
   const logger: Logger = createLogger({
     level: current.log.level,
-    secrets: () => configSecrets(current),
+    secrets: secretsOfCurrent(() => current),
     ...(destination ? { destination } : {}),
   });
   return {

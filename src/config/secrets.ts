@@ -142,3 +142,16 @@ export async function resolveSecret(
 export function configSecrets(cfg: AgentConfig): string[] {
   return [cfg.service.terminal_secret, cfg.service.api_key].filter((s): s is string => typeof s === 'string' && s.length > 0);
 }
+
+/**
+ * configSecrets of the config `current()` returns, made once per config: every log line and
+ * event asks for it. A reload sets a new config object (configs are never changed in place).
+ */
+export function secretsOfCurrent(current: () => AgentConfig): () => readonly string[] {
+  let memo: { config: AgentConfig; list: readonly string[] } | undefined;
+  return () => {
+    const config = current();
+    if (memo?.config !== config) memo = { config, list: configSecrets(config) };
+    return memo.list;
+  };
+}

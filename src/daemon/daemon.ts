@@ -20,7 +20,7 @@ import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
 import { makeDir } from '../util/make-dir.js';
 import { startConsole, type ConsoleHandle } from './console-wiring.js';
-import { configSecrets } from '../config/secrets.js';
+import { configSecrets, secretsOfCurrent } from '../config/secrets.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
 import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 
@@ -133,7 +133,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
       programReplaced,
       onFirstSync,
     };
-    secretsOf = () => configSecrets(state.config);
+    secretsOf = secretsOfCurrent(() => state.config);
     state.watchdog = createWatchdog({
       notifier,
       watchdogMs: watchdogIntervalMs(d.env, d.pid),

@@ -96,7 +96,9 @@ export function createClaimer(deps: ClaimDeps) {
 
   /** `look`: an lstat of the file made a moment ago (the stability tracker's), instead of a new one. */
   return async function claim(c: Candidate, look?: Stats): Promise<ClaimResult> {
-    if (c.kind !== 'knowledge' && store.isActiveSource(c.rel)) return { outcome: 'ignored' };
+    // A file on its way already is not looked up here: the watcher offers only files with no
+    // unfinished row (enrollment.ts), and the commit below refuses one that got one meanwhile
+    // (none of a burst's 1,000 claims did; the read was one of the few outside a transaction).
     const abs = layout.abs(c.rel);
     const name = nameOf(c);
     let st;
@@ -204,9 +206,7 @@ export function createClaimer(deps: ClaimDeps) {
     }
     if (!head) await deps.syncDir(layout.staging);
 
-    // Durable only when it finishes the file at once (a duplicate): see commit-batcher.ts.
-    const finishesNow = c.kind !== 'knowledge' && store.doneByContent(c.kind, name, sha256) !== undefined;
-    const result = await commitPlacing(c, false, finishesNow, (place): ClaimResult => {
+    const result = await commitPlacing(c, false, false, (place): ClaimResult => {
       const row = { kind: c.kind, name, source_path: c.rel, source_size: size, source_mtime_ms: mtimeMs, content_sha256: sha256, size, meta };
       if (c.kind === 'knowledge') {
         const m = store.mirrorGet(c.name);
@@ -224,6 +224,10 @@ export function createClaimer(deps: ClaimDeps) {
       if (store.isActiveContent(c.kind, name, sha256)) return { outcome: 'ignored' };
       return { outcome: 'queued', name, rowId: store.insert({ ...row, staged_path: staged, state: 'queued' }) };
     });
+    // A duplicate finishes the file at once: on disk before its original moves (commit-batcher.ts).
+    // Asked for after the commit, which is not durable itself: whether the content was sent before
+    // is known only inside it, and a read ahead of it cost every file a read of its own.
+    if (result.outcome === 'duplicate') await commit(() => undefined, { durable: true });
     if (result.outcome !== 'queued') await rm(staged, { force: true });
     // `after` is the staged link's inode too when linked: what the upload compares against.
     else if (head && c.kind === 'faces') deps.claimed?.keep(result.rowId, staged, head, linked ? after : undefined);

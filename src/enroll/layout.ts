@@ -36,14 +36,34 @@ export interface Layout {
   abs(rel: string): string;
 }
 
+/** A segment that is empty, `.` or `..`: a path with one is not plain (see joinUnder). */
+const NOT_PLAIN = /(?:^|\/)\.{0,2}(?:\/|$)/;
+
+/**
+ * path.join(base, ...rel.split('/')) for a `base` that is path.join's own output. A plain `rel`,
+ * the only kind the agent makes (a listing's names, chokidar's paths made relative, the outbox's
+ * source and final paths), is appended as it is: path.join normalizes character by character, and
+ * its garbage was about 15 KB per file in a burst. Any other still goes through path.join.
+ */
+export function joinUnder(base: string, rel: string): string {
+  if (NOT_PLAIN.test(rel)) return join(base, ...rel.split('/'));
+  if (base === '.') return rel;
+  return base.endsWith(sep) ? base + rel : `${base}${sep}${rel}`;
+}
+
 export function createLayout(dir: string, stateDir: string): Layout {
+  const folders = (parent: string[]) => Object.fromEntries(KINDS.map((k) => [k, join(dir, ...parent, k)])) as Record<Kind, string>;
+  const inbox = folders([]);
+  const done = folders(['done']);
+  const failed = folders(['failed']);
+  const root = join(dir);
   return {
     root: dir,
-    inbox: (kind) => join(dir, kind),
-    done: (kind) => join(dir, 'done', kind),
-    failed: (kind) => join(dir, 'failed', kind),
+    inbox: (kind) => inbox[kind],
+    done: (kind) => done[kind],
+    failed: (kind) => failed[kind],
     staging: join(stateDir, 'enroll-staging'),
-    abs: (rel) => join(dir, ...rel.split('/')),
+    abs: (rel) => joinUnder(root, rel),
   };
 }
 
@@ -93,7 +113,7 @@ export function isIgnoredName(base: string): boolean {
 }
 
 export function toRel(root: string, absPath: string): string | undefined {
-  const prefix = root.endsWith(sep) ? root : root + sep;
+  const prefix = root === '.' ? '' : root.endsWith(sep) ? root : root + sep;
   if (!absPath.startsWith(prefix)) return undefined;
   return absPath.slice(prefix.length).split(sep).join('/');
 }

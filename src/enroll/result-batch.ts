@@ -10,7 +10,7 @@ import { removeStateFile } from '../util/state-fs.js';
 import type { Commit } from './commit-batcher.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
-import { mkdirLikeRoot, splitInner } from './layout.js';
+import { joinUnder, mkdirLikeRoot, splitInner } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { resultPathFor } from './result-files.js';
@@ -45,7 +45,7 @@ const writeNewFile = promisify(writeFile);
 async function prepare(layout: Layout, row: OutboxRow, target: string, dirs: Map<string, Promise<void>>): Promise<Pending> {
   const failed = row.state === 'failed';
   const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
-  const dest = join(base, ...target.split('/'));
+  const dest = joinUnder(base, target);
   const dir = dirname(dest);
   // One mkdir per folder and batch, not per file.
   let made = dirs.get(dir);

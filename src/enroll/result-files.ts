@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Layout } from './layout.js';
+import { joinUnder, type Layout } from './layout.js';
 import type { Kind } from './types.js';
 
 // The names of result files, in one place: the agent writes them, and the web console finds them
@@ -62,9 +62,8 @@ export function resultFileFor(kind: Kind, state: ResultState, name: string): str
  */
 export function resultPathFor(layout: Layout, kind: Kind, state: ResultState, rel: string): string {
   const base = state === 'done' ? layout.done(kind) : layout.failed(kind);
-  const parts = kind === 'knowledge' ? [rel] : rel.split('/');
-  const name = parts.pop()!;
-  return join(base, ...parts, resultFileFor(kind, state, name));
+  const cut = kind === 'knowledge' ? 0 : rel.lastIndexOf('/') + 1;
+  return joinUnder(base, rel.slice(0, cut) + resultFileFor(kind, state, rel.slice(cut)));
 }
 
 export interface ResultEntry {

@@ -5,7 +5,7 @@ import { writeFileAtomic } from '../util/fs-atomic.js';
 import { removeStateFile } from '../util/state-fs.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
-import { mkdirLikeRoot, splitInner } from './layout.js';
+import { joinUnder, mkdirLikeRoot, splitInner } from './layout.js';
 import { fitName, resultFileFor, resultPathFor } from './result-files.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
@@ -58,7 +58,7 @@ export function createPlacer(layout: Layout) {
     held.delete(abs);
   };
   /** Where an original placed at `rel` goes: done/<kind>/rel or failed/<kind>/rel. */
-  const target = (kind: OutboxRow['kind'], failed: boolean, rel: string): string => join(failed ? layout.failed(kind) : layout.done(kind), ...rel.split('/'));
+  const target = (kind: OutboxRow['kind'], failed: boolean, rel: string): string => joinUnder(failed ? layout.failed(kind) : layout.done(kind), rel);
   return {
     place(row: Pick<OutboxRow, 'kind' | 'source_path'>, failed: boolean): string | null {
       if (row.kind === 'knowledge') return null;
@@ -169,7 +169,7 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
       target = chosen;
     }
     const source = layout.abs(row.source_path);
-    const dest = join(base, ...target.split('/'));
+    const dest = joinUnder(base, target);
     await mkdirLikeRoot(layout.root, dirname(dest));
     if (await sameFile(source, row)) await rename(source, dest);
     const companion = parseMeta(row).companion;

@@ -73,8 +73,11 @@ export function createEventBus(opts: EventBusOptions = {}): EventBus {
 
   return {
     publish(type, raw) {
-      const data = opts.secrets ? scrubData(raw, opts.secrets()) : raw;
-      const event: AgentEvent = { id: nextId++, type, at: isoTime(now()), data };
+      // Scrubbed when first read (a subscriber, a replay), with the secrets in use now: most
+      // events are never read, and the JSON round trip was a good part of publishing one.
+      const secrets = opts.secrets?.();
+      let data = secrets && secrets.length > 0 ? undefined : raw;
+      const event: AgentEvent = { id: nextId++, type, at: isoTime(now()), get data() { return (data ??= scrubData(raw, secrets!)); } };
       if (!TRANSIENT_TYPES.has(type)) {
         if (ring.length < capacity) ring.push(event);
         else {

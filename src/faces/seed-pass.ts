@@ -69,11 +69,50 @@ function check(seed: FaceSeed, maxBytes: number): Checked | string {
   return { seed, ext: extensionFor(verdict.type), sha256: seed.sha256 || tap.sha256() };
 }
 
+interface Write {
+  /** Where the bytes go first: the image's own path (`direct`), else a temp name beside it. */
+  path: string;
+  file: string;
+  bytes: Buffer;
+  direct: boolean;
+}
+
+/**
+ * Writes the images and makes them durable, before any row or index.json names them. One that
+ * replaces a cached image goes to a temp name and is renamed over it, so a reader never sees it
+ * half written; a new name is written as it is (a rename per face less in a burst), unless a
+ * file is there already (a stray of a crash: no row names it), which a temp name replaces.
+ */
+async function writeImages(ctx: SeedPassContext, writes: Write[]): Promise<void> {
+  try {
+    // The cache is under state_dir: written and renamed on the event loop, a turn of it each
+    // (util/state-fs.ts says why); only the sync that makes them durable goes to the pool.
+    for (const w of writes) {
+      try {
+        writeFileSync(w.path, w.bytes, { flag: 'wx', mode: 0o644 });
+      } catch (err) {
+        if (!w.direct || (err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        w.direct = false;
+        w.path = tempPathFor(w.path);
+        writeFileSync(w.path, w.bytes, { flag: 'wx', mode: 0o644 });
+      }
+      await setImmediate();
+    }
+    await makeDurable(ctx.files.dir, writes.map((w) => w.path), ctx.signal, ctx.logger, ctx.syncfs);
+    for (const w of writes) if (!w.direct) renameSync(w.path, ctx.files.pathOf(w.file));
+  } catch (err) {
+    // Renamed ones stay (strays no row names are removed at start-up); the rest, written under
+    // their own names included, no row names yet: removed now.
+    await Promise.all(writes.map((w) => rm(w.path, { force: true })));
+    throw err;
+  }
+}
+
 export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed[]): Promise<SyncPassResult> {
   const rows = ctx.store.rowMap();
   const upserts: FaceRow[] = [];
   const obsolete: string[] = [];
-  const writes: Array<{ tmp: string; file: string; bytes: Buffer }> = [];
+  const writes: Write[] = [];
   let added = 0;
   let updated = 0;
   for (const seed of new Map(seeds.map((s) => [s.face.face_id, s])).values()) {
@@ -90,7 +129,11 @@ export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed
     const sameRecord = prev && prev.group_id === seed.face.group_id && prev.id === seed.face.id && prev.name === seed.face.name;
     if (sameImage && sameRecord) continue;
     if (!sameImage) {
-      writes.push({ tmp: tempPathFor(ctx.files.pathOf(file)), file, bytes: seed.bytes });
+      // A name no row gives yet (a new face, or its image under another extension) is written in
+      // place: nothing reads it until index.json names it, after the rows (see writeImages).
+      const direct = prev?.image_file !== file;
+      const path = ctx.files.pathOf(file);
+      writes.push({ path: direct ? path : tempPathFor(path), file, bytes: seed.bytes, direct });
       if (prev?.image_file && prev.image_file !== file) obsolete.push(prev.image_file);
     }
     if (prev?.image_file) updated++;
@@ -109,20 +152,7 @@ export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed
 
   if (writes.length > 0) {
     await ctx.disk?.assertRoom(writes.reduce((n, w) => n + w.bytes.length, 0), 'face images');
-    try {
-      // The cache is under state_dir: written and renamed on the event loop, a turn of it each
-      // (util/state-fs.ts says why); only the sync that makes them durable goes to the pool.
-      for (const w of writes) {
-        writeFileSync(w.tmp, w.bytes, { flag: 'wx', mode: 0o644 });
-        await setImmediate();
-      }
-      await makeDurable(ctx.files.dir, writes.map((w) => w.tmp), ctx.signal, ctx.logger, ctx.syncfs);
-      for (const w of writes) renameSync(w.tmp, ctx.files.pathOf(w.file));
-    } catch (err) {
-      // Renamed ones are strays no row names (removed at start-up); the rest go now.
-      await Promise.all(writes.map((w) => rm(w.tmp, { force: true })));
-      throw err;
-    }
+    await writeImages(ctx, writes);
     await fsyncDir(ctx.files.dir);
   }
   ctx.store.commit({ upserts, deletes: [] });

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { configSecrets, loadConfig, loadConfigDetailed } from '../../src/config/load-config.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { makeTestConfig } from '../helpers/config.js';
+import { secretsOfCurrent } from '../../src/config/secrets.js';
 
 const URLS = `service:\n  base_url: https://api.example.com\n  face_base_url: https://api.example.com/v1/api\n`;
 
@@ -178,5 +180,16 @@ describe('secret problems name the source, never the value', () => {
     expect(p).toMatchObject({ path: 'service.terminal_secret', line: 4 });
     expect(p!.message).toMatch(/quoted/);
     expect(p!.message).not.toContain('918273645');
+  });
+});
+
+describe('the secrets of the config in use', () => {
+  it('follows the config the daemon holds: the secrets of a reloaded config, never those of the one before', () => {
+    let current = makeTestConfig({ service: { terminal_secret: 'first-secret-0001', api_key: 'first-key-0001' } });
+    const secretsOf = secretsOfCurrent(() => current);
+    expect(secretsOf()).toEqual(['first-secret-0001', 'first-key-0001']);
+    expect(secretsOf()).toBe(secretsOf());
+    current = makeTestConfig({ service: { terminal_secret: 'second-secret-0002' } });
+    expect(secretsOf()).toEqual(['second-secret-0002']);
   });
 });

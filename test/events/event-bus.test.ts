@@ -57,10 +57,13 @@ describe('the event bus', () => {
   it('scrubs the secrets in use from event data, as the logger does', () => {
     let secrets = ['ts_live_secret_0001'];
     const bus = createEventBus({ secrets: () => secrets });
+    const unread = bus.publish('x', { m: 'ts_live_secret_0001' });
     const e = bus.publish('faces.sync.failed', { code: 'TA_ERR_NETWORK', message: 'GET https://x/?k=ts_live_secret_0001 failed', nested: { also: 'ts_live_secret_0001' } });
     expect(e.data).toEqual({ code: 'TA_ERR_NETWORK', message: 'GET https://x/?k=[REDACTED] failed', nested: { also: '[REDACTED]' } });
     secrets = ['rotated_secret_0002'];
     expect(bus.publish('x', { m: 'rotated_secret_0002' }).data).toEqual({ m: '[REDACTED]' });
     expect(bus.since(e.id - 1)![0]!.data.message).toBe('GET https://x/?k=[REDACTED] failed');
+    // Read first after the rotation: scrubbed of the secret in use when it was published.
+    expect(bus.since(unread.id - 1)![0]!.data).toEqual({ m: '[REDACTED]' });
   });
 });

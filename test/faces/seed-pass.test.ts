@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpDir } from '../helpers/tmp.js';
 import { GROUP, expectIndexMatchesServer, harness, imageRequests, jpeg, listRequests, png, readIndex, writeTemp } from './face-fixtures.js';
@@ -43,6 +43,22 @@ describe('seeding the face cache from uploaded images', () => {
     expect(entries.find((e) => e.name === 'bob')!.image).toBe(`${bob.face_id}.png`);
     expect(readFileSync(join(h.facesDir, `${bob.face_id}.png`)).equals(stored)).toBe(true);
     expect(existsSync(join(h.facesDir, `${bob.face_id}.jpg`))).toBe(false);
+  });
+
+  it('a new image left half written by a crash under the name a seed wants is replaced whole, and no temp file stays', async () => {
+    const h = await harness();
+    const sync = h.make();
+    await sync.syncNow();
+    const bytes = jpeg(3500);
+    const dave = await created(h, 'dave', bytes);
+    // What a crash during an earlier seed of the same face leaves: the file, no row, no index entry.
+    writeFileSync(join(h.facesDir, `${dave.face_id}.jpg`), bytes.subarray(0, 700));
+
+    expect(await sync.seedFace({ face: dave, bytes })).toMatchObject({ ok: true, added: 1, image_requests: 0 });
+
+    expect(readFileSync(join(h.facesDir, `${dave.face_id}.jpg`)).equals(bytes)).toBe(true);
+    expect(readIndex(h.facesDir).find((e) => e.name === 'dave')?.image).toBe(`${dave.face_id}.jpg`);
+    expect(readdirSync(h.facesDir).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 
   it('a service that keeps the bytes it received: the re-check changes nothing and the face is not asked again within the recheck interval', async () => {
