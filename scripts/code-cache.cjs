@@ -16,7 +16,7 @@ const { main, pack, packs } = JSON.parse(readFileSync(join(dir, 'main-chunk.json
 const transient = JSON.parse(readFileSync(join(dir, 'transient.json'), 'utf8'));
 const loader = require(join(dir, 'loader.cjs')).createChunkLoader(dir, { transient, packs, keepScripts: report === undefined });
 process.argv = [process.argv[0], join(dir, 'main.cjs'), ...args];
-// The daemon raises V8's interrupt budget after its first face sync (src/daemon/jit-budget.ts):
+// The daemon sets V8 flags after its first face sync (src/daemon/steady-v8-flags.ts):
 // that changes V8's flag hash, and caches written after it would be refused at every start. The
 // run that makes them keeps the flags; a --report run does as the installed daemon does.
 if (report === undefined) process.env.TERMINAL_AGENT_CODE_CACHE_RUN = '1';

@@ -6,7 +6,7 @@ import type { AgentConfig } from '../config/schema.js';
 import { createServiceClient } from '../client/service-client.js';
 import { userAgent } from '../version.js';
 import type { DaemonEnv } from '../daemon/daemon.js';
-import { steadyInterruptBudget } from '../daemon/jit-budget.js';
+import { steadyV8Flags } from '../daemon/steady-v8-flags.js';
 import { createJournalDestination, journalTarget } from '../log/journal-destination.js';
 
 // Everything the daemon takes from the outside world, gathered from the CLI context in one place.
@@ -55,6 +55,6 @@ export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): Daemo
     },
     onReload: (listener) => ctx.onReload(listener),
     onFatal: (listener) => ctx.onFatal(listener),
-    steadyInterruptBudget: steadyInterruptBudget(ctx.nodeFlags, ctx.env),
+    steadyV8Flags: steadyV8Flags(ctx.nodeFlags, ctx.env),
   };
 }

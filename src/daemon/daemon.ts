@@ -10,7 +10,7 @@ import { AbortedError, ExitCode, describeError, isProgramReplaced, missingProgra
 import { createControlServer, type ControlServer } from '../control/control-server.js';
 import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
-import { budgetRaiser } from './jit-budget.js';
+import { steadyFlagSetter } from './steady-v8-flags.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
 import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
 import { diskOf } from './daemon-status.js';
@@ -42,8 +42,8 @@ export interface DaemonEnv {
   setConfig(cfg: AgentConfig): void;
   onReload(listener: () => void): () => void;
   onFatal(listener: (err: unknown, origin: string) => void): () => void;
-  /** V8's interrupt budget once the first face sync has succeeded (jit-budget.ts); absent: V8's own. */
-  steadyInterruptBudget?: number | undefined;
+  /** V8 flags to set once the first face sync has succeeded (steady-v8-flags.ts); absent or empty: none. */
+  steadyV8Flags?: readonly string[] | undefined;
 }
 
 export interface RunningDaemon {
@@ -77,7 +77,7 @@ export interface DaemonState {
    * as on SIGTERM and exits 1. `where` names what needed it, for the log.
    */
   programReplaced(err: unknown, where: string): boolean;
-  /** Raises V8's interrupt budget after the first face sync that succeeded, in every generation's agent (jit-budget.ts). */
+  /** Sets the steady state's V8 flags after the first face sync that succeeded, in every generation's agent (steady-v8-flags.ts). */
   onFirstSync: (() => void) | undefined;
 }
 
@@ -124,7 +124,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     // the player's warm-up start once it is sent (measured: a third less CPU before READY).
     let markReady = () => {};
     const afterReady = new Promise<void>((resolve) => (markReady = resolve));
-    const onFirstSync = budgetRaiser(d.steadyInterruptBudget, logger);
+    const onFirstSync = steadyFlagSetter(d.steadyV8Flags ?? [], logger);
     const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env, afterReady, ...(onFirstSync ? { onFirstSync } : {}) });
     const state: DaemonState = {
       config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, events, notifier,

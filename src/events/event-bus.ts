@@ -59,6 +59,32 @@ function scrubData(data: Record<string, unknown>, secrets: readonly string[]): R
   return clean === text ? data : (JSON.parse(clean) as Record<string, unknown>);
 }
 
+/**
+ * An event whose data is scrubbed when first read (a subscriber, a replay), with the secrets in
+ * use when it was published: most events are never read, and the JSON round trip was a good part
+ * of publishing one. A class rather than a getter per event: the ring keeps a thousand of them.
+ */
+class PublishedEvent implements AgentEvent {
+  readonly #raw: Record<string, unknown>;
+  readonly #secrets: readonly string[] | undefined;
+  #data: Record<string, unknown> | undefined;
+
+  constructor(readonly id: number, readonly type: string, readonly at: string, raw: Record<string, unknown>, secrets: readonly string[] | undefined) {
+    this.#raw = raw;
+    this.#secrets = secrets;
+  }
+
+  get data(): Record<string, unknown> {
+    this.#data ??= this.#secrets && this.#secrets.length > 0 ? scrubData(this.#raw, this.#secrets) : this.#raw;
+    return this.#data;
+  }
+
+  /** What JSON.stringify writes (the SSE stream): the data is a getter, which it would leave out. */
+  toJSON(): AgentEvent {
+    return { id: this.id, type: this.type, at: this.at, data: this.data };
+  }
+}
+
 export function createEventBus(opts: EventBusOptions = {}): EventBus {
   const capacity = Math.max(1, opts.capacity ?? DEFAULT_CAPACITY);
   const now = opts.now ?? Date.now;
@@ -73,11 +99,7 @@ export function createEventBus(opts: EventBusOptions = {}): EventBus {
 
   return {
     publish(type, raw) {
-      // Scrubbed when first read (a subscriber, a replay), with the secrets in use now: most
-      // events are never read, and the JSON round trip was a good part of publishing one.
-      const secrets = opts.secrets?.();
-      let data = secrets && secrets.length > 0 ? undefined : raw;
-      const event: AgentEvent = { id: nextId++, type, at: isoTime(now()), get data() { return (data ??= scrubData(raw, secrets!)); } };
+      const event = new PublishedEvent(nextId++, type, isoTime(now()), raw, opts.secrets?.());
       if (!TRANSIENT_TYPES.has(type)) {
         if (ring.length < capacity) ring.push(event);
         else {

@@ -65,5 +65,8 @@ describe('the event bus', () => {
     expect(bus.since(e.id - 1)![0]!.data.message).toBe('GET https://x/?k=[REDACTED] failed');
     // Read first after the rotation: scrubbed of the secret in use when it was published.
     expect(bus.since(unread.id - 1)![0]!.data).toEqual({ m: '[REDACTED]' });
+    // As the SSE stream writes it: the scrubbed data, nothing else.
+    expect(JSON.parse(JSON.stringify(e))).toEqual({ id: e.id, type: 'faces.sync.failed', at: e.at, data: e.data });
+    expect(JSON.stringify(bus.since(unread.id - 1))).not.toContain('ts_live_secret_0001');
   });
 });

@@ -112,7 +112,7 @@ describe('V8 code caches made on the device (postinst)', () => {
   }, 60_000);
 
   it('caches written by a daemon whose first face sync succeeded (V8\'s flags changed after it) are taken at the next start', async () => {
-    // The daemon raises V8's interrupt budget after its first sync (src/daemon/jit-budget.ts), which
+    // The daemon sets V8 flags after its first sync (src/daemon/steady-v8-flags.ts), which
     // changes the flag hash a cache is written with; the run that writes them keeps V8's flags.
     const bundle = packageTree();
     const emulator = await startTestEmulator();

@@ -4,16 +4,18 @@ import { join } from 'node:path';
 import { CLI_ENTRY, REPO_ROOT } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { CODE_CACHE_RUN_ENV, STEADY_INTERRUPT_BUDGET, steadyInterruptBudget } from '../../src/daemon/jit-budget.js';
+import { CODE_CACHE_RUN_ENV, STEADY_HEAP_GROWING_PERCENT, STEADY_INTERRUPT_BUDGET, steadyV8Flags } from '../../src/daemon/steady-v8-flags.js';
 import { daemonFiles, isReady, spawnDaemon, type LogLine } from './daemon-harness.js';
 
-// After its first face sync the daemon raises V8's interrupt budget (src/daemon/jit-budget.ts).
+// After its first face sync the daemon sets V8's interrupt budget and heap growing factor
+// (src/daemon/steady-v8-flags.ts).
 
-const RAISED = 'first face sync done: V8 now optimizes the steady state\'s code later';
+const RAISED = 'first face sync done: V8 now runs with the steady state\'s flags';
+const STEADY = [`--interrupt-budget=${STEADY_INTERRUPT_BUDGET}`, `--heap-growing-percent=${STEADY_HEAP_GROWING_PERCENT}`];
 const raised = (l: LogLine) => l.msg === RAISED;
 
-describe('V8\'s interrupt budget after start-up', () => {
-  it('is raised once the first face sync has succeeded, also when that sync comes after a reload', async () => {
+describe('V8\'s flags after start-up', () => {
+  it('are set once the first face sync has succeeded, also when that sync comes after a reload', async () => {
     const emulator = await startTestEmulator();
     const files = daemonFiles(tmpDir('ta-jit-'), emulator, { terminalSecret: 'wrong-secret-value-000000', logLevel: 'debug' });
     const d = spawnDaemon(files.configPath);
@@ -25,8 +27,8 @@ describe('V8\'s interrupt budget after start-up', () => {
     files.write({ terminalSecret: emulator.terminals[0]!.terminal_secret, logLevel: 'debug' });
     d.signal('SIGHUP');
     await d.waitLog((l) => l.component === 'faces' && l.msg === 'face sync done', 15_000, 'a sync after the reload');
-    const line = await d.waitLog(raised, 5_000, 'the raised budget');
-    expect(line).toMatchObject({ level: 'debug', interrupt_budget: STEADY_INTERRUPT_BUDGET });
+    const line = await d.waitLog(raised, 5_000, 'the steady flags');
+    expect(line).toMatchObject({ level: 'debug', v8_flags: STEADY });
 
     // Another reload rebuilds the components (a new sync interval); their first sync raises nothing again.
     const syncs = () => d.logs().filter((l) => l.component === 'faces' && l.msg === 'face sync done').length;
@@ -39,17 +41,19 @@ describe('V8\'s interrupt budget after start-up', () => {
     expect(d.logs().filter(raised)).toHaveLength(1);
   });
 
-  it('is left alone when node\'s command line sets one, and in the run that makes the code caches', async () => {
-    expect(steadyInterruptBudget([], {})).toBe(STEADY_INTERRUPT_BUDGET);
-    expect(steadyInterruptBudget(['--max-inlined-bytecode-size-cumulative=460'], {})).toBe(STEADY_INTERRUPT_BUDGET);
-    expect(steadyInterruptBudget(['--interrupt-budget=100000'], {})).toBeUndefined();
-    expect(steadyInterruptBudget(['--interrupt_budget=100000'], {})).toBeUndefined();
-    expect(steadyInterruptBudget([], { [CODE_CACHE_RUN_ENV]: '1' })).toBeUndefined();
+  it('leave alone what node\'s command line or NODE_OPTIONS sets, and are none in the run that makes the code caches', async () => {
+    expect(steadyV8Flags([], {})).toEqual(STEADY);
+    expect(steadyV8Flags(['--max-inlined-bytecode-size-cumulative=460'], { NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=256' })).toEqual(STEADY);
+    expect(steadyV8Flags(['--interrupt-budget=100000'], {})).toEqual([STEADY[1]]);
+    expect(steadyV8Flags(['--interrupt_budget=100000'], {})).toEqual([STEADY[1]]);
+    expect(steadyV8Flags([], { NODE_OPTIONS: '--max-old-space-size=256 --heap_growing_percent=50' })).toEqual([STEADY[0]]);
+    expect(steadyV8Flags(['--heap-growing-percent=50'], { NODE_OPTIONS: '--interrupt-budget=1000' })).toEqual([]);
+    expect(steadyV8Flags([], { [CODE_CACHE_RUN_ENV]: '1' })).toEqual([]);
 
     // The same through a real daemon, its node flags on the command line as ExecStart= puts them.
     const emulator = await startTestEmulator();
     const files = daemonFiles(tmpDir('ta-jit-'), emulator, { logLevel: 'debug' });
-    const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, CLI_ENTRY, ['sh', '-c', 'exec "$0" --interrupt-budget=100000 "$@"']);
+    const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, CLI_ENTRY, ['sh', '-c', 'exec "$0" --interrupt-budget=100000 --heap-growing-percent=50 "$@"']);
     await d.waitLog((l) => l.component === 'faces' && l.msg === 'face sync done', 15_000, 'the first sync');
     d.signal('SIGTERM');
     expect((await d.exited).code).toBe(0);
@@ -64,12 +68,15 @@ describe('V8\'s interrupt budget after start-up', () => {
       // Each Script under its own name: V8's in-memory compilation cache would serve the same text
       // and name again without looking at the cached data.
       const cache = new Script(src, { filename: 'made.js' }).createCachedData();
-      const { raiseInterruptBudget } = await import(${JSON.stringify(join(REPO_ROOT, 'dist', 'daemon', 'jit-budget.js'))});
+      const { setSteadyV8Flags } = await import(${JSON.stringify(join(REPO_ROOT, 'dist', 'daemon', 'steady-v8-flags.js'))});
       const before = new Script(src, { filename: 'before.js', cachedData: cache }).cachedDataRejected;
       const lines = [];
-      await raiseInterruptBudget(${STEADY_INTERRUPT_BUDGET}, { debug: (o, m) => lines.push(m), warn: (o, m) => lines.push('warn ' + m) });
+      await setSteadyV8Flags(${JSON.stringify(STEADY)}, { debug: (o, m) => lines.push(m), warn: (o, m) => lines.push('warn ' + m) });
       const after = new Script(src, { filename: 'after.js', cachedData: cache }).cachedDataRejected;
       console.log(JSON.stringify({ before, after, lines }));`;
+    // Both are flags of this node: on its command line, an unknown one is refused.
+    expect(spawnSync(process.execPath, [...STEADY, '-e', '0'], { encoding: 'utf8' }).status).toBe(0);
+    expect(spawnSync(process.execPath, ['--heap-growing-percentage=150', '-e', '0'], { encoding: 'utf8' }).status).not.toBe(0);
     const r = spawnSync(process.execPath, ['--input-type=commonjs', '-e', `(async () => {${script}})()`], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ before: false, after: true, lines: [RAISED] });
