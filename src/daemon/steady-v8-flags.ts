@@ -16,9 +16,9 @@ import type { Logger } from '../log/logger.js';
 // sync the live data is large (the group's records) and 1.3x keeps its peak RSS down. In the steady
 // state it is about 10 MB, and a burst of uploads promotes short-lived per-file objects at ~12 MB/s:
 // a full GC (marking all of it on V8's threads) every 400 ms, 6 to 7 in a burst of 1,000 files.
-// 2.5x (--heap-growing-percent=150) halves them: 0.05 to 0.1 ms less CPU per file, about 8 MB
-// more peak RSS (docs/performance-history.md, r17). A later sync of a whole new group of 10,000
-// faces under it peaked at 102 MB, against 89 for the first sync (the target is 120).
+// 2.5x (--heap-growing-percent=150) halves them: about 0.1 ms less CPU per file, about 5 MB more
+// peak RSS (docs/performance-history.md, r17). A later sync of a whole new group of 10,000 faces
+// under it peaked at 102 MB, against 89 for the first sync (the target is 120).
 //
 // Not from the start (the unit's ExecStart=): the first sync would pay. Set at run time, a flag
 // changes V8's flag hash, so a code cache made after it would be refused at the next start: the
