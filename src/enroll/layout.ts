@@ -46,9 +46,12 @@ const NOT_PLAIN = /(?:^|\/)\.{0,2}(?:\/|$)/;
  * its garbage was about 15 KB per file in a burst. Any other still goes through path.join.
  */
 export function joinUnder(base: string, rel: string): string {
-  if (NOT_PLAIN.test(rel)) return join(base, ...rel.split('/'));
-  if (base === '.') return rel;
-  return base.endsWith(sep) ? base + rel : `${base}${sep}${rel}`;
+  return NOT_PLAIN.test(rel) ? join(base, ...rel.split('/')) : folderPrefix(base) + rel;
+}
+
+/** What a path under `dir` starts with: `dir` and a separator (none for `.`, as path.join drops it). */
+function folderPrefix(dir: string): string {
+  return dir === '.' ? '' : dir.endsWith(sep) ? dir : dir + sep;
 }
 
 export function createLayout(dir: string, stateDir: string): Layout {
@@ -113,7 +116,7 @@ export function isIgnoredName(base: string): boolean {
 }
 
 export function toRel(root: string, absPath: string): string | undefined {
-  const prefix = root === '.' ? '' : root.endsWith(sep) ? root : root + sep;
+  const prefix = folderPrefix(root);
   if (!absPath.startsWith(prefix)) return undefined;
   return absPath.slice(prefix.length).split(sep).join('/');
 }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createLayout, joinUnder } from '../../src/enroll/layout.js';
+import { createLayout, joinUnder, toRel } from '../../src/enroll/layout.js';
 import { resultFileFor, resultPathFor } from '../../src/enroll/result-files.js';
 import { KINDS } from '../../src/enroll/types.js';
 
@@ -25,6 +25,8 @@ describe('enrollment layout', () => {
     for (const dir of dirs) {
       const base = join(dir);
       for (const rel of rels) expect(joinUnder(base, rel), `${base} + ${rel}`).toBe(join(base, ...rel.split('/')));
+      // The watcher's way back (toRel) shares the folder's prefix with it.
+      for (const rel of ['faces/alice.jpg', 'faces/alice/1.jpg', 'knowledge/x.md']) expect(toRel(base, joinUnder(base, rel))).toBe(rel);
     }
   });
 
