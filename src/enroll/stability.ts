@@ -39,6 +39,15 @@ async function look(path: string): Promise<{ size: number; mtimeMs: number; own?
   return stat(path).catch(() => l);
 }
 
+/**
+ * Looks made at once in a tick. One at a time, each lstat was a whole thread-pool round (a wake-up
+ * of a pool thread and of the event loop): about 34 µs of CPU, against 8 µs each when 16 go
+ * together and share the wake-ups (fs/promises lstat in a loop, r18's note). A burst looks at
+ * every file twice here (burst mode lists its folders without stats). Bounded, so that a tick's looks never queue more
+ * than this in front of the uploads' own pool work (their reads, the WAL syncs).
+ */
+const LOOK_WINDOW = 16;
+
 export function createStabilityTracker(deps: StabilityTrackerDeps) {
   const watching = new Map<string, Watch | null>();
   // A file is taken at the first tick after its settle_time is over: at most one tick late. A
@@ -59,11 +68,36 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
     timer = undefined;
   }
 
+  /** What one look found, applied in the order the files were met. */
+  function apply(rel: string, st: Awaited<ReturnType<typeof look>>, now: number): void {
+    const prev = watching.get(rel);
+    if (prev === undefined) return; // forgotten meanwhile
+    if (!st) {
+      watching.delete(rel);
+      return;
+    }
+    const mtimeMs = Math.floor(st.mtimeMs);
+    if (!prev || prev.size !== st.size || prev.mtimeMs !== mtimeMs) {
+      // From this look (a tick's looks take a while in a burst): the wait is never shortened.
+      watching.set(rel, { size: st.size, mtimeMs, since: Date.now() });
+    } else if (now - prev.since >= deps.settleMs) {
+      watching.delete(rel);
+      deps.onStable(rel, 'own' in st ? st.own : undefined);
+    }
+  }
+
   async function tick(): Promise<void> {
     if (ticking) return;
     ticking = true;
     try {
       const now = Date.now();
+      let due: string[] = [];
+      const lookAll = async () => {
+        const rels = due;
+        due = [];
+        const found = await Promise.all(rels.map((rel) => look(deps.abs(rel))));
+        for (let i = 0; i < rels.length; i++) apply(rels[i]!, found[i], now);
+      };
       // Walked live, not copied (every tick, a thousand entries in a burst): entries deleted or
       // changed meanwhile are safe to meet, and files touched meanwhile are looked at too.
       for (const [rel, prev] of watching) {
@@ -71,21 +105,10 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
         // shows as a different size or mtime then (and restarts the wait), so the looks in
         // between only cost a stat per file per tick, a thousand per tick in a burst.
         if (prev && now - prev.since < deps.settleMs) continue;
-        const st = await look(deps.abs(rel));
-        if (!watching.has(rel)) continue;
-        if (!st) {
-          watching.delete(rel);
-          continue;
-        }
-        const mtimeMs = Math.floor(st.mtimeMs);
-        if (!prev || prev.size !== st.size || prev.mtimeMs !== mtimeMs) {
-          // From this look (a tick's looks take a while in a burst): the wait is never shortened.
-          watching.set(rel, { size: st.size, mtimeMs, since: Date.now() });
-        } else if (now - prev.since >= deps.settleMs) {
-          watching.delete(rel);
-          deps.onStable(rel, 'own' in st ? st.own : undefined);
-        }
+        due.push(rel);
+        if (due.length === LOOK_WINDOW) await lookAll();
       }
+      if (due.length > 0) await lookAll();
     } catch (err) {
       deps.logger.warn({ err }, 'stability check failed');
     } finally {

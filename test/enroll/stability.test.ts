@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lstatSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
@@ -66,6 +66,32 @@ describe('stability tracker', () => {
       expect(looks.filter((r) => r === 'a.jpg')).toHaveLength(1);
       expect(looks.filter((r) => r === 'l.jpg')).toHaveLength(2);
       expect(looks.filter((r) => r === 'b.jpg')).toHaveLength(2);
+    } finally {
+      tracker.stop();
+    }
+  });
+
+  it('a burst: every file found at once is reported once, in the order it was found, but not one rewritten or removed meanwhile', async () => {
+    // 50 files: more than one tick's window of looks made together (16), and a last partial one.
+    const dir = tmpDir('ta-stability-');
+    const stable: string[] = [];
+    const tracker = createStabilityTracker({ settleMs: 150, abs: (rel) => join(dir, rel), onStable: (rel) => stable.push(rel), logger: pino({ level: 'silent' }) });
+    const names = Array.from({ length: 50 }, (_, i) => `f${String(49 - i).padStart(2, '0')}.jpg`);
+    for (const n of names) writeFileSync(join(dir, n), `bytes of ${n}`);
+    tracker.start();
+    try {
+      // With the watcher's lstat as each first look, so the changes below are surely after it.
+      for (const n of names) tracker.touch(n, lstatSync(join(dir, n)));
+      writeFileSync(join(dir, 'f30.jpg'), 'rewritten, and longer');
+      rmSync(join(dir, 'f20.jpg'));
+      const end = Date.now() + 5_000;
+      while (stable.length < 49 && Date.now() < end) await sleep(20);
+      await sleep(100);
+      const unchanged = names.filter((n) => n !== 'f30.jpg' && n !== 'f20.jpg');
+      // f30 settles later, from its own rewrite; f20 is forgotten.
+      expect(stable).toEqual([...unchanged, 'f30.jpg']);
+      expect(tracker.has('f20.jpg')).toBe(false);
+      expect(tracker.ticking()).toBe(false);
     } finally {
       tracker.stop();
     }
