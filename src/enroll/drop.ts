@@ -6,8 +6,8 @@ import type { Db } from '../db/database.js';
 import { AgentError, BusyError, InvalidInputError, UsageError } from '../errors.js';
 import { fsyncDir } from '../util/fs-atomic.js';
 import { hasControlChar } from '../config/plain-checks.js';
-import { classify, mkdirLikeRoot, splitInner, type Layout } from './layout.js';
-import { resultSidecarPath } from './result-sidecar.js';
+import { classify, companionRel, mkdirLikeRoot, splitInner, type Layout } from './layout.js';
+import { resultPathFor } from './result-files.js';
 import { KINDS, type Kind } from './types.js';
 
 // Files put into the enrollment folders by the agent itself (the web console): an upload is
@@ -16,6 +16,8 @@ import { KINDS, type Kind } from './types.js';
 // back from failed/<kind>/ under the name it was dropped with.
 
 const UPLOAD_PREFIX = '.upload-';
+/** The longest name the console takes for an upload or a retry (a file system's NAME_MAX is 255). */
+const DROP_NAME_MAX_BYTES = 240;
 
 export class TooLargeError extends InvalidInputError {
   override readonly code = 'TA_ERR_TOO_LARGE';
@@ -36,7 +38,11 @@ export function checkDropName(kind: Kind, name: string): void {
   const bad = parts.some((p) => p === '' || p === '.' || p === '..' || p.startsWith('.') || p.includes('\\') || hasControlChar(p));
   // A speaker's spoken text (LABEL.txt) goes beside LABEL.wav, before it.
   const companion = kind === 'speakers' && parts.length === 1 && name.toLowerCase().endsWith('.txt');
-  if (bad || Buffer.byteLength(name) > 240 || (!companion && !classify(`${kind}/${name}`))) {
+  const bytes = Buffer.byteLength(name);
+  if (!bad && bytes > DROP_NAME_MAX_BYTES) {
+    throw new UsageError(`"${name}" is ${bytes} bytes long; the ${kind} folder takes names of at most ${DROP_NAME_MAX_BYTES} bytes through the console: rename the file shorter`);
+  }
+  if (bad || (!companion && !classify(`${kind}/${name}`))) {
     const takes = kind === 'faces' ? 'NAME.jpg/.jpeg/.png/.bmp/.webp (or NAME/FILE.jpg)' : kind === 'knowledge' ? 'ID.txt or ID.md' : kind === 'speakers' ? 'LABEL.txt (the spoken text, first) and LABEL.wav' : 'NAME.wav or NAME.pcm';
     throw new UsageError(`"${name}" is not a file name the ${kind} folder takes: it takes ${takes}, no leading dot, no folders beyond one for faces`);
   }
@@ -140,8 +146,7 @@ export async function retryFailed(layout: Layout, db: Db, kind: Kind, name: stri
   if (parts.length > 2 || parts.some((p) => p === '' || p === '.' || p === '..' || p.startsWith('.')) || name.endsWith('.json')) {
     throw new UsageError(`"${name}" is not a file in failed/${kind}/`);
   }
-  const failedBase = layout.failed(kind);
-  const from = join(failedBase, ...parts);
+  const from = layout.placed(kind, 'failed', name);
   if (!(await exists(from))) throw new NoSuchFileError(`failed/${kind}/${name} does not exist (already retried or removed)`);
   const row = db.prepare(`SELECT source_path FROM outbox WHERE kind = ? AND final_path = ? AND state = 'failed' ORDER BY id DESC LIMIT 1`).get(kind, name) as { source_path: string } | undefined;
   const original = row ? row.source_path.slice(kind.length + 1) : name;
@@ -153,8 +158,7 @@ export async function retryFailed(layout: Layout, db: Db, kind: Kind, name: stri
   await rename(from, tmp);
   try {
     if (kind === 'speakers') {
-      const { folder, stem } = splitInner(name);
-      const txt = join(failedBase, ...(folder ? folder.split('/') : []), `${stem}.txt`);
+      const txt = layout.placed(kind, 'failed', companionRel(name));
       const orig = splitInner(original);
       if (await exists(txt)) await rename(txt, join(layout.inbox(kind), `${orig.stem}.txt`));
     }
@@ -163,7 +167,8 @@ export async function retryFailed(layout: Layout, db: Db, kind: Kind, name: stri
     await rename(tmp, from).catch(() => undefined);
     throw err;
   }
-  await rm(resultSidecarPath(layout, kind, 'failed', name), { force: true });
+  // The name results.ts gave it: a long one is cut to fit NAME_MAX (result-files.ts).
+  await rm(resultPathFor(layout, kind, 'failed', name), { force: true });
   await fsyncDir(dirname(dest));
   return { kind, name: original };
 }

@@ -27,11 +27,22 @@ export interface Candidate {
   inner: string;
 }
 
+/** Where a finished file went: done/<kind>/ or failed/<kind>/. */
+export type ResultState = 'done' | 'failed';
+
 export interface Layout {
   root: string;
   inbox(kind: Kind): string;
   done(kind: Kind): string;
   failed(kind: Kind): string;
+  /** done(kind) or failed(kind). */
+  finished(kind: Kind, state: ResultState): string;
+  /**
+   * The absolute path of a finished original placed at `rel` (relative to its state's kind
+   * folder, POSIX style: `alice.jpg`, `alice/2.jpg`): the one rule for the placer's reservations,
+   * the moves into done/ and failed/, and the retry out of failed/.
+   */
+  placed(kind: Kind, state: ResultState, rel: string): string;
   staging: string;
   abs(rel: string): string;
 }
@@ -60,11 +71,14 @@ export function createLayout(dir: string, stateDir: string): Layout {
   const done = folders(['done']);
   const failed = folders(['failed']);
   const root = join(dir);
+  const finished = { done, failed };
   return {
     root: dir,
     inbox: (kind) => inbox[kind],
     done: (kind) => done[kind],
     failed: (kind) => failed[kind],
+    finished: (kind, state) => finished[state][kind],
+    placed: (kind, state, rel) => joinUnder(finished[state][kind], rel),
     staging: join(stateDir, 'enroll-staging'),
     abs: (rel) => joinUnder(root, rel),
   };
@@ -181,6 +195,15 @@ export function speakerTextRel(c: Candidate): string {
 }
 
 /** Splits `a/b/name.ext` into the folder part and the stem, for naming result files. */
+/**
+ * Where a speaker sample's text (`NAME.txt`, beside `NAME.wav`) goes with its WAV placed at `rel`:
+ * the same folder and stem, even when the WAV got a `.2` (the stem is the placed one).
+ */
+export function companionRel(rel: string): string {
+  const { folder, stem } = splitInner(rel);
+  return folder ? `${folder}/${stem}.txt` : `${stem}.txt`;
+}
+
 export function splitInner(inner: string): { folder: string; stem: string; ext: string } {
   const slash = inner.lastIndexOf('/');
   const folder = slash < 0 ? '' : inner.slice(0, slash);

@@ -3,13 +3,13 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { Db } from '../db/database.js';
 import { IMAGE_EXTS, classify, isIgnoredName, type Layout } from './layout.js';
-import { resultSidecarPath } from './result-sidecar.js';
+import { resultPathFor } from './result-files.js';
 import { KINDS, type Kind } from './types.js';
 import { isoTime } from '../util/iso-time.js';
 
 // What the enrollment folders hold, for the web console: files waiting in the inbox, rows of the
 // outbox on their way, and the finished files in done/ and failed/ with what their result files
-// say. Result file names come from results.ts (the one place that names them).
+// say. Result file names come from result-files.ts (the one place that names them).
 
 export type ItemState = 'queued' | 'in_flight' | 'done' | 'failed';
 
@@ -151,7 +151,7 @@ export async function listEnrollment(layout: Layout, db: Db, opts: { limit?: num
   const failedItems = await cut(failed, 'failed');
   for (const [items, isFailed] of [[doneItems, false], [failedItems, true]] as const) {
     for (const item of items) {
-      const sidecar = resultSidecarPath(layout, item.kind, isFailed ? 'failed' : 'done', item.name);
+      const sidecar = resultPathFor(layout, item.kind, isFailed ? 'failed' : 'done', item.name);
       const body = await readSidecar(sidecar);
       if (!body) {
         // The file moved a moment ago and its result file is being written: the outbox knows why.

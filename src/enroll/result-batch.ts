@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { makeDurable } from '../faces/durability.js';
 import type { SyncfsRunner } from '../util/syncfs.js';
@@ -10,7 +10,7 @@ import { removeStateFile } from '../util/state-fs.js';
 import type { Commit } from './commit-batcher.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
-import { joinUnder, mkdirLikeRoot, splitInner } from './layout.js';
+import { companionRel, mkdirLikeRoot } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { resultPathFor } from './result-files.js';
@@ -44,8 +44,8 @@ const writeNewFile = promisify(writeFile);
 /** Moves the original and writes the result's temp file; the caller makes it durable. */
 async function prepare(layout: Layout, row: OutboxRow, target: string, dirs: Map<string, Promise<void>>): Promise<Pending> {
   const failed = row.state === 'failed';
-  const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
-  const dest = joinUnder(base, target);
+  const state = failed ? 'failed' : 'done';
+  const dest = layout.placed(row.kind, state, target);
   const dir = dirname(dest);
   // One mkdir per folder and batch, not per file.
   let made = dirs.get(dir);
@@ -56,13 +56,10 @@ async function prepare(layout: Layout, row: OutboxRow, target: string, dirs: Map
   await made;
   if (await sameFile(layout.abs(row.source_path), row)) await rename(layout.abs(row.source_path), dest);
   const companion = parseMeta(row).companion;
-  if (companion) {
-    const { folder, stem } = splitInner(target);
-    await rename(layout.abs(companion), join(base, ...(folder ? folder.split('/') : []), `${stem}.txt`)).catch(() => undefined);
-  }
+  if (companion) await rename(layout.abs(companion), layout.placed(row.kind, state, companionRel(target))).catch(() => undefined);
   const placed = { ...row, final_path: target };
   const body = `${JSON.stringify(failed ? errorFileOf(placed) : doneFileOf(placed), null, 2)}\n`;
-  const resultFile = resultPathFor(layout, row.kind, failed ? 'failed' : 'done', target);
+  const resultFile = resultPathFor(layout, row.kind, state, target);
   const tmp = tempPathFor(resultFile);
   await writeNewFile(tmp, body, { flag: 'wx', mode: 0o644 });
   return { row, tmp, resultFile, dest };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { joinUnder, type Layout } from './layout.js';
+import type { Layout, ResultState } from './layout.js';
 import type { Kind } from './types.js';
 
 // The names of result files, in one place: the agent writes them, and the web console finds them
@@ -14,7 +14,7 @@ import type { Kind } from './types.js';
 
 export const NAME_MAX_BYTES = 255;
 
-export type ResultState = 'done' | 'failed';
+export type { ResultState } from './layout.js';
 
 const SUFFIX: Record<ResultState, string> = { done: '.json', failed: '.error.json' };
 
@@ -61,9 +61,8 @@ export function resultFileFor(kind: Kind, state: ResultState, name: string): str
  * failed/<kind>/ (`alice.jpg`, `alice/1.jpg`), or the knowledge ID.
  */
 export function resultPathFor(layout: Layout, kind: Kind, state: ResultState, rel: string): string {
-  const base = state === 'done' ? layout.done(kind) : layout.failed(kind);
   const cut = kind === 'knowledge' ? 0 : rel.lastIndexOf('/') + 1;
-  return joinUnder(base, rel.slice(0, cut) + resultFileFor(kind, state, rel.slice(cut)));
+  return layout.placed(kind, state, rel.slice(0, cut) + resultFileFor(kind, state, rel.slice(cut)));
 }
 
 export interface ResultEntry {
@@ -80,7 +79,7 @@ export interface ResultEntry {
  * each with its result file: what a console lists to show reasons or offer a retry.
  */
 export async function listResults(layout: Layout, kind: Exclude<Kind, 'knowledge'>, state: ResultState): Promise<ResultEntry[]> {
-  const base = state === 'done' ? layout.done(kind) : layout.failed(kind);
+  const base = layout.finished(kind, state);
   const out: ResultEntry[] = [];
   const visit = async (folder: string): Promise<void> => {
     const entries = await readdir(join(base, ...(folder ? [folder] : [])), { withFileTypes: true }).catch(() => []);

@@ -5,7 +5,7 @@ import { writeFileAtomic } from '../util/fs-atomic.js';
 import { removeStateFile } from '../util/state-fs.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
-import { joinUnder, mkdirLikeRoot, splitInner } from './layout.js';
+import { companionRel, mkdirLikeRoot, splitInner } from './layout.js';
 import { fitName, resultFileFor, resultPathFor } from './result-files.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
@@ -58,7 +58,7 @@ export function createPlacer(layout: Layout) {
     held.delete(abs);
   };
   /** Where an original placed at `rel` goes: done/<kind>/rel or failed/<kind>/rel. */
-  const target = (kind: OutboxRow['kind'], failed: boolean, rel: string): string => joinUnder(failed ? layout.failed(kind) : layout.done(kind), rel);
+  const target = (kind: OutboxRow['kind'], failed: boolean, rel: string): string => layout.placed(kind, failed ? 'failed' : 'done', rel);
   return {
     place(row: Pick<OutboxRow, 'kind' | 'source_path'>, failed: boolean): string | null {
       if (row.kind === 'knowledge') return null;
@@ -151,12 +151,12 @@ function writeResultFile(path: string, body: string, syncDir: DirSync): Promise<
 /** Moves the original and writes its result file; returns that file's absolute path. */
 export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync): Promise<string> {
   const failed = row.state === 'failed';
-  const base = failed ? layout.failed(row.kind) : layout.done(row.kind);
+  const state = failed ? 'failed' : 'done';
   let resultFile: string;
   if (row.kind === 'knowledge') {
     const body = `${JSON.stringify(failed ? errorFileOf(row) : doneFileOf(row), null, 2)}\n`;
     // A mirror: the file stays where the operator keeps it; only the latest outcome is recorded.
-    resultFile = resultPathFor(layout, 'knowledge', failed ? 'failed' : 'done', row.name);
+    resultFile = resultPathFor(layout, 'knowledge', state, row.name);
     await writeFileAtomic(resultFile, body);
     if (!failed) await rm(resultPathFor(layout, 'knowledge', 'failed', row.name), { force: true });
   } else {
@@ -169,17 +169,13 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
       target = chosen;
     }
     const source = layout.abs(row.source_path);
-    const dest = joinUnder(base, target);
+    const dest = layout.placed(row.kind, state, target);
     await mkdirLikeRoot(layout.root, dirname(dest));
     if (await sameFile(source, row)) await rename(source, dest);
     const companion = parseMeta(row).companion;
-    if (companion) {
-      const { folder, stem } = splitInner(target);
-      const txtDest = join(base, ...(folder ? folder.split('/') : []), `${stem}.txt`);
-      await rename(layout.abs(companion), txtDest).catch(() => undefined);
-    }
+    if (companion) await rename(layout.abs(companion), layout.placed(row.kind, state, companionRel(target))).catch(() => undefined);
     const body = `${JSON.stringify(failed ? errorFileOf({ ...row, final_path: target }) : doneFileOf({ ...row, final_path: target }), null, 2)}\n`;
-    resultFile = resultPathFor(layout, row.kind, failed ? 'failed' : 'done', target);
+    resultFile = resultPathFor(layout, row.kind, state, target);
     await writeResultFile(resultFile, body, syncDir);
     placer.release(dest);
   }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -221,6 +221,35 @@ describe('web console API', () => {
     expect(readdirSync(join(files.enrollDir, 'failed', 'faces')).filter((n) => n.startsWith('Broken'))).toEqual([]);
     const gone = await c.call('POST', '/api/enroll/retry', { body: { kind: 'faces', name: 'Broken.png' } });
     expect(gone.status).toBe(404);
+  });
+
+  it('shows the result of a file whose name leaves no room for its result file name, and refuses its retry with the reason', async () => {
+    // 255 bytes (83 characters: the service limits names in characters): `STEM.json` and
+    // `STEM.error.json` would not fit NAME_MAX, so the result files get a cut, hashed name.
+    const long = (tail: string) => `${'\u6f22'.repeat(83)}${tail}.png`;
+    const good = long('gg');
+    const broken = long('bb');
+    expect(Buffer.byteLength(good)).toBe(255);
+    const inbox = join(files.enrollDir, 'faces');
+    // Dropped as an operator would (scp, then a rename), not through the console.
+    for (const [name, body] of [[good, faceImagePng([30, 30, 200], 80)], [broken, Buffer.from('this is not an image at all')]] as const) {
+      writeFileSync(join(inbox, '.partial'), body);
+      renameSync(join(inbox, '.partial'), join(inbox, name));
+    }
+    const done = await until('the long name with its result', async () => {
+      const l = (await c.call('GET', '/api/enroll')).json();
+      return l.done.find((i: { name: string; result?: unknown }) => i.name === good && i.result);
+    });
+    expect(done.result).toMatchObject({ action: 'created', file: good, face_id: expect.any(String) });
+    const failed = await until('the long broken name with its reason', async () => {
+      const l = (await c.call('GET', '/api/enroll')).json();
+      return l.failed.find((i: { name: string; error?: unknown }) => i.name === broken && i.error);
+    });
+    expect(failed.error.code).toBe('TA_ERR_BAD_IMAGE');
+    const retry = await c.call('POST', '/api/enroll/retry', { body: { kind: 'faces', name: broken } });
+    expect(retry.status).toBe(400);
+    expect(retry.json().error.message).toMatch(/is 255 bytes long.*at most 240 bytes.*rename the file shorter/);
+    expect(existsSync(join(files.enrollDir, 'failed', 'faces', broken))).toBe(true);
   });
 
   it('retries a file refused by the service with the same content: the outbox does not take it for a repeat', async () => {

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createLayout, joinUnder, toRel } from '../../src/enroll/layout.js';
+import { companionRel, createLayout, joinUnder, toRel } from '../../src/enroll/layout.js';
 import { resultFileFor, resultPathFor } from '../../src/enroll/result-files.js';
 import { KINDS } from '../../src/enroll/types.js';
 
@@ -47,7 +47,18 @@ describe('enrollment layout', () => {
       expect(layout.inbox(kind)).toBe(`/srv/enroll/${kind}`);
       expect(layout.done(kind)).toBe(`/srv/enroll/done/${kind}`);
       expect(layout.failed(kind)).toBe(`/srv/enroll/failed/${kind}`);
+      expect(layout.finished(kind, 'done')).toBe(layout.done(kind));
+      expect(layout.finished(kind, 'failed')).toBe(layout.failed(kind));
+      expect(layout.placed(kind, 'failed', 'alice/1.jpg')).toBe(`/srv/enroll/failed/${kind}/alice/1.jpg`);
+      expect(layout.placed(kind, 'done', 'x/../y.jpg')).toBe(`/srv/enroll/done/${kind}/y.jpg`);
     }
     expect(layout.staging).toBe('/var/lib/terminal-agent/enroll-staging');
+  });
+
+  it("puts a speaker sample's text beside its WAV under the WAV's placed stem", () => {
+    expect(companionRel('alice.wav')).toBe('alice.txt');
+    expect(companionRel('alice.2.wav')).toBe('alice.2.txt');
+    expect(companionRel('team/alice.wav')).toBe('team/alice.txt');
+    expect(companionRel('noext')).toBe('noext.txt');
   });
 });
