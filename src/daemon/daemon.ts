@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
-import { openStateDb } from './open-state-db.js';
+import { openStateDb, takeInstanceLock } from './open-state-db.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient, RequestEvent } from '../client/types.js';
 import { AbortedError, ExitCode, describeError, isProgramReplaced, missingProgramFile } from '../errors.js';
 import { createControlServer, type ControlServer } from '../control/control-server.js';
-import { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
+import type { InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
 import { steadyFlagSetter } from './steady-v8-flags.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
@@ -81,12 +81,19 @@ export interface DaemonState {
   onFirstSync: (() => void) | undefined;
 }
 
-/** `shutdown` (SIGTERM) ends a start that waits for agent.db (open-state-db.ts). */
+/** `shutdown` (SIGTERM) ends a start that waits for room in state_dir (wait-for-room.ts). */
 export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?: AbortSignal): Promise<RunningDaemon> {
   const logger = d.logger.child({ component: 'daemon' });
   const cfg = initial;
   d.setConfig(cfg);
-  const lock: InstanceLock = acquireInstanceLock(cfg.state_dir, d.pid);
+  const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
+  let lock: InstanceLock;
+  try {
+    lock = await takeInstanceLock({ stateDir: cfg.state_dir, pid: d.pid, logger, notifier, signal: shutdown });
+  } catch (err) {
+    notifier.close();
+    throw err;
+  }
   const offFatal = d.onFatal((err, origin) => {
     if (isProgramReplaced(err)) logger.fatal({ err: describeError(err), origin, missing: missingProgramFile(err) }, REPLACED);
     else logger.fatal({ err, origin }, 'exiting on an uncaught error (a bug in terminal-agent): systemd restarts the agent, and the outbox resumes where it stopped; please report this line');
@@ -104,11 +111,9 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     }
     return true;
   };
-  const undo: Array<() => Promise<void> | void> = [() => lock.release(), offFatal];
+  const undo: Array<() => Promise<void> | void> = [() => notifier.close(), () => lock.release(), offFatal];
   try {
     await makeDir(cfg.state_dir);
-    const notifier = createNotifier({ socketPath: d.env.NOTIFY_SOCKET, logger });
-    undo.unshift(() => notifier.close());
     const db = await openStateDb({ path: join(cfg.state_dir, 'agent.db'), logger, notifier, signal: shutdown });
     undo.unshift(() => {
       db.close();
@@ -227,7 +232,7 @@ export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortS
   try {
     daemon = await startDaemon(d, cfg, shutdown);
   } catch (err) {
-    // Asked to stop while it waited for agent.db: a stop as asked, not a failure.
+    // Asked to stop while it waited for room in state_dir: a stop as asked, not a failure.
     if (!(err instanceof AbortedError && shutdown.aborted)) throw err;
     d.logger.child({ component: 'daemon' }).info({ err: err.message }, 'stopped before start-up finished');
     return 0;

@@ -37,10 +37,13 @@ export function needRoot(what: string): void {
   throw new Error(`this test needs root to ${what}: run the suite as root, as CI (.ci/run) does`);
 }
 
-/** Mounts a tmpfs of `sizeMb` MiB on `dir` (root only), unmounted when the current test finishes. */
-export function mountTmpfs(dir: string, sizeMb: number): string {
+/**
+ * Mounts a tmpfs of `sizeMb` MiB (and at most `inodes` files and folders, its root included) on
+ * `dir` (root only), unmounted when the current test finishes.
+ */
+export function mountTmpfs(dir: string, sizeMb: number, inodes?: number): string {
   needRoot('mount a small tmpfs');
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', dir]);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m${inodes ? `,nr_inodes=${inodes}` : ''}`, 'tmpfs', dir]);
   onTestFinished(() => {
     try {
       execFileSync('umount', ['-l', dir]);
