@@ -249,6 +249,11 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   return {
     wake,
+    /** A claim queued a row: wakes the loop, and the row counts as waiting ahead (whenReadyBelow). */
+    queued(): void {
+      readyRows.queued();
+      wake();
+    },
     /**
      * Runs until `signal` aborts, then waits for the steps in flight; `requests` aborts those
      * (what is cut off mid-request is settled by the next start, as after a crash).

@@ -142,7 +142,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     if (r.outcome !== 'retry') notFiles.delete(rel);
     if (r.outcome === 'queued') {
       deps.events?.publish('enroll.queued', { kind: c.kind, name: r.name, file: c.rel });
-      dispatcher.wake();
+      dispatcher.queued();
     }
     else if (r.outcome === 'retry') tracker.touch(rel);
     else if (r.outcome === 'failed' || r.outcome === 'duplicate') {

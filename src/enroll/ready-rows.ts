@@ -11,9 +11,12 @@ import type { OutboxStore } from './outbox-store.js';
 // loop). Passes run after every step of every file; with claims kept just ahead of the uploads,
 // most found nothing new, a query each.
 //
-// Claims wait here (whenBelow) so that a burst is claimed a few dozen files ahead of its uploads,
-// not all at once: the bytes a claim read are then still kept when its upload comes
-// (claimed-bytes.ts) instead of read again.
+// Claims wait here (whenBelow) so that a burst is claimed a few files ahead of its uploads, not
+// all at once: the bytes a claim read are then still kept when its upload comes (claimed-bytes.ts)
+// instead of read again. What waits ahead is the rows read and not taken, plus the rows queued
+// since the last read (queued()): counting only the first let claims run on while the last rows
+// read were being taken, about 50 files ahead with 20 ms of service latency, and 890 of a burst's
+// 1,000 uploads read and hashed their staged copies again (7 with none).
 
 /** Startable rows fetched per query. */
 const READY_BATCH = 32;
@@ -28,6 +31,8 @@ export interface ReadyRows {
    * `finishing` are rows the loop took already: still 'queued' until their first commit.
    */
   refill(now: number, started: ReadonlySet<number>, finishing: ReadonlySet<number>): void;
+  /** A row was queued (a claim): it waits ahead of the uploads until a read takes it in. */
+  queued(): void;
   /** The next row id to start, in order. */
   take(): number | undefined;
   readonly size: number;
@@ -42,6 +47,8 @@ export interface ReadyRows {
 export function createReadyRows(store: OutboxStore): ReadyRows {
   let ready: number[] = [];
   let stale = true;
+  /** Rows queued since the last read (queued()). */
+  let added = 0;
   let running = false;
   let waiters: { below: number; resolve(): void }[] = [];
 
@@ -49,7 +56,7 @@ export function createReadyRows(store: OutboxStore): ReadyRows {
     if (waiters.length === 0) return;
     const still: typeof waiters = [];
     for (const w of waiters) {
-      if (!running || ready.length < w.below) w.resolve();
+      if (!running || ready.length + added < w.below) w.resolve();
       else still.push(w);
     }
     waiters = still;
@@ -61,6 +68,7 @@ export function createReadyRows(store: OutboxStore): ReadyRows {
     },
     drop() {
       ready = [];
+      added = 0;
       stale = true;
       notify();
     },
@@ -68,8 +76,12 @@ export function createReadyRows(store: OutboxStore): ReadyRows {
       if (ready.length > 0 || !stale) return;
       const limit = READY_BATCH + started.size + finishing.size;
       const ids = store.startable(now, limit);
+      added = 0;
       stale = ids.length === limit;
       ready = ids.filter((id) => !started.has(id) && !finishing.has(id));
+    },
+    queued() {
+      added += 1;
     },
     take: () => ready.shift(),
     get size() {
@@ -81,7 +93,7 @@ export function createReadyRows(store: OutboxStore): ReadyRows {
     },
     notify,
     whenBelow(below) {
-      if (!running || ready.length < below) return Promise.resolve();
+      if (!running || ready.length + added < below) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ below, resolve }));
     },
   };

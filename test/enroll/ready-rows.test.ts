@@ -101,4 +101,50 @@ describe('ready rows', () => {
     expect(released).toBe(4);
     db.close();
   });
+
+  it('count the rows queued since the last read as waiting too, until a read takes them in; a drop lets claims go', async () => {
+    const { db, store, queue } = outbox();
+    const rows = createReadyRows(store);
+    rows.setRunning(true);
+    const read = [queue('r0'), queue('r1')];
+    rows.refill(Date.now(), none, none);
+    let released = 0;
+    const claim = () => void rows.whenBelow(4).then(() => released++);
+    // Two read, not taken: a claim goes, and its row, queued, counts.
+    claim();
+    await Promise.resolve();
+    expect(released).toBe(1);
+    queue('c1');
+    rows.queued();
+    queue('c2');
+    rows.queued();
+    // 2 read + 2 queued: the next claim waits, though only 2 rows are in the read-ahead.
+    claim();
+    await Promise.resolve();
+    expect(released).toBe(1);
+    rows.take();
+    rows.notify();
+    await Promise.resolve();
+    expect(released).toBe(2);
+    queue('c3');
+    rows.queued();
+    // A read takes the queued rows in: they count once, as read rows.
+    rows.take();
+    rows.markStale();
+    // The two taken are started (still queued in the outbox until their first commit).
+    rows.refill(Date.now(), new Set(read), none);
+    expect(rows.size).toBe(3);
+    claim();
+    await Promise.resolve();
+    expect(released).toBe(3);
+    rows.queued();
+    claim();
+    await Promise.resolve();
+    expect(released).toBe(3);
+    // A pause drops the read-ahead and the count: claims go on (the files are then in the outbox).
+    rows.drop();
+    await Promise.resolve();
+    expect(released).toBe(4);
+    db.close();
+  });
 });
