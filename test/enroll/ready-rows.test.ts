@@ -110,22 +110,23 @@ describe('ready rows', () => {
     rows.refill(Date.now(), none, none);
     let released = 0;
     const claim = () => void rows.whenBelow(4).then(() => released++);
+    const releasedNow = async (n: number) => {
+      await Promise.resolve();
+      expect(released).toBe(n);
+    };
     // Two read, not taken: a claim goes, and its row, queued, counts.
     claim();
-    await Promise.resolve();
-    expect(released).toBe(1);
+    await releasedNow(1);
     queue('c1');
     rows.queued();
     queue('c2');
     rows.queued();
     // 2 read + 2 queued: the next claim waits, though only 2 rows are in the read-ahead.
     claim();
-    await Promise.resolve();
-    expect(released).toBe(1);
+    await releasedNow(1);
     rows.take();
     rows.notify();
-    await Promise.resolve();
-    expect(released).toBe(2);
+    await releasedNow(2);
     queue('c3');
     rows.queued();
     // A read takes the queued rows in: they count once, as read rows.
@@ -135,16 +136,13 @@ describe('ready rows', () => {
     rows.refill(Date.now(), new Set(read), none);
     expect(rows.size).toBe(3);
     claim();
-    await Promise.resolve();
-    expect(released).toBe(3);
+    await releasedNow(3);
     rows.queued();
     claim();
-    await Promise.resolve();
-    expect(released).toBe(3);
+    await releasedNow(3);
     // A pause drops the read-ahead and the count: claims go on (the files are then in the outbox).
     rows.drop();
-    await Promise.resolve();
-    expect(released).toBe(4);
+    await releasedNow(4);
     db.close();
   });
 });
