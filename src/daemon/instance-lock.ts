@@ -27,8 +27,9 @@ export function acquireInstanceLock(stateDir: string, pid: number): InstanceLock
     const code = (err as { code?: unknown }).code;
     // SQLite says only "unable to open database file" when it cannot create the file.
     const full = code === 'ENOSPC' || code === 'EDQUOT' || (code === 'SQLITE_CANTOPEN' && noRoomAt(path));
-    const fix = full ? `the file system of state_dir is full (no free ${code === 'EDQUOT' ? 'quota of the agent\'s user' : 'block or inode'}): free space there`
-      : "check that state_dir exists and is writable by the agent's user";
+    const fix = code === 'EDQUOT' ? "the agent's user has used up its disk quota on state_dir's file system: free space there or raise the quota"
+      : full ? 'the file system of state_dir is full (no free block or inode): free space there'
+        : "check that state_dir exists and is writable by the agent's user";
     const shown = typeof code === 'string' && code.startsWith('SQLITE_') ? ` (${code})` : '';
     throw new AgentError(`cannot create the instance lock ${path}: ${(err as Error).message}${shown}; ${fix}`, { cause: err, details: { path, ...(typeof code === 'string' ? { code } : {}) } });
   }

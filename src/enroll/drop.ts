@@ -167,7 +167,7 @@ export async function retryFailed(layout: Layout, db: Db, kind: Kind, name: stri
     await rename(tmp, from).catch(() => undefined);
     throw err;
   }
-  // The name results.ts gave it: a long one is cut to fit NAME_MAX (result-files.ts).
+  // The name result-files.ts gives it: a long one is cut to fit NAME_MAX.
   await rm(resultPathFor(layout, kind, 'failed', name), { force: true });
   await fsyncDir(dirname(dest));
   return { kind, name: original };

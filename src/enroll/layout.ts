@@ -194,7 +194,6 @@ export function speakerTextRel(c: Candidate): string {
   return posix.join('speakers', `${c.name}.txt`);
 }
 
-/** Splits `a/b/name.ext` into the folder part and the stem, for naming result files. */
 /**
  * Where a speaker sample's text (`NAME.txt`, beside `NAME.wav`) goes with its WAV placed at `rel`:
  * the same folder and stem, even when the WAV got a `.2` (the stem is the placed one).
@@ -204,6 +203,7 @@ export function companionRel(rel: string): string {
   return folder ? `${folder}/${stem}.txt` : `${stem}.txt`;
 }
 
+/** Splits `a/b/name.ext` into the folder part and the stem, for naming result files. */
 export function splitInner(inner: string): { folder: string; stem: string; ext: string } {
   const slash = inner.lastIndexOf('/');
   const folder = slash < 0 ? '' : inner.slice(0, slash);
