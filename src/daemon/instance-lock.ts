@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentError, AlreadyRunningError } from '../errors.js';
 import { makeDirSync } from '../util/make-dir.js';
-import { noRoomAt } from './wait-for-room.js';
+import { isOutOfRoom } from './wait-for-room.js';
 
 // One daemon per state_dir. The lock is an exclusive SQLite lock on state_dir/agent.lock: SQLite
 // takes a POSIX byte-range lock that the kernel drops when the process dies, so a crash leaves no
@@ -25,10 +25,8 @@ export function acquireInstanceLock(stateDir: string, pid: number): InstanceLock
     db = new Database(path);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    // SQLite says only "unable to open database file" when it cannot create the file.
-    const full = code === 'ENOSPC' || code === 'EDQUOT' || (code === 'SQLITE_CANTOPEN' && noRoomAt(path));
     const fix = code === 'EDQUOT' ? "the agent's user has used up its disk quota on state_dir's file system: free space there or raise the quota"
-      : full ? 'the file system of state_dir is full (no free block or inode): free space there'
+      : isOutOfRoom(err, path) ? 'the file system of state_dir is full (no free block or inode): free space there'
         : "check that state_dir exists and is writable by the agent's user";
     const shown = typeof code === 'string' && code.startsWith('SQLITE_') ? ` (${code})` : '';
     throw new AgentError(`cannot create the instance lock ${path}: ${(err as Error).message}${shown}; ${fix}`, { cause: err, details: { path, ...(typeof code === 'string' ? { code } : {}) } });

@@ -24,11 +24,11 @@ export interface WaitForRoomOptions {
 }
 
 function codeOf(e: unknown): unknown {
-  return e instanceof AgentError ? (e.details as { code?: unknown } | undefined)?.code ?? (e.cause as { code?: unknown } | undefined)?.code : (e as { code?: unknown } | undefined)?.code;
+  return e instanceof AgentError ? (e.details as { code?: unknown } | undefined)?.code : (e as { code?: unknown } | undefined)?.code;
 }
 
 /** Whether the file system holding `path` (or its nearest existing folder) has no free block or inode left for us. */
-export function noRoomAt(path: string): boolean {
+function noRoomAt(path: string): boolean {
   for (let p = resolve(path); ; p = dirname(p)) {
     try {
       const s = statfsSync(p);
@@ -40,15 +40,22 @@ export function noRoomAt(path: string): boolean {
 }
 
 /**
- * Whether `err` is a failure for want of space or of working storage, which may come back: the
- * kernel's ENOSPC or EDQUOT, SQLite's SQLITE_FULL or SQLITE_IOERR_*, or a file SQLite could not
- * create (SQLITE_CANTOPEN) where `path`'s file system has no block or inode left.
+ * Whether a file could not be made at `path` for want of room: the kernel's ENOSPC or EDQUOT, or
+ * SQLITE_CANTOPEN (SQLite says only "unable to open database file") where `path`'s file system
+ * has no block or inode left.
+ */
+export function isOutOfRoom(err: unknown, path: string): boolean {
+  const code = codeOf(err);
+  return code === 'ENOSPC' || code === 'EDQUOT' || (code === 'SQLITE_CANTOPEN' && noRoomAt(path));
+}
+
+/**
+ * Whether `err` is a failure for want of space or of working storage, which may come back:
+ * isOutOfRoom, or SQLite's SQLITE_FULL or SQLITE_IOERR_*.
  */
 export function mayComeBack(err: unknown, path: string): boolean {
   const code = codeOf(err);
-  if (typeof code !== 'string') return false;
-  if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) return true;
-  return code === 'SQLITE_CANTOPEN' && noRoomAt(path);
+  return isOutOfRoom(err, path) || code === 'SQLITE_FULL' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR'));
 }
 
 /**
