@@ -48,7 +48,7 @@ export interface Components {
   enroll: EnrollComponent | undefined;
   speech: SpeechComponent | undefined;
   voice: VoiceComponent | undefined;
-  /** Ends what the components share (the syncfs helper shells), once every one has stopped. */
+  /** Ends what the components share (the syncfs helpers), once every one has stopped. */
   close(): void;
 }
 
@@ -59,7 +59,7 @@ export function buildComponents(deps: AgentDeps): Components {
   // Work READY=1 does not promise waits until it has been sent: it would only delay it.
   const later = afterReady ? { firstSyncAfter: afterReady } : {};
   const firstSync = deps.onFirstSync ? { onFirstSync: deps.onFirstSync } : {};
-  // One set of syncfs helper shells for the face cache and the result files (util/syncfs.ts).
+  // One set of syncfs helpers for the face cache and the result files (util/syncfs.ts).
   const syncfs = createSyncfsRunner();
   const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, ...firstSync, syncfs });
   const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}), ...(afterReady ? { warmUpAfter: afterReady } : {}) });

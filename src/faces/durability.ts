@@ -14,7 +14,7 @@ import type { SyncfsRunner } from '../util/syncfs.js';
 const run = promisify(execFile);
 const SYNCFS_TIMEOUT_MS = 300_000;
 
-/** One syncfs of `dir`'s file system: through the runner's helper shell when given (util/syncfs.ts), else a fork of `sync`. */
+/** One syncfs of `dir`'s file system: through the runner's helper when given (util/syncfs.ts), else a fork of `sync`. */
 function syncfs(dir: string, signal: AbortSignal, runner: SyncfsRunner | undefined): Promise<void> {
   if (runner) return runner.run(dir, signal, SYNCFS_TIMEOUT_MS);
   return run('sync', ['--file-system', dir], { timeout: SYNCFS_TIMEOUT_MS, signal }).then(() => undefined);
@@ -28,9 +28,11 @@ function syncfs(dir: string, signal: AbortSignal, runner: SyncfsRunner | undefin
  */
 export const SYNCFS_THRESHOLD = 32;
 /**
- * The same through the helper shell (util/syncfs.ts), which costs the daemon about 1 ms of CPU
- * per call: from this many files on it is cheaper than their fdatasyncs (three thread-pool trips
- * and a journal commit each).
+ * The same through the runner's helper (util/syncfs.ts): from this many files on it is cheaper
+ * than their fdatasyncs (three thread-pool trips and a journal commit each). Chosen when the
+ * helper was a shell costing about 1 ms of CPU per call; perl's 0.15 ms (helper and daemon) would
+ * pay from fewer files, but a syncfs also writes back whatever else is dirty on that file system
+ * (on a Pi, often the root file system on its SD card), so small batches keep their own syncs.
  */
 export const SYNCFS_HELPER_THRESHOLD = 8;
 /** Whether `count` new files are made durable by one syncfs rather than a fdatasync each. */
@@ -84,7 +86,7 @@ export async function makeDurable(dir: string, files: readonly string[], signal:
       return 'syncfs';
     } catch (err) {
       if (signal.aborted) throw err;
-      logger.debug({ err: (err as Error).message }, "'sync --file-system' failed; falling back to fdatasync per image");
+      logger.debug({ err: (err as Error).message }, 'syncfs failed; falling back to fdatasync per image');
     }
   }
   const { error } = await runPool(files, FDATASYNC_CONCURRENCY, signal, async (file) => {

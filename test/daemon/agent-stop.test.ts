@@ -54,7 +54,7 @@ describe('agent stop', () => {
 
     await agent.start();
     await waitFor('the first sync', () => (agent.status().faces as { last_sync: { ok?: boolean } | null }).last_sync?.ok);
-    const helpers = () => children().filter((c) => c.cmd.includes('sync --file-system'));
+    const helpers = () => children().filter((c) => c.cmd.includes('syncfs'));
     expect(helpers()).toHaveLength(1);
 
     await agent.stop();

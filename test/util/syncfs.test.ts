@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,7 +59,36 @@ describe('createSyncfsRunner', () => {
     const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
     dirs.push(dir);
     runner = createSyncfsRunner();
-    await expect(runner.run(join(dir, 'missing'), new AbortController().signal, 30_000)).rejects.toThrow(/sync --file-system .*missing' failed/);
+    await expect(runner.run(join(dir, 'missing'), new AbortController().signal, 30_000)).rejects.toThrow(/syncfs of '.*missing' failed/);
+    await expect(runner.run(dir, new AbortController().signal, 30_000)).resolves.toBeUndefined();
+  });
+
+  it('is perl where it is installed: it makes the system call itself and names itself in ps', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
+    dirs.push(dir);
+    const before = new Set(children());
+    runner = createSyncfsRunner();
+    await runner.run(dir, new AbortController().signal, 30_000);
+    const [helper] = children().filter((c) => !before.has(c));
+    expect(realpathSync(`/proc/${helper}/exe`)).toMatch(/\/perl[\d.]*$/);
+    expect(readFileSync(`/proc/${helper}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()).toBe('terminal-agent syncfs');
+    // Its own CPU, and that of any child it ever had (none: no fork of `sync` per call).
+    for (let i = 0; i < 20; i++) await runner.run(dir, new AbortController().signal, 30_000);
+    const stat = readFileSync(`/proc/${helper}/stat`, 'utf8');
+    const [cutime, cstime] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(13, 15);
+    expect([cutime, cstime]).toEqual(['0', '0']);
+    await expect(runner.run(join(dir, 'missing'), new AbortController().signal, 30_000)).rejects.toThrow(/syncfs of '.*missing' failed/);
+  });
+
+  it('is a shell running `sync` where perl is missing, and serves the same', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
+    dirs.push(dir);
+    const before = new Set(children());
+    runner = createSyncfsRunner({ perl: join(dir, 'no-perl-here') });
+    await runner.run(dir, new AbortController().signal, 30_000);
+    const [helper] = children().filter((c) => !before.has(c));
+    expect(realpathSync(`/proc/${helper}/exe`)).toMatch(/\/(dash|bash|sh)$/);
+    await expect(runner.run(join(dir, 'missing'), new AbortController().signal, 30_000)).rejects.toThrow(/syncfs of '.*missing' failed/);
     await expect(runner.run(dir, new AbortController().signal, 30_000)).resolves.toBeUndefined();
   });
 
