@@ -6,6 +6,7 @@ import type { SendGate } from './send-gate.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { canonicalName } from '../client/names.js';
+import { createSentBytes } from './sent-bytes.js';
 import { loadStaged, readStagedIfIntact, stagedInMemory } from './staged-body.js';
 import type { ClaimedBytes } from './claimed-bytes.js';
 import type { EnrollSettings, FaceSeedImage, OutboxRow, StepOutcome } from './types.js';
@@ -28,12 +29,6 @@ const RESOLVE_TRIES = 3;
  */
 const RESOLVE_BATCH_MIN = 64;
 const RESOLVE_BATCH_MAX = 256;
-/**
- * Bytes of faces created and not yet resolved, kept for the face cache (oldest dropped first):
- * a resolve normally comes within a second and RESOLVE_BATCH_MIN faces, and one that comes later
- * (or in a larger batch) reads the staged copy again instead: kept bytes are memory held.
- */
-const SENT_KEPT = 96;
 
 interface GroupView {
   faces: FaceRecord[];
@@ -79,7 +74,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   const { client, store, logger } = deps;
   let view: GroupView | undefined;
   let listing: Promise<GroupView> | undefined;
-  const sent = new Map<number, Buffer>();
+  const sent = createSentBytes();
 
   function refresh(): Promise<GroupView> {
     if (!listing) {
@@ -134,9 +129,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
   /** The bytes a resolved row sent, for the face cache; none when the staged copy is not intact (it downloads then). */
   async function sentBytes(row: OutboxRow): Promise<Buffer | undefined> {
     if (!deps.onFaceChanged) return undefined;
-    const kept = sent.get(row.id);
-    sent.delete(row.id);
-    return kept ?? readStagedIfIntact(row).catch(() => undefined);
+    return sent.take(row.id) ?? readStagedIfIntact(row).catch(() => undefined);
   }
 
   return {
@@ -181,8 +174,7 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
         release();
       }
       if (image.bytes && deps.onFaceChanged) {
-        sent.set(row.id, image.bytes);
-        if (sent.size > SENT_KEPT) sent.delete(sent.keys().next().value!);
+        sent.keep(row.id, image.bytes);
       }
       return { state: 'resolving' };
     },
