@@ -62,9 +62,9 @@ export function createSyncfsRunner(options: SyncfsRunnerOptions = {}): SyncfsRun
   let helper: Helper | undefined;
   const perl = options.perl ?? '/usr/bin/perl';
   const nr = SYNCFS_NR[process.arch];
-  const spawnHelper = (): ChildProcess => (nr !== undefined && existsSync(perl)
-    ? spawn(perl, ['-e', PERL_SCRIPT, String(nr)], { stdio: ['pipe', 'pipe', 'ignore'], env: {} })
-    : spawn('/bin/sh', ['-c', SHELL_SCRIPT, 'syncfs'], { stdio: ['pipe', 'pipe', 'ignore'] }));
+  // A perl that is there but cannot serve (a broken install: it did not start, or exited with an
+  // error before its first answer) would be spawned and fail at every call: the shell serves then.
+  let perlUnusable = false;
 
   function fail(h: Helper, err: Error): void {
     if (helper === h) helper = undefined;
@@ -105,14 +105,19 @@ export function createSyncfsRunner(options: SyncfsRunnerOptions = {}): SyncfsRun
   }
 
   function start(): Helper {
-    const child = spawnHelper();
+    const isPerl = !perlUnusable && nr !== undefined && existsSync(perl);
+    const child = isPerl
+      ? spawn(perl, ['-e', PERL_SCRIPT, String(nr)], { stdio: ['pipe', 'pipe', 'ignore'], env: {} })
+      : spawn('/bin/sh', ['-c', SHELL_SCRIPT, 'syncfs'], { stdio: ['pipe', 'pipe', 'ignore'] });
     const h: Helper = { child, current: undefined, next: new Map(), out: '', idle: undefined };
+    let heard = false;
     // Never what keeps the daemon's event loop alive: a stop does not wait for the idle timeout.
     child.unref();
     (child.stdin as unknown as { unref?(): void }).unref?.();
     (child.stdout as unknown as { unref?(): void }).unref?.();
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (chunk: string) => {
+      heard = true;
       h.out += chunk;
       for (let nl = h.out.indexOf('\n'); nl >= 0; nl = h.out.indexOf('\n')) {
         const line = h.out.slice(0, nl).trim();
@@ -121,8 +126,14 @@ export function createSyncfsRunner(options: SyncfsRunnerOptions = {}): SyncfsRun
       }
     });
     child.stdin!.on('error', (err: Error) => fail(h, err));
-    child.on('error', (err: Error) => fail(h, err));
-    child.on('exit', (code, sig) => fail(h, new Error(`the syncfs helper ended (${sig ?? code})`)));
+    child.on('error', (err: Error) => {
+      if (isPerl && !heard) perlUnusable = true;
+      fail(h, err);
+    });
+    child.on('exit', (code, sig) => {
+      if (isPerl && !heard && code !== null && code !== 0) perlUnusable = true;
+      fail(h, new Error(`the syncfs helper ended (${sig ?? code})`));
+    });
     return h;
   }
 

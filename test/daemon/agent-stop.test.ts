@@ -58,6 +58,6 @@ describe('agent stop', () => {
     expect(helpers()).toHaveLength(1);
 
     await agent.stop();
-    await waitFor('no helper shell left', () => helpers().length === 0, 2_000);
+    await waitFor('no syncfs helper left', () => helpers().length === 0, 2_000);
   });
 });

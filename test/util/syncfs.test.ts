@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSyncfsRunner, type SyncfsRunner } from '../../src/util/syncfs.js';
 
-/** This process's child processes (the helper shells and what they run). */
+/** This process's child processes (the syncfs helpers and what they run). */
 function children(): string[] {
   const out: string[] = [];
   for (const tid of readdirSync('/proc/self/task')) out.push(...readFileSync(`/proc/self/task/${tid}/children`, 'utf8').split(' ').filter(Boolean));
@@ -28,7 +28,7 @@ describe('createSyncfsRunner', () => {
     for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
   });
 
-  it('runs syncfs through one helper shell kept between calls, shares calls made meanwhile, and ends it at close', async () => {
+  it('runs syncfs through one helper kept between calls, shares calls made meanwhile, and ends it at close', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
     dirs.push(dir);
     const before = new Set(children());
@@ -36,14 +36,14 @@ describe('createSyncfsRunner', () => {
     await runner.run(dir, new AbortController().signal, 30_000);
     const helpers = children().filter((c) => !before.has(c));
     expect(helpers).toHaveLength(1);
-    // Ten calls at once: all resolve, through the same shell.
+    // Ten calls at once: all resolve, through the same helper.
     await Promise.all(Array.from({ length: 10 }, () => runner!.run(dir, new AbortController().signal, 30_000)));
     expect(children().filter((c) => !before.has(c))).toEqual(helpers);
     runner.close();
     await until(() => !children().includes(helpers[0]!));
   });
 
-  it('serves every folder through the same shell, each call answered for its own folder', async () => {
+  it('serves every folder through the same helper, each call answered for its own folder', async () => {
     const a = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
     const b = await mkdtemp(join(tmpdir(), 'ta-syncfs- spaced '));
     dirs.push(a, b);
@@ -89,6 +89,19 @@ describe('createSyncfsRunner', () => {
     const [helper] = children().filter((c) => !before.has(c));
     expect(realpathSync(`/proc/${helper}/exe`)).toMatch(/\/(dash|bash|sh)$/);
     await expect(runner.run(join(dir, 'missing'), new AbortController().signal, 30_000)).rejects.toThrow(/syncfs of '.*missing' failed/);
+    await expect(runner.run(dir, new AbortController().signal, 30_000)).resolves.toBeUndefined();
+  });
+
+  it('a perl that cannot run fails the call it was started for (the caller falls back to fdatasync), and the shell serves from then on', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
+    dirs.push(dir);
+    // Stands in for a broken perl install: a program that is there and exits 1 at once.
+    runner = createSyncfsRunner({ perl: '/bin/false' });
+    await expect(runner.run(dir, new AbortController().signal, 30_000)).rejects.toThrow();
+    const before = new Set(children());
+    await runner.run(dir, new AbortController().signal, 30_000);
+    const [helper] = children().filter((c) => !before.has(c));
+    expect(realpathSync(`/proc/${helper}/exe`)).toMatch(/\/(dash|bash|sh)$/);
     await expect(runner.run(dir, new AbortController().signal, 30_000)).resolves.toBeUndefined();
   });
 
