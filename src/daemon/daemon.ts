@@ -18,7 +18,6 @@ import { createStateQueries, type StateQueries } from './state-queries.js';
 import { createAgent, type Agent } from './agent.js';
 import { createReloader } from './reload.js';
 import { statusLine, controlHandlers } from './daemon-status.js';
-import { makeDir } from '../util/make-dir.js';
 import { startConsole, type ConsoleHandle } from './console-wiring.js';
 import { configSecrets, secretsOfCurrent } from '../config/secrets.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
@@ -113,7 +112,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
   };
   const undo: Array<() => Promise<void> | void> = [() => notifier.close(), () => lock.release(), offFatal];
   try {
-    await makeDir(cfg.state_dir);
+    // state_dir exists: the instance lock made it (takeInstanceLock).
     const db = await openStateDb({ path: join(cfg.state_dir, 'agent.db'), logger, notifier, signal: shutdown });
     undo.unshift(() => {
       db.close();

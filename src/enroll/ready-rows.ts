@@ -51,12 +51,14 @@ export function createReadyRows(store: OutboxStore): ReadyRows {
   let added = 0;
   let running = false;
   let waiters: { below: number; resolve(): void }[] = [];
+  /** Rows waiting ahead of the uploads: read and not taken, or queued since the last read. */
+  const ahead = () => ready.length + added;
 
   function notify(): void {
     if (waiters.length === 0) return;
     const still: typeof waiters = [];
     for (const w of waiters) {
-      if (!running || ready.length + added < w.below) w.resolve();
+      if (!running || ahead() < w.below) w.resolve();
       else still.push(w);
     }
     waiters = still;
@@ -93,7 +95,7 @@ export function createReadyRows(store: OutboxStore): ReadyRows {
     },
     notify,
     whenBelow(below) {
-      if (!running || ready.length + added < below) return Promise.resolve();
+      if (!running || ahead() < below) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ below, resolve }));
     },
   };

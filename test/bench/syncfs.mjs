@@ -4,40 +4,27 @@
 // process (src/util/syncfs.ts): perl making the system call itself, or where perl is missing a
 // shell running coreutils' `sync --file-system` for each call. Both helpers serve the same calls in
 // the same run, in turn, each call after a 30 KB file is written into the folder (what a cache pass
-// or a result batch leaves dirty). Measured per call: the helper's CPU (its own and its reaped
-// children's, from /proc), the calling process's CPU, and the wall time. Target (issue 11, r19):
-// the perl helper's CPU per call at most a fifth of the shell's.
-import { readdirSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+// or a result batch leaves dirty). Measured per call: the helper's CPU (its own and its children's,
+// reaped or running, from /proc), the calling process's CPU, and the wall time. Target (issue 11,
+// r19): the perl helper's CPU per call at most a fifth of the shell's.
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSyncfsRunner } from '../../dist/util/syncfs.js';
+import { liveChildren, procCpuMs } from './lib/daemon-run.mjs';
 
 const CALLS = Number(process.argv[2] ?? 300);
 const ROUNDS = 2;
-const CLK_TCK = 100;
-
-function children() {
-  const out = [];
-  for (const tid of readdirSync('/proc/self/task')) out.push(...readFileSync(`/proc/self/task/${tid}/children`, 'utf8').split(' ').filter(Boolean));
-  return out;
-}
-
-/** utime + stime + cutime + cstime of a process, ms. */
-function cpuMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / CLK_TCK) * 1000;
-}
 
 async function measure(label, options, dir) {
   const runner = createSyncfsRunner(options);
   const signal = new AbortController().signal;
-  const before = new Set(children());
+  const before = new Set(liveChildren(process.pid));
   await runner.run(dir, signal, 30_000);
-  const helper = children().find((c) => !before.has(c));
+  const helper = liveChildren(process.pid).find((c) => !before.has(c));
   const exe = readFileSync(`/proc/${helper}/cmdline`, 'utf8').split('\0')[0];
   const payload = Buffer.alloc(30 * 1024, 7);
-  const h0 = cpuMs(helper);
+  const h0 = procCpuMs(helper);
   const me0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < CALLS; i++) {
@@ -46,7 +33,7 @@ async function measure(label, options, dir) {
   }
   const wall = performance.now() - t0;
   const me = process.cpuUsage(me0);
-  const r = { helperMs: (cpuMs(helper) - h0) / CALLS, callerMs: (me.user + me.system) / 1000 / CALLS, wallMs: wall / CALLS };
+  const r = { helperMs: (procCpuMs(helper) - h0) / CALLS, callerMs: (me.user + me.system) / 1000 / CALLS, wallMs: wall / CALLS };
   runner.close();
   console.log(`  ${label.padEnd(6)} (${exe}): helper CPU ${r.helperMs.toFixed(3)} ms/call, this process ${r.callerMs.toFixed(3)} ms/call (the 30 KB write included), wall ${r.wallMs.toFixed(2)} ms/call`);
   return r;

@@ -20,6 +20,15 @@ async function until(cond: () => boolean, ms = 5_000): Promise<void> {
   }
 }
 
+/** Runs one call through `runner`, which starts its helper, and returns that helper's pid. */
+async function helperStartedBy(runner: SyncfsRunner, dir: string): Promise<string> {
+  const before = new Set(children());
+  await runner.run(dir, new AbortController().signal, 30_000);
+  const started = children().filter((c) => !before.has(c));
+  expect(started).toHaveLength(1);
+  return started[0]!;
+}
+
 describe('createSyncfsRunner', () => {
   let runner: SyncfsRunner | undefined;
   const dirs: string[] = [];
@@ -33,14 +42,12 @@ describe('createSyncfsRunner', () => {
     dirs.push(dir);
     const before = new Set(children());
     runner = createSyncfsRunner();
-    await runner.run(dir, new AbortController().signal, 30_000);
-    const helpers = children().filter((c) => !before.has(c));
-    expect(helpers).toHaveLength(1);
+    const helper = await helperStartedBy(runner, dir);
     // Ten calls at once: all resolve, through the same helper.
     await Promise.all(Array.from({ length: 10 }, () => runner!.run(dir, new AbortController().signal, 30_000)));
-    expect(children().filter((c) => !before.has(c))).toEqual(helpers);
+    expect(children().filter((c) => !before.has(c))).toEqual([helper]);
     runner.close();
-    await until(() => !children().includes(helpers[0]!));
+    await until(() => !children().includes(helper));
   });
 
   it('serves every folder through the same helper, each call answered for its own folder', async () => {
@@ -66,10 +73,8 @@ describe('createSyncfsRunner', () => {
   it('is perl where it is installed: it makes the system call itself and names itself in ps', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
     dirs.push(dir);
-    const before = new Set(children());
     runner = createSyncfsRunner();
-    await runner.run(dir, new AbortController().signal, 30_000);
-    const [helper] = children().filter((c) => !before.has(c));
+    const helper = await helperStartedBy(runner, dir);
     expect(realpathSync(`/proc/${helper}/exe`)).toMatch(/\/perl[\d.]*$/);
     expect(readFileSync(`/proc/${helper}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()).toBe('terminal-agent syncfs');
     // Its own CPU, and that of any child it ever had (none: no fork of `sync` per call).
@@ -83,10 +88,8 @@ describe('createSyncfsRunner', () => {
   it('is a shell running `sync` where perl is missing, and serves the same', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ta-syncfs-'));
     dirs.push(dir);
-    const before = new Set(children());
     runner = createSyncfsRunner({ perl: join(dir, 'no-perl-here') });
-    await runner.run(dir, new AbortController().signal, 30_000);
-    const [helper] = children().filter((c) => !before.has(c));
+    const helper = await helperStartedBy(runner, dir);
     expect(realpathSync(`/proc/${helper}/exe`)).toMatch(/\/(dash|bash|sh)$/);
     await expect(runner.run(join(dir, 'missing'), new AbortController().signal, 30_000)).rejects.toThrow(/syncfs of '.*missing' failed/);
     await expect(runner.run(dir, new AbortController().signal, 30_000)).resolves.toBeUndefined();
@@ -98,9 +101,7 @@ describe('createSyncfsRunner', () => {
     // Stands in for a broken perl install: a program that is there and exits 1 at once.
     runner = createSyncfsRunner({ perl: '/bin/false' });
     await expect(runner.run(dir, new AbortController().signal, 30_000)).rejects.toThrow();
-    const before = new Set(children());
-    await runner.run(dir, new AbortController().signal, 30_000);
-    const [helper] = children().filter((c) => !before.has(c));
+    const helper = await helperStartedBy(runner, dir);
     expect(realpathSync(`/proc/${helper}/exe`)).toMatch(/\/(dash|bash|sh)$/);
     await expect(runner.run(dir, new AbortController().signal, 30_000)).resolves.toBeUndefined();
   });

@@ -43,7 +43,8 @@ export function procCpuSplitMs(pid) {
   return t;
 }
 
-function liveChildren(pid) {
+/** The process's children now (from every thread's /proc children list). */
+export function liveChildren(pid) {
   const out = [];
   try {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
