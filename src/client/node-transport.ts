@@ -12,6 +12,8 @@ import { CONNECT_TIMEOUT_CODE } from './error-mapping.js';
 export interface NodeTransportOptions {
   /** Trusted roots for https (Node's own plus service.ca_file), or undefined for Node's. */
   ca?: string[] | undefined;
+  /** The TLS cipher list to offer (tls-ciphers.ts), or undefined for node's. */
+  ciphers?: string | undefined;
   connectTimeoutMs: number;
 }
 
@@ -80,8 +82,10 @@ function headerList(base: URL, headers: Record<string, string>): string[] {
 export function nodeTransport(options: NodeTransportOptions): Transport {
   const http = new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS });
   // With service.ca_file, the roots (Node's ~140 and the file) are parsed once here, not at every
-  // new connection as a `ca` option would be.
-  const secureContext = options.ca ? createSecureContext({ ca: options.ca }) : undefined;
+  // new connection as a `ca` option would be; a cipher order, too, is set once in a shared context.
+  const secureContext = options.ca || options.ciphers
+    ? createSecureContext({ ...(options.ca ? { ca: options.ca } : {}), ...(options.ciphers ? { ciphers: options.ciphers } : {}) })
+    : undefined;
   const https = new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS, ...(secureContext ? { secureContext } : {}) });
   // Exchanges not finished yet (response body not closed): close() lets them finish, as undici's did.
   let inFlight = 0;

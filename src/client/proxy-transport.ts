@@ -8,6 +8,8 @@ import type { StreamBody, Target, Transport, TransportRequest, TransportResponse
 
 export interface ProxyTransportOptions {
   ca?: string[] | undefined;
+  /** The TLS cipher list to offer (tls-ciphers.ts), or undefined for node's. */
+  ciphers?: string | undefined;
   connectTimeoutMs: number;
   httpProxy: string;
   httpsProxy: string;
@@ -22,7 +24,7 @@ export function proxyTransport(options: ProxyTransportOptions): Transport {
   // `.default` (the CommonJS module.exports): the esbuild bundle gives a dynamically imported
   // CommonJS package no named exports; Node's own loader gives both.
   const load = () => loading ??= import('undici').then(({ default: undici }) => {
-    const tls = options.ca ? { ca: options.ca } : undefined;
+    const tls = options.ca || options.ciphers ? { ...(options.ca ? { ca: options.ca } : {}), ...(options.ciphers ? { ciphers: options.ciphers } : {}) } : undefined;
     // Empty strings, not undefined: EnvHttpProxyAgent would fall back to process.env otherwise.
     const dispatcher = new undici.EnvHttpProxyAgent({
       connect: { timeout: options.connectTimeoutMs, ...(tls ?? {}) },

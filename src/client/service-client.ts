@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { BackoffPolicy } from '../util/backoff.js';
 import { createHttpCore } from './http-core.js';
+import { ciphersFor, cpuHasAes, readCpuinfo } from './tls-ciphers.js';
 import { createTransport, type ProxyEnv, type ServiceConfig } from './transport.js';
 import { facesApi } from './faces-api.js';
 import { knowledgeNotifyApi } from './knowledge-notify-api.js';
@@ -30,6 +31,11 @@ export interface ServiceClientDeps {
   backoff?: BackoffPolicy;
   /** Longest Retry-After waited for inside one call (default 60 s); longer ones fail the call with retryAfterMs set. */
   maxRetryAfterMs?: number;
+  /**
+   * Whether this CPU has AES instructions (tls-ciphers.ts: without them ChaCha20-Poly1305 is
+   * offered first). Read from /proc/cpuinfo when not given, and only when a base URL is https.
+   */
+  cpuHasAes?: boolean;
 }
 
 /**
@@ -39,7 +45,10 @@ export interface ServiceClientDeps {
  * type), AbortedError when the caller's signal fires.
  */
 export function createServiceClient(deps: ServiceClientDeps): ServiceClient {
-  const transport = createTransport(deps.config, deps.env ?? {}, deps.config.request_timeout);
+  const https = [deps.config.base_url, deps.config.face_base_url].some((u) => /^https:/i.test(u));
+  const hasAes = deps.cpuHasAes ?? (https ? cpuHasAes(readCpuinfo()) : true);
+  if (!hasAes) deps.logger.debug('no AES instructions on this CPU (/proc/cpuinfo): TLS offers ChaCha20-Poly1305 first');
+  const transport = createTransport(deps.config, deps.env ?? {}, deps.config.request_timeout, ciphersFor(hasAes));
   const core = createHttpCore({
     config: deps.config,
     transport,

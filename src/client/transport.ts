@@ -124,7 +124,8 @@ export interface Transport {
 /** Connect attempts give up after this long even when the request timeout is longer. */
 const MAX_CONNECT_MS = 10_000;
 
-export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs: number): Transport {
+/** `ciphers`: the TLS cipher list to offer (tls-ciphers.ts), or undefined for node's. */
+export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs: number, ciphers?: string): Transport {
   let ca: string[] | undefined;
   if (config.ca_file) {
     let pem: string;
@@ -142,8 +143,8 @@ export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs:
   const connectTimeoutMs = Math.min(timeoutMs, MAX_CONNECT_MS);
   const httpsProxy = env.HTTPS_PROXY ?? env.https_proxy ?? '';
   const httpProxy = env.HTTP_PROXY ?? env.http_proxy ?? '';
-  if (!httpsProxy && !httpProxy) return nodeTransport({ ca, connectTimeoutMs });
-  return proxyTransport({ ca, connectTimeoutMs, httpProxy, httpsProxy, noProxy: env.NO_PROXY ?? env.no_proxy ?? '' });
+  if (!httpsProxy && !httpProxy) return nodeTransport({ ca, ciphers, connectTimeoutMs });
+  return proxyTransport({ ca, ciphers, connectTimeoutMs, httpProxy, httpsProxy, noProxy: env.NO_PROXY ?? env.no_proxy ?? '' });
 }
 
 export function isLoopbackHost(hostname: string): boolean {

@@ -24,5 +24,6 @@ run sync-ext4 BENCH_FS=ext4 BENCH_FIRST_ONLY=1 RUNS=3 VARIANTS=0,pi node test/be
 run sync-vm RUNS=1 VARIANTS=0 node test/bench/faces-sync.mjs
 run speech node test/bench/speech.mjs
 run syncfs node test/bench/syncfs.mjs
+run tls-cipher node test/bench/tls-cipher.mjs
 printf '%s  done; the summaries:\n' "$(date -u +%H:%M:%S)"
 grep -h -E '=>|median|RSS median|within|OUTSIDE|CPU [0-9.]+x|re-sync|thread' "$out"/*.txt | grep -v '"level"' | awk '!seen[$0]++'

@@ -4,9 +4,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { startRig, PNG_BYTES, TEST_UA, type Rig } from './fixtures.js';
 import { tmpDirManual } from '../helpers/tmp.js';
+import { startConnectProxy, type ConnectProxy } from '../helpers/connect-proxy.js';
 import { ConfigError, NetworkError } from '../../src/errors.js';
 import { createServiceClient } from '../../src/client/service-client.js';
 import { silentLogger } from '../../src/log/logger.js';
@@ -20,7 +21,7 @@ let rig: Rig;
 let tmp: { dir: string; remove(): void };
 let certPath: string;
 let https: { port: number; seen: IncomingHttpHeaders[]; close(): void };
-let proxy: { port: number; connects: string[]; close(): void };
+let proxy: ConnectProxy;
 
 beforeAll(async () => {
   rig = await startRig();
@@ -42,24 +43,8 @@ beforeAll(async () => {
   https = { port: (server.address() as AddressInfo).port, seen, close: () => server.close() };
 
   // A CONNECT proxy; `terminal.example:80` is routed to the emulator so no DNS is needed.
-  const connects: string[] = [];
   const emuPort = rig.emu.port;
-  const p = createHttpServer((_req, res) => res.writeHead(405).end());
-  p.on('connect', (req, socket, head) => {
-    connects.push(req.url ?? '');
-    const [host, port] = (req.url ?? '').split(':');
-    const target = host === 'terminal.example' ? { host: '127.0.0.1', port: emuPort } : { host: host!, port: Number(port) };
-    const upstream = connect(target.port, target.host, () => {
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      upstream.write(head);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    });
-    upstream.on('error', () => socket.destroy());
-    socket.on('error', () => upstream.destroy());
-  });
-  await new Promise<void>((r) => p.listen(0, '127.0.0.1', () => r()));
-  proxy = { port: (p.address() as AddressInfo).port, connects, close: () => { p.close(); p.closeAllConnections(); } };
+  proxy = await startConnectProxy((host, port) => (host === 'terminal.example' ? { host: '127.0.0.1', port: emuPort } : { host, port }));
 });
 
 afterAll(() => {
