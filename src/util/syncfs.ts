@@ -125,7 +125,12 @@ export function createSyncfsRunner(options: SyncfsRunnerOptions = {}): SyncfsRun
         answered(h, line);
       }
     });
-    child.stdin!.on('error', (err: Error) => fail(h, err));
+    // A helper gone before its first answer may show first as EPIPE on the line it was sent,
+    // before its exit is seen: either way perl did not serve.
+    child.stdin!.on('error', (err: Error) => {
+      if (isPerl && !heard) perlUnusable = true;
+      fail(h, err);
+    });
     child.on('error', (err: Error) => {
       if (isPerl && !heard) perlUnusable = true;
       fail(h, err);
