@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { createSecureContext } from 'node:tls';
-import type { RequestBody, StreamBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { RequestBody, StreamBody, Target, TlsOptions, Transport, TransportRequest, TransportResponse } from './transport.js';
 import { CONNECT_TIMEOUT_CODE } from './error-mapping.js';
 
 // Direct connections over node:http/https with keep-alive pools. The request side of undici's
@@ -10,10 +10,8 @@ import { CONNECT_TIMEOUT_CODE } from './error-mapping.js';
 // codes) for error-mapping.ts, and a signal that ends the exchange at any point.
 
 export interface NodeTransportOptions {
-  /** Trusted roots for https (Node's own plus service.ca_file), or undefined for Node's. */
-  ca?: string[] | undefined;
-  /** The TLS cipher list to offer (tls-ciphers.ts), or undefined for node's. */
-  ciphers?: string | undefined;
+  /** Trusted roots and cipher order for https, or undefined for node's. */
+  tls?: TlsOptions | undefined;
   connectTimeoutMs: number;
 }
 
@@ -83,9 +81,7 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
   const http = new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS });
   // With service.ca_file, the roots (Node's ~140 and the file) are parsed once here, not at every
   // new connection as a `ca` option would be; a cipher order, too, is set once in a shared context.
-  const secureContext = options.ca || options.ciphers
-    ? createSecureContext({ ...(options.ca ? { ca: options.ca } : {}), ...(options.ciphers ? { ciphers: options.ciphers } : {}) })
-    : undefined;
+  const secureContext = options.tls ? createSecureContext(options.tls) : undefined;
   const https = new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS, ...(secureContext ? { secureContext } : {}) });
   // Exchanges not finished yet (response body not closed): close() lets them finish, as undici's did.
   let inFlight = 0;

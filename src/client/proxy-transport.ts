@@ -1,15 +1,14 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { StreamBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { StreamBody, Target, TlsOptions, Transport, TransportRequest, TransportResponse } from './transport.js';
 
 // Connections through HTTPS_PROXY/HTTP_PROXY (CONNECT tunnels for https, NO_PROXY honoured) with
 // undici's EnvHttpProxyAgent. undici is imported on the first request: a daemon or CLI call with no
 // proxy never loads it (about 14 MB of RSS and 60 ms of start-up on this machine).
 
 export interface ProxyTransportOptions {
-  ca?: string[] | undefined;
-  /** The TLS cipher list to offer (tls-ciphers.ts), or undefined for node's. */
-  ciphers?: string | undefined;
+  /** Trusted roots and cipher order for https, or undefined for node's. */
+  tls?: TlsOptions | undefined;
   connectTimeoutMs: number;
   httpProxy: string;
   httpsProxy: string;
@@ -24,7 +23,7 @@ export function proxyTransport(options: ProxyTransportOptions): Transport {
   // `.default` (the CommonJS module.exports): the esbuild bundle gives a dynamically imported
   // CommonJS package no named exports; Node's own loader gives both.
   const load = () => loading ??= import('undici').then(({ default: undici }) => {
-    const tls = options.ca || options.ciphers ? { ...(options.ca ? { ca: options.ca } : {}), ...(options.ciphers ? { ciphers: options.ciphers } : {}) } : undefined;
+    const { tls } = options;
     // Empty strings, not undefined: EnvHttpProxyAgent would fall back to process.env otherwise.
     const dispatcher = new undici.EnvHttpProxyAgent({
       connect: { timeout: options.connectTimeoutMs, ...(tls ?? {}) },

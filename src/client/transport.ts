@@ -124,6 +124,14 @@ export interface Transport {
 /** Connect attempts give up after this long even when the request timeout is longer. */
 const MAX_CONNECT_MS = 10_000;
 
+/** What a transport's TLS connections use beyond node's defaults: the same for both transports. */
+export interface TlsOptions {
+  /** Trusted roots: node's own plus service.ca_file's. */
+  ca?: string[];
+  /** The cipher list to offer (tls-ciphers.ts). */
+  ciphers?: string;
+}
+
 /** `ciphers`: the TLS cipher list to offer (tls-ciphers.ts), or undefined for node's. */
 export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs: number, ciphers?: string): Transport {
   let ca: string[] | undefined;
@@ -140,11 +148,12 @@ export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs:
     // `ca` replaces Node's roots: keep them, so a private CA only adds trust.
     ca = [...rootCertificates, pem];
   }
+  const tls: TlsOptions | undefined = ca || ciphers ? { ...(ca ? { ca } : {}), ...(ciphers ? { ciphers } : {}) } : undefined;
   const connectTimeoutMs = Math.min(timeoutMs, MAX_CONNECT_MS);
   const httpsProxy = env.HTTPS_PROXY ?? env.https_proxy ?? '';
   const httpProxy = env.HTTP_PROXY ?? env.http_proxy ?? '';
-  if (!httpsProxy && !httpProxy) return nodeTransport({ ca, ciphers, connectTimeoutMs });
-  return proxyTransport({ ca, ciphers, connectTimeoutMs, httpProxy, httpsProxy, noProxy: env.NO_PROXY ?? env.no_proxy ?? '' });
+  if (!httpsProxy && !httpProxy) return nodeTransport({ tls, connectTimeoutMs });
+  return proxyTransport({ tls, connectTimeoutMs, httpProxy, httpsProxy, noProxy: env.NO_PROXY ?? env.no_proxy ?? '' });
 }
 
 export function isLoopbackHost(hostname: string): boolean {

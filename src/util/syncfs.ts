@@ -125,16 +125,14 @@ export function createSyncfsRunner(options: SyncfsRunnerOptions = {}): SyncfsRun
         answered(h, line);
       }
     });
-    // A helper gone before its first answer may show first as EPIPE on the line it was sent,
-    // before its exit is seen: either way perl did not serve.
-    child.stdin!.on('error', (err: Error) => {
+    // A helper that could not start, or is gone before its first answer (which may show first as
+    // EPIPE on the line it was sent, before its exit is seen): either way perl did not serve.
+    const broke = (err: Error) => {
       if (isPerl && !heard) perlUnusable = true;
       fail(h, err);
-    });
-    child.on('error', (err: Error) => {
-      if (isPerl && !heard) perlUnusable = true;
-      fail(h, err);
-    });
+    };
+    child.stdin!.on('error', broke);
+    child.on('error', broke);
     child.on('exit', (code, sig) => {
       if (isPerl && !heard && code !== null && code !== 0) perlUnusable = true;
       fail(h, new Error(`the syncfs helper ended (${sig ?? code})`));

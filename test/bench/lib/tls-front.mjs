@@ -4,8 +4,8 @@
 // localhost; every request is passed on to the emulator as it came, and its answer back. It picks
 // the cipher by the client's order, as nginx does by default (node's own server keeps its order).
 //   const front = await startTlsFront(emulator.baseUrl, dir); front.url(emulator.faceBaseUrl) ...
-// Returns { caFile, url(httpUrl), requests, ciphers, close() } (ciphers: requests per negotiated
-// cipher), or { error } when openssl is missing or fails.
+// Returns { caFile, url(httpUrl), ciphers, close() } (ciphers: requests per negotiated cipher), or
+// { error } when openssl is missing or fails.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -22,10 +22,8 @@ export async function startTlsFront(targetBaseUrl, dir) {
     return { error: `openssl could not make a certificate (${err.code ?? err.message})` };
   }
   const target = new URL(targetBaseUrl);
-  let requests = 0;
   const ciphers = {};
   const server = createServer({ key: readFileSync(keyFile), cert: readFileSync(caFile), honorCipherOrder: false }, (req, res) => {
-    requests += 1;
     const cipher = req.socket.getCipher().name;
     ciphers[cipher] = (ciphers[cipher] ?? 0) + 1;
     const up = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
@@ -41,9 +39,6 @@ export async function startTlsFront(targetBaseUrl, dir) {
     caFile,
     /** The same URL through the front: `http://127.0.0.1:P/v1/api` becomes `https://localhost:Q/v1/api`. */
     url: (httpUrl) => httpUrl.replace(/^http:\/\/[^/]+/, origin),
-    get requests() {
-      return requests;
-    },
     ciphers,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();
