@@ -9,6 +9,7 @@ import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient } from '../client/types.js';
 import { AuthError, NotFoundError, describeError } from '../errors.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
+import { ciphersFor, cpuHasAes, readCpuinfo } from '../client/tls-ciphers.js';
 import { createDiskFloor, type DiskReading } from '../disk/disk-floor.js';
 import { describeDisk } from '../disk/describe-disk.js';
 
@@ -36,7 +37,12 @@ export async function checkDns(label: string, url: URL): Promise<CheckResult> {
   }
 }
 
-/** TCP for http://, a full TLS handshake with certificate check for https:// (with ca_file if set). */
+/**
+ * TCP for http://, a full TLS handshake with certificate check for https:// (with ca_file if set),
+ * offering the ciphers in the client's order: the protocol and cipher it names are the ones the
+ * agent's uploads will use (ChaCha20-Poly1305 on a CPU without AES instructions, if the service
+ * follows the client's order).
+ */
 export async function checkConnect(label: string, url: URL, cfg: AgentConfig['service'], env: NodeJS.ProcessEnv): Promise<CheckResult> {
   const check = url.protocol === 'https:' ? `tls ${label}` : `tcp ${label}`;
   const proxy = url.protocol === 'https:' ? env.HTTPS_PROXY ?? env.https_proxy : env.HTTP_PROXY ?? env.http_proxy;
@@ -60,9 +66,12 @@ export async function checkConnect(label: string, url: URL, cfg: AgentConfig['se
     }
   }
   try {
-    const info = await connectOnce(() => tlsConnect({ host, port, servername: isIP(host) ? undefined : host, ...(ca ? { ca } : {}) }), (s) => {
-      const cert = (s as ReturnType<typeof tlsConnect>).getPeerCertificate();
-      return cert?.valid_to ? `certificate valid until ${cert.valid_to}` : 'handshake ok';
+    const ciphers = ciphersFor(cpuHasAes(readCpuinfo()));
+    const info = await connectOnce(() => tlsConnect({ host, port, servername: isIP(host) ? undefined : host, ...(ca ? { ca } : {}), ...(ciphers ? { ciphers } : {}) }), (s) => {
+      const tls = s as ReturnType<typeof tlsConnect>;
+      const cert = tls.getPeerCertificate();
+      const session = `${tls.getProtocol() ?? 'TLS'} ${tls.getCipher()?.name ?? ''}`.trim();
+      return `${session}, ${cert?.valid_to ? `certificate valid until ${cert.valid_to}` : 'handshake ok'}`;
     }, 'secureConnect');
     return ok(check, `${host}:${port} ${info}`);
   } catch (err) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
@@ -8,6 +8,7 @@ import { makeTestAlsa } from '../helpers/alsa.js';
 import { alsaCaptureDevice } from '../helpers/alsa-capture.js';
 import { daemonFiles } from '../daemon/daemon-harness.js';
 import { checkWritable } from '../../src/daemon/doctor-checks.js';
+import { startTlsFront } from '../bench/lib/tls-front.mjs';
 
 // doctor against a real emulator and real ALSA devices with no sound card: the `null` plugin as
 // output and the `file` plugin (reading raw PCM) as a microphone.
@@ -84,6 +85,36 @@ describe('terminal-agent doctor', () => {
     const bad = await runCliProcess(['doctor', '--config', files.configPath]);
     expect(bad.code).toBe(78);
     expect(bad.stdout).toMatch(/^FAIL {2}config /m);
+  });
+
+  it('over HTTPS: names the handshake\'s protocol and cipher; a certificate it does not trust fails with the fix naming ca_file', async () => {
+    // The emulator speaks plain http: an https front with a self-signed certificate for localhost
+    // (made with openssl, as the benchmarks' is) passes every request on to it.
+    const emulator = await startTestEmulator();
+    const dir = tmpDir('ta-doc-');
+    const front = await startTlsFront(emulator.baseUrl, dir);
+    if ('error' in front) throw new Error(front.error);
+    try {
+      const files = daemonFiles(join(dir, 'agent'), emulator);
+      const overHttps = readFileSync(files.configPath, 'utf8')
+        .replace(/^ {2}base_url: .*$/m, `  base_url: ${front.url(emulator.baseUrl)}`)
+        .replace(/^ {2}face_base_url: .*$/m, `  face_base_url: ${front.url(emulator.faceBaseUrl)}`);
+      writeFileSync(files.configPath, overHttps.replace('service:\n', `service:\n  ca_file: ${front.caFile}\n`));
+      const trusted = await runCliProcess(['doctor', '--json', '--config', files.configPath]);
+      const good = new Map((JSON.parse(trusted.stdout) as { checks: Check[] }).checks.map((c) => [c.check, c]));
+      expect(good.get('tls base_url')).toMatchObject({ result: 'ok', detail: expect.stringMatching(/^localhost:\d+ TLSv1\.3 TLS_(AES_256_GCM_SHA384|CHACHA20_POLY1305_SHA256), certificate valid until \w+/) });
+      expect(good.get('credential terminal_secret')).toMatchObject({ result: 'ok' });
+      expect(front.handshakes.full).toBeGreaterThan(0);
+
+      writeFileSync(files.configPath, overHttps);
+      const untrusted = await runCliProcess(['doctor', '--json', '--config', files.configPath]);
+      expect(untrusted.code).toBe(1);
+      const bad = new Map((JSON.parse(untrusted.stdout) as { checks: Check[] }).checks.map((c) => [c.check, c]));
+      expect(bad.get('tls base_url')).toMatchObject({ result: 'fail', detail: expect.stringContaining('DEPTH_ZERO_SELF_SIGNED_CERT'), fix: expect.stringContaining('service.ca_file') });
+      expect(bad.get('credential terminal_secret')).toMatchObject({ result: 'fail' });
+    } finally {
+      await front.close();
+    }
   });
 
   it('a folder behind a dangling symlink (a stick not mounted) fails and names the link; an absent one under a writable parent is ok', async () => {
