@@ -18,12 +18,15 @@
 //   BENCH_GROUP=N (the group holds N other faces, 2 KB images, before the daemon starts: its every
 //   listing, which tells enrollment the new faces' ids, carries them; the timed burst starts once
 //   the daemon's first sync has cached them),
-//   BENCH_SCHED=other (the daemon without the unit's CPUSchedulingPolicy=batch; lib/daemon-run.mjs)
+//   BENCH_SCHED=other (the daemon without the unit's CPUSchedulingPolicy=batch; lib/daemon-run.mjs),
+//   BENCH_TLS=1 (daemon and plain loop both talk HTTPS to the emulator through lib/tls-front.mjs, as
+//   a terminal talks to its cloud: every upload encrypted, each new connection a TLS handshake)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { benchWorkDir, createCost, settleDisk } from './lib/bench-fs.mjs';
+import { startTlsFront } from './lib/tls-front.mjs';
 import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
@@ -46,6 +49,7 @@ await mkdir(source);
 const names = Array.from({ length: COUNT }, (_, i) => `person-${String(i).padStart(4, '0')}`);
 const WARM = Number(process.env.BENCH_WARM ?? 0);
 const GROUP = Number(process.env.BENCH_GROUP ?? 0);
+const TLS = process.env.BENCH_TLS === '1';
 const smallJpeg = () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(2042), Buffer.from([0xff, 0xd9])]);
 const warmNames = Array.from({ length: WARM }, (_, i) => `warm-${String(i).padStart(4, '0')}`);
 for (const n of [...names, ...warmNames]) {
@@ -64,9 +68,9 @@ function longestGap(intervals) {
   return gap;
 }
 
-function runPlainLoop(service, budget) {
+function runPlainLoop(service, budget, tlsEnv) {
   return new Promise((resolve, reject) => {
-    const child = spawnNode([PLAIN, 'post'], { env: { ...process.env, BENCH_ARGS: JSON.stringify({ service, dir: source, names, concurrency: CONCURRENCY }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
+    const child = spawnNode([PLAIN, 'post'], { env: { ...process.env, ...tlsEnv, BENCH_ARGS: JSON.stringify({ service, dir: source, names, concurrency: CONCURRENCY }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
     child.once('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`plain loop exited ${code}`))));
@@ -96,17 +100,23 @@ async function oneRun(latencyMs, budget, runNo) {
     { terminal_secret: `ts_${randomBytes(16).toString('hex')}`, group_id: 'bench-enroll' },
   ];
   const emulator = await startEmulator({ port: 0, terminals, tts: 'tone', chaos: { latencyMs } });
+  const front = TLS ? await startTlsFront(emulator.baseUrl, dir) : undefined;
   try {
-    const service = configSchema.parse({ service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, terminal_secret: terminals[0].terminal_secret }, state_dir: '/x' }).service;
+    if (front?.error) throw new Error(`BENCH_TLS=1: ${front.error}`);
+    // What the daemon and the plain loop are told the service is: the emulator, or its HTTPS front.
+    const served = front ? { ...emulator, apiKey: emulator.apiKey, baseUrl: front.url(emulator.baseUrl), faceBaseUrl: front.url(emulator.faceBaseUrl) } : emulator;
+    const tlsEnv = front ? { NODE_EXTRA_CA_CERTS: front.caFile } : {};
+    const service = configSchema.parse({ service: { base_url: served.baseUrl, face_base_url: served.faceBaseUrl, terminal_secret: terminals[0].terminal_secret }, state_dir: '/x' }).service;
     settleDisk(root);
-    const plain = await runPlainLoop(service, budget);
+    const plain = await runPlainLoop(service, budget, tlsEnv);
+    const plainHandshakes = front ? { ...front.handshakes } : undefined;
 
     for (let i = 0; i < GROUP; i += 500) {
       emulator.seedFaces(terminals[1].group_id, Array.from({ length: Math.min(500, GROUP - i) }, (_, j) => ({ name: `member-${i + j}`, image: smallJpeg() })));
     }
-    const config = writeDaemonConfig(dir, emulator, terminals[1]);
+    const config = writeDaemonConfig(dir, served, terminals[1]);
     const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-    const daemon = spawnDaemon(dir, config, { budget, extraArgs: prof });
+    const daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: tlsEnv });
     await daemon.ready;
     const inbox = join(dir, 'enroll', 'faces');
     const doneDir = join(dir, 'enroll', 'done', 'faces');
@@ -174,22 +184,26 @@ async function oneRun(latencyMs, budget, runNo) {
     // The longest stretch between the first and the last upload with none in flight: a burst the
     // daemon stalled in (a lost wake-up, a blocked event loop) shows here, whatever its CPU.
     const stallMs = longestGap(posts.map((p) => [p.at, p.at + p.durationMs]));
+    // Over HTTPS: the TLS sessions each side opened (whole handshakes, resumed ones) and the ciphers.
+    const tlsPart = !front ? '' : `; over https: plain loop ${plainHandshakes.full} whole + ${plainHandshakes.resumed} resumed handshakes, ` +
+      `daemon ${front.handshakes.full - plainHandshakes.full} + ${front.handshakes.resumed - plainHandshakes.resumed} (its start-up sync included), ciphers ${Object.keys(front.ciphers).join(', ')}`;
     const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, allOnce, lists, createUs, stallMs };
     r.ratio = endMs / plain.ms;
     r.ok = endMs <= SETTLE_MS + 1.25 * plain.ms;
     console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
       `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
-      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs`);
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${tlsPart}`);
     return r;
   } finally {
     // The run's files stay until the benchmark ends (workDir.close): deleting 3,000 of them here
     // made the next run's every new file slower on a journal-less ext4 (see "creating a file
     // there": 21 µs in a first run, 369 and 920 µs in the two after it, with the CPU per file).
+    await front?.close?.();
     await emulator.close();
   }
 }
 
-console.log(`enroll benchmark: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB copied at once into enroll/faces/ of a running daemon (default settings: settle_time ${SETTLE_MS} ms, upload_concurrency ${CONCURRENCY}); plain loop: POSTs at concurrency ${CONCURRENCY}; ${RUNS} run(s) per variant; this machine is shared, figures are noisy`);
+console.log(`enroll benchmark${TLS ? ' over HTTPS (BENCH_TLS=1)' : ''}: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB copied at once into enroll/faces/ of a running daemon (default settings: settle_time ${SETTLE_MS} ms, upload_concurrency ${CONCURRENCY}); plain loop: POSTs at concurrency ${CONCURRENCY}; ${RUNS} run(s) per variant; this machine is shared, figures are noisy`);
 let failed = false;
 const summary = [];
 for (const v of VARIANTS) {

@@ -5,7 +5,8 @@
 //   profiling: BENCH_PROF=DIR (daemon --cpu-prof), BENCH_PROF_PLAIN=DIR (the plain loop's), BENCH_NODE_ARGS,
 //   BENCH_DAEMON_ENV and BENCH_SCHED=other (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
 //   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio),
-//   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs; ext4-nojournal: a new one without)
+//   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs; ext4-nojournal: a new one without),
+//   BENCH_TLS=1 (the first syncs, daemon's and plain loop's, over HTTPS through lib/tls-front.mjs, as a terminal talks to its cloud)
 // Prints, as figures and ratios:
 //   - the first sync end to end as a user sees it: from spawning the real daemon (dist/main.js run,
 //     as the unit runs it, a fresh state_dir) to index.json naming all N faces, against a plain
@@ -23,6 +24,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPiBudget, procCpuSplitMs, procPeakRssMb, procThreadCpuMs, spawnDaemon, spawnNode, spread, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { benchWorkDir, createCost, settleDisk } from './lib/bench-fs.mjs';
+import { startTlsFront } from './lib/tls-front.mjs';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
@@ -154,6 +156,13 @@ async function main() {
     const imageReqs = () => emu.requests.filter((r) => r.path.endsWith('/image'));
 
     const emuArgs = { baseUrl: emu.baseUrl, faceBaseUrl: emu.faceBaseUrl };
+    // What the first syncs are told the service is: the emulator, or its HTTPS front (BENCH_TLS=1).
+    const front = process.env.BENCH_TLS === '1' ? await startTlsFront(emu.baseUrl, work) : undefined;
+    if (front?.error) throw new Error(`BENCH_TLS=1: ${front.error}`);
+    const via = front
+      ? { served: { apiKey: emu.apiKey, baseUrl: front.url(emu.baseUrl), faceBaseUrl: front.url(emu.faceBaseUrl) }, env: { NODE_EXTRA_CA_CERTS: front.caFile } }
+      : { served: emu, env: {} };
+    if (front) console.log('first syncs over HTTPS (BENCH_TLS=1)');
     const variants = (process.env.VARIANTS ?? '0,pi').split(',');
     const runs = Number(process.env.RUNS ?? 2);
     const summary = [];
@@ -170,8 +179,11 @@ async function main() {
       const rs = [];
       try {
         for (let i = 1; i <= runs; i++) {
-          const b = process.env.BENCH_DAEMON_ONLY ? { ms: NaN, cpuMs: NaN } : await plainGetLoop(emu, work, concurrency, budget);
-          const d = await daemonFirstSync(emu, work, n, budget);
+          const h0 = { ...front?.handshakes };
+          const b = process.env.BENCH_DAEMON_ONLY ? { ms: NaN, cpuMs: NaN } : await plainGetLoop(via, work, concurrency, budget);
+          const h1 = { ...front?.handshakes };
+          const d = await daemonFirstSync(emu, via, work, n, budget);
+          if (front) console.log(`  over https: plain loop ${h1.full - h0.full} whole + ${h1.resumed - h0.resumed} resumed handshakes, daemon ${front.handshakes.full - h1.full} + ${front.handshakes.resumed - h1.resumed}; ciphers ${Object.keys(front.ciphers).join(', ')}`);
           const r = { ...d, plainMs: b.ms, plainCpuMs: b.cpuMs, ratio: d.ms / b.ms };
           rs.push(r);
           console.log(`  run ${i}: plain loop (spawn to done) ${(b.ms / 1000).toFixed(2)} s; daemon spawn to index.json naming all ${n}: ${(d.ms / 1000).toFixed(2)} s; ratio ${r.ratio.toFixed(2)}x (target <= 1.15x); ` +
@@ -188,6 +200,7 @@ async function main() {
     }
     emu.faults.setChaos({ latencyMs: 0 });
     emu.clearRequests();
+    await front?.close();
     if (process.env.BENCH_FIRST_ONLY) {
       // Iterating on the first sync only (not a full run: the re-sync targets are not checked).
       if (!firstOk) process.exitCode = 1;
@@ -255,14 +268,14 @@ function median(xs) {
 // so whichever ran right after a deletion paid for it. Disk use: ~600 MB per run and variant.
 
 /** The plain loop in its own process: list, then GET + write each image; ms from its spawn to its answer. */
-async function plainGetLoop(emu, work, concurrency, budget) {
+async function plainGetLoop(via, work, concurrency, budget) {
   const dir = join(work, `plain-${Date.now()}`);
   mkdirSync(dir);
-  const service = serviceConfig(emu);
+  const service = serviceConfig(via.served);
   settleDisk(work);
   const t0 = performance.now();
   const prof = process.env.BENCH_PROF_PLAIN ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_PLAIN}`] : [];
-  const child = spawnNode([...prof, fileURLToPath(new URL('./lib/plain-loops.mjs', import.meta.url)), 'get'], { env: { ...process.env, BENCH_ARGS: JSON.stringify({ service, dir, concurrency }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
+  const child = spawnNode([...prof, fileURLToPath(new URL('./lib/plain-loops.mjs', import.meta.url)), 'get'], { env: { ...process.env, ...via.env, BENCH_ARGS: JSON.stringify({ service, dir, concurrency }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
   let out = '';
   let cpuMs = NaN;
   const ms = await new Promise((resolve, reject) => {
@@ -286,10 +299,10 @@ async function plainGetLoop(emu, work, concurrency, budget) {
 }
 
 /** Spawns the daemon with a fresh state_dir; ms from the spawn until index.json names `n` faces. */
-async function daemonFirstSync(emu, work, n, budget) {
+async function daemonFirstSync(emu, via, work, n, budget) {
   const dir = join(work, `daemon-${Date.now()}`);
   mkdirSync(dir);
-  const config = writeDaemonConfig(dir, emu, { terminal_secret: SECRET });
+  const config = writeDaemonConfig(dir, via.served, { terminal_secret: SECRET });
   emu.clearRequests();
   const index = join(dir, 'state', 'faces', 'index.json');
   const createUs = createCost(dir);
@@ -298,7 +311,7 @@ async function daemonFirstSync(emu, work, n, budget) {
   const wall0 = Date.now();
   let readyMs = NaN;
   const extraArgs = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-  const daemon = spawnDaemon(dir, config, { budget, extraArgs });
+  const daemon = spawnDaemon(dir, config, { budget, extraArgs, env: via.env });
   daemon.ready.then(() => { readyMs = performance.now() - t0; }, () => {});
   let lastMtime = 0;
   let ms;

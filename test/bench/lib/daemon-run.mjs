@@ -175,15 +175,16 @@ ${extra}`);
 
 /**
  * Spawns `terminal-agent run --config CONFIG` as systemd would (NOTIFY_SOCKET, the unit's
- * environment); `ready` resolves at READY=1. `extraArgs` go to node (e.g. --cpu-prof).
+ * environment); `ready` resolves at READY=1. `extraArgs` go to node (e.g. --cpu-prof), `env` is
+ * added to its environment (NODE_EXTRA_CA_CERTS for lib/tls-front.mjs).
  */
-export function spawnDaemon(dir, config, { budget, extraArgs = [] } = {}) {
+export function spawnDaemon(dir, config, { budget, extraArgs = [], env: extraEnv = {} } = {}) {
   const notifyPath = join(dir, `notify-${process.hrtime.bigint()}.sock`);
   const sock = unix.createSocket('unix_dgram');
   const ready = new Promise((resolve) => sock.on('message', (buf) => { if (buf.toString().includes('READY=1')) resolve(); }));
   sock.bind(notifyPath);
   // BENCH_DAEMON_ENV='{"NAME":"value"}': extra environment for trying settings before they go in the unit.
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, ...JSON.parse(process.env.BENCH_DAEMON_ENV ?? '{}'), NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, ...extraEnv, ...JSON.parse(process.env.BENCH_DAEMON_ENV ?? '{}'), NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
   const child = spawnNode([...unitNodeArgs, ...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore', 'inherit'] }, budget);
   const exited = new Promise((resolve) => child.once('close', resolve));
   const failed = exited.then((code) => { throw new Error(`the daemon exited (${code}) before READY=1`); });

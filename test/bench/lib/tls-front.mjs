@@ -4,8 +4,8 @@
 // localhost; every request is passed on to the emulator as it came, and its answer back. It picks
 // the cipher by the client's order, as nginx does by default (node's own server keeps its order).
 //   const front = await startTlsFront(emulator.baseUrl, dir); front.url(emulator.faceBaseUrl) ...
-// Returns { caFile, url(httpUrl), ciphers, close() } (ciphers: requests per negotiated cipher), or
-// { error } when openssl is missing or fails.
+// Returns { caFile, url(httpUrl), ciphers, handshakes, close() } (ciphers: requests per negotiated
+// cipher; handshakes: { full, resumed } TLS sessions), or { error } when openssl is missing or fails.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -33,6 +33,10 @@ export async function startTlsFront(targetBaseUrl, dir) {
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
+  // A client that does not resume its sessions pays a whole handshake (a certificate to verify)
+  // on every new connection: the benchmarks print how many of each the agent made.
+  const handshakes = { full: 0, resumed: 0 };
+  server.on('secureConnection', (socket) => { handshakes[socket.isSessionReused() ? 'resumed' : 'full'] += 1; });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `https://localhost:${server.address().port}`;
   return {
@@ -40,6 +44,7 @@ export async function startTlsFront(targetBaseUrl, dir) {
     /** The same URL through the front: `http://127.0.0.1:P/v1/api` becomes `https://localhost:Q/v1/api`. */
     url: (httpUrl) => httpUrl.replace(/^http:\/\/[^/]+/, origin),
     ciphers,
+    handshakes,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();
       server.close(resolve);
