@@ -79,10 +79,11 @@ function headerList(base: URL, headers: Record<string, string>): string[] {
 
 export function nodeTransport(options: NodeTransportOptions): Transport {
   const http = new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS });
-  // With service.ca_file, the roots (Node's ~140 and the file) are parsed once here, not at every
-  // new connection as a `ca` option would be; a cipher order, too, is set once in a shared context.
-  const secureContext = options.tls ? createSecureContext(options.tls) : undefined;
-  const https = new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS, ...(secureContext ? { secureContext } : {}) });
+  // One TLS context for every connection, made at the first https request: without one, node
+  // makes a context (an OpenSSL SSL_CTX) per connection. With service.ca_file, the roots (Node's
+  // ~140 and the file) are parsed once here; a cipher order, too, is set once.
+  let https: HttpsAgent | undefined;
+  const httpsAgent = () => (https ??= new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS, secureContext: createSecureContext(options.tls) }));
   // Exchanges not finished yet (response body not closed): close() lets them finish, as undici's did.
   let inFlight = 0;
   let closed: Promise<void> | undefined;
@@ -114,7 +115,7 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
       // Options, not a URL: node:http would parse it again for every request.
       const req = (secure ? httpsRequest : httpRequest)({
         protocol: base.protocol, hostname: base.hostname.replace(/^\[(.*)\]$/, '$1'), port: base.port || undefined, path,
-        method: r.method, headers: headerList(base, r.headers), agent: secure ? https : http,
+        method: r.method, headers: headerList(base, r.headers), agent: secure ? httpsAgent() : http,
       });
       let res: IncomingMessage | undefined;
       cancel.onCancel(() => {
@@ -165,7 +166,7 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
     close() {
       closed ??= (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => { drained = resolve; })).then(() => {
         http.destroy();
-        https.destroy();
+        https?.destroy();
       });
       return closed;
     },
