@@ -200,6 +200,11 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     if (authError) return Promise.resolve(refused(reason, authError));
     running ??= doSync(reason).finally(() => {
       running = undefined;
+      // Until the next sync the rows are only needed by enrollment's refreshes, which read them
+      // again if they come (face-store.ts), and keep them through a burst. Dropped right after a
+      // sync, they go with the GCs V8 runs as its heap settles; dropped later, in an idle daemon,
+      // no GC would come to free them.
+      if (reason !== 'refresh') store.release();
     });
     return running;
   }
@@ -292,6 +297,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   /** Start-up repair: rows whose file vanished are re-fetched, index.json matches the rows, strays go. */
   async function reconcile(): Promise<void> {
     await makeDir(files.dir);
+    await store.loadRows();
     const missing = await files.missingImages(store.allRows());
     if (missing.length > 0) {
       log.warn({ faces: missing.length }, 'cached face images are missing on disk; they will be downloaded again');

@@ -109,6 +109,7 @@ async function writeImages(ctx: SeedPassContext, writes: Write[]): Promise<void>
 }
 
 export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed[]): Promise<SyncPassResult> {
+  await ctx.store.loadRows();
   const rows = ctx.store.rowMap();
   const upserts: FaceRow[] = [];
   const obsolete: string[] = [];

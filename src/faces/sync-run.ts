@@ -101,6 +101,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     if (typeof rec?.face_id !== 'string' || !isValidFaceId(rec.face_id)) skipped.push({ index, reason: 'face_id_not_32_hex' });
     else remote.set(rec.face_id, rec);
   });
+  await ctx.store.loadRows();
   const rows = ctx.store.rowMap();
   // Downloads kept by a failed pass, for faces still listed; a face this agent changed is fetched anew.
   const staged = await ctx.staging.load((st) => remote.has(st.face_id) && !ctx.forced.has(st.face_id), (file) => ctx.store.isNamed(file));

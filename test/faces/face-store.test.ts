@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { openDatabase } from '../../src/db/database.js';
+import { createFaceStore, type FaceRow } from '../../src/faces/face-store.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+// The face rows in a real agent.db (SQLite file, the agent's migrations). The store keeps them in
+// memory while the cache is busy and drops them after a sync (an idle daemon of a large group
+// holds neither them nor SQLite's page cache); what is read back must be the table as it is.
+
+function row(i: number): FaceRow {
+  const face_id = i.toString(16).padStart(32, '0');
+  return {
+    face_id, group_id: 'g', id: i, name: `face-${i}`, image_file: `${face_id}.jpg`, image_sha256: 'a'.repeat(64),
+    image_etag: `"${i}"`, image_last_modified: 'Fri, 27 Nov 2026 19:09:32 GMT', image_bytes: 2048,
+    image_checked_at: 1, image_recheck_at: null, error: null, error_code: null, updated_at: 1,
+  };
+}
+
+function storeWith(n: number) {
+  const db = openDatabase({ path: join(tmpDir('ta-face-store-'), 'agent.db') });
+  const store = createFaceStore(db);
+  store.commit({ upserts: Array.from({ length: n }, (_, i) => row(i + 1)), deletes: [] });
+  return { db, store };
+}
+
+describe('face store rows in memory', () => {
+  it('reads 1,234 rows back after release, in steps that leave the event loop free between them', async () => {
+    const { db, store } = storeWith(1_234);
+    store.release();
+    let ranMeanwhile = false;
+    setImmediate(() => { ranMeanwhile = true; });
+    await store.loadRows();
+    // Read in steps of 500: a callback queued before the read ran before it ended.
+    expect(ranMeanwhile).toBe(true);
+    const rows = store.rowMap();
+    expect(rows.size).toBe(1_234);
+    expect(rows.get(row(700).face_id)).toEqual(row(700));
+    expect(store.servedRows().map((r) => r.id)).toEqual(Array.from({ length: 1_234 }, (_, i) => i + 1));
+    db.close();
+  });
+
+  it('a commit made while the rows are being read is not lost', async () => {
+    const { db, store } = storeWith(1_100);
+    store.release();
+    const loading = store.loadRows();
+    // The first step has been read; this lands between two steps.
+    store.commit({ upserts: [row(5_000)], deletes: [row(1).face_id] });
+    await loading;
+    const rows = store.rowMap();
+    expect(rows.size).toBe(1_100);
+    expect(rows.has(row(5_000).face_id)).toBe(true);
+    expect(rows.has(row(1).face_id)).toBe(false);
+    db.close();
+  });
+
+  it('after release the rows are the table\'s, changes made before it included', async () => {
+    const { db, store } = storeWith(3);
+    store.commit({ upserts: [{ ...row(2), name: 'renamed' }], deletes: [] });
+    store.release();
+    expect(store.servedRows().map((r) => r.name)).toEqual(['face-1', 'renamed', 'face-3']);
+    await store.loadRows();
+    expect([...store.rowMap().values()].map((r) => r.name).sort()).toEqual(['face-1', 'face-3', 'renamed']);
+    db.close();
+  });
+});
