@@ -7,11 +7,15 @@
 // The idle rounds also run a daemon that talks to the emulator over HTTPS (lib/tls-front.mjs), as
 // every terminal talks to the cloud: its private CA is given through NODE_EXTRA_CA_CERTS, so the
 // daemon trusts node's own roots plus that one, as it does for a cloud with a public certificate.
+// And a daemon of a large group (BIG_GROUP faces, default 10,000, 2 KB images, from its own
+// emulator): its idle RSS is measured once its first sync is over (its cache holds them all) and
+// 15 s have passed, the figure of a terminal with a large group cached. BIG_GROUP=0 skips it.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
@@ -19,7 +23,8 @@ import { schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/dae
 import { startTlsFront } from './lib/tls-front.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = join(ROOT, 'dist/main.js');
+// BENCH_MAIN=PATH: another build of the daemon (lib/daemon-run.mjs), for runs in turn with this one.
+const MAIN = process.env.BENCH_MAIN ? resolve(process.env.BENCH_MAIN) : join(ROOT, 'dist/main.js');
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 60);
 const STARTS = Number(process.env.STARTS ?? 7);
 // Idle RSS is bimodal (a ~10 MB malloc high-water mark from start-up stays or goes, by timing):
@@ -61,6 +66,12 @@ emulator.seedFaces(group, Array.from({ length: 20 }, (_, i) => ({ name: `face-${
 const config = writeDaemonConfig(dir, emulator, emulator.terminals[0]);
 const tlsFront = await startTlsFront(emulator.baseUrl, dir);
 if (tlsFront.error) console.log(`the daemon over https is not measured: ${tlsFront.error}`);
+const BIG_GROUP = Number(process.env.BIG_GROUP ?? 10_000);
+const bigEmulator = BIG_GROUP > 0 ? await startEmulator({ port: 0 }) : undefined;
+for (let i = 0; i < BIG_GROUP; i += 500) {
+  const small = () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(2042), Buffer.from([0xff, 0xd9])]);
+  bigEmulator.seedFaces(bigEmulator.terminals[0].group_id, Array.from({ length: Math.min(500, BIG_GROUP - i) }, (_, j) => ({ name: `member-${i + j}`, image: small() })));
+}
 
 const notifyPath = join(dir, 'notify.sock');
 const sock = unix.createSocket('unix_dgram');
@@ -152,6 +163,23 @@ function spawnOverTls(round) {
   return spawn(cmd, argv, { env: { ...alsaEnv, ...unitEnv, NODE_EXTRA_CA_CERTS: tlsFront.caFile }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
+/** The daemon of the large group, as the unit runs it, in its own folder. */
+function spawnBig(round) {
+  const bigDir = join(dir, `big-${round}`);
+  mkdirSync(bigDir);
+  const [cmd, ...argv] = [...schedPrefix, process.execPath, ...unitNodeArgs, MAIN, 'run', '--config', writeDaemonConfig(bigDir, bigEmulator, bigEmulator.terminals[0])];
+  return { child: spawn(cmd, argv, { env: { ...alsaEnv, ...unitEnv }, stdio: ['ignore', 'ignore', 'inherit'] }), index: join(bigDir, 'state', 'faces', 'index.json') };
+}
+
+/** Entries in an index.json (one per line), 0 when there is none yet. */
+function indexEntries(path) {
+  try {
+    return readFileSync(path, 'utf8').split('"face_id"').length - 1;
+  } catch {
+    return 0;
+  }
+}
+
 /** Faces in a daemon's face cache index (it synced them over its connection), 0 when none. */
 function cachedFaces(name) {
   try {
@@ -166,8 +194,15 @@ async function idleRound(round) {
   const plain = spawn(process.execPath, [MAIN, 'run', '--config', configFor(`plain-${round}`)], { env: alsaEnv, stdio: ['ignore', 'ignore', 'inherit'] });
   const overTls = tlsFront.error ? undefined : spawnOverTls(round);
   const baseline = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  const big = bigEmulator ? spawnBig(round) : undefined;
   await sleep(SETTLE_SECONDS * 1000);
-  const watched = { daemon: child.pid, plain: plain.pid, baseline: baseline.pid, ...(overTls ? { tls: overTls.pid } : {}) };
+  if (big) {
+    // Its idle starts when its first sync is over; V8 settles its heap in the seconds after.
+    const t0 = performance.now();
+    while (indexEntries(big.index) < BIG_GROUP && performance.now() - t0 < 300_000 && big.child.exitCode === null) await sleep(500);
+    await sleep(15_000);
+  }
+  const watched = { daemon: child.pid, plain: plain.pid, baseline: baseline.pid, ...(overTls ? { tls: overTls.pid } : {}), ...(big ? { big: big.child.pid } : {}) };
   const start = Object.fromEntries(Object.entries(watched).map(([k, pid]) => [k, { self: procCpuSeconds(pid), all: cpuOf(family(pid)) }]));
   const max = Object.fromEntries(Object.keys(watched).map((k) => [k, { self: 0, all: 0 }]));
   for (let s = 0; s < IDLE_SECONDS; s++) {
@@ -184,16 +219,20 @@ async function idleRound(round) {
     rss: max.daemon.self, cpu: cpu('daemon', 'self'), children: family(child.pid).length - 1, rssAll: max.daemon.all, cpuAll: cpu('daemon', 'all'),
     plainRss: max.plain.self, plainCpu: cpu('plain', 'self'), baseRss: max.baseline.self, baseCpu: cpu('baseline', 'self'),
     ...(overTls && tlsSynced === 20 ? { tlsRss: max.tls.self, tlsCpu: cpu('tls', 'self') } : {}),
+    ...(big && indexEntries(big.index) === BIG_GROUP ? { bigRss: max.big.self, bigCpu: cpu('big', 'self') } : {}),
   };
+  const bigPart = !big ? '' : r.bigRss === undefined ? `; ${BIG_GROUP} faces: NOT MEASURED (its cache holds ${indexEntries(big.index)})`
+    : `; with ${BIG_GROUP} faces cached ${r.bigRss.toFixed(1)} MB, ${r.bigCpu.toFixed(2)} %`;
   const tlsPart = !overTls ? '' : r.tlsRss === undefined ? `; over https: NOT MEASURED (its cache holds ${tlsSynced} of 20 faces: it did not sync through the front)`
     : `; over https ${r.tlsRss.toFixed(1)} MB, ${r.tlsCpu.toFixed(2)} %`;
   console.log(`  round ${round + 1}: daemon as the unit runs it RSS max ${r.rss.toFixed(1)} MB, CPU ${r.cpu.toFixed(2)} % (with its ${r.children} children: ${r.rssAll.toFixed(1)} MB, ${r.cpuAll.toFixed(2)} %); ` +
-    `without the unit's Environment= ${r.plainRss.toFixed(1)} MB, ${r.plainCpu.toFixed(2)} %; bare node ${r.baseRss.toFixed(1)} MB, ${r.baseCpu.toFixed(2)} %${tlsPart}`);
+    `without the unit's Environment= ${r.plainRss.toFixed(1)} MB, ${r.plainCpu.toFixed(2)} %; bare node ${r.baseRss.toFixed(1)} MB, ${r.baseCpu.toFixed(2)} %${tlsPart}${bigPart}`);
   plain.kill('SIGTERM');
   overTls?.kill('SIGTERM');
+  big?.child.kill('SIGTERM');
   baseline.kill();
   await stop(child);
-  await Promise.all([plain, ...(overTls ? [overTls] : [])].map((p) => new Promise((res) => (p.exitCode !== null ? res() : p.once('close', res)))));
+  await Promise.all([plain, ...(overTls ? [overTls] : []), ...(big ? [big.child] : [])].map((p) => new Promise((res) => (p.exitCode !== null ? res() : p.once('close', res)))));
   return r;
 }
 
@@ -207,6 +246,7 @@ if (ROUNDS > 0) {
 }
 sock.close();
 if (!tlsFront.error) await tlsFront.close();
+await bigEmulator?.close();
 await emulator.close();
 rmSync(dir, { recursive: true, force: true });
 if (rounds.length > 0) {
@@ -223,6 +263,12 @@ if (rounds.length > 0) {
     const medTls = median(tls('tlsRss'));
     console.log(`daemon as the unit runs it, over https (as in the field): RSS median ${medTls.toFixed(1)} MB, max ${maxOf(tls('tlsRss')).toFixed(1)} MB; CPU median ${median(tls('tlsCpu')).toFixed(2)} %; ` +
       `${(medTls - medRss).toFixed(1)} MB over plain http; ${medTls <= 55 ? 'within' : 'OVER'} the 55 MB target`);
+  }
+  const bigRounds = rounds.filter((r) => r.bigRss !== undefined);
+  if (bigRounds.length > 0) {
+    const medBig = median(bigRounds.map((r) => r.bigRss));
+    console.log(`daemon of a group of ${BIG_GROUP} faces, idle after its first sync: RSS median ${medBig.toFixed(1)} MB, max ${maxOf(bigRounds.map((r) => r.bigRss)).toFixed(1)} MB; ` +
+      `CPU median ${median(bigRounds.map((r) => r.bigCpu)).toFixed(2)} %; ${(medBig - medRss).toFixed(1)} MB over the 20-face daemon (${((medBig - medRss) * 1024 * 1024 / (BIG_GROUP - 20)).toFixed(0)} bytes a face)`);
   }
   const ok = medRss <= 55 && medCpu <= 0.2;
   console.log(ok ? 'within targets (median of the rounds, plain http to the emulator)' : 'OUTSIDE targets');
