@@ -1,7 +1,7 @@
 #!/bin/bash
 # The README's Performance table, "now" column: every command behind it, one after another, each
 # benchmark's output in its own file under OUT (default: a new folder under /tmp, printed).
-# About 12 minutes on the 2-core development machine; as root (the Pi budget needs a cgroup,
+# About 18 minutes on the 2-core development machine; as root (the Pi budget needs a cgroup,
 # BENCH_FS a loop mount). Nothing else should run meanwhile: the figures are CPU and wall times.
 #   bash test/bench/readme-figures.sh [OUT]
 set -u
@@ -20,10 +20,12 @@ run daemon STARTS=9 ROUNDS=3 node --expose-gc test/bench/daemon.mjs
 run enroll BENCH_FS=ext4-nojournal RUNS=3 VARIANTS=0,20,pi node test/bench/enroll.mjs
 run enroll-threads BENCH_FS=ext4-nojournal BENCH_THREADS=1 RUNS=2 VARIANTS=0 node test/bench/enroll.mjs
 run enroll-warm BENCH_FS=ext4-nojournal BENCH_WARM=3000 BENCH_THREADS=1 RUNS=2 VARIANTS=0 node test/bench/enroll.mjs
+run enroll-tls BENCH_FS=ext4-nojournal BENCH_TLS=1 RUNS=3 VARIANTS=0 node test/bench/enroll.mjs
 run sync-ext4 BENCH_FS=ext4 BENCH_FIRST_ONLY=1 RUNS=3 VARIANTS=0,pi node test/bench/faces-sync.mjs
 run sync-vm RUNS=1 VARIANTS=0 node test/bench/faces-sync.mjs
+run sync-tls BENCH_FS=ext4-nojournal BENCH_TLS=1 BENCH_FIRST_ONLY=1 RUNS=2 VARIANTS=0 node test/bench/faces-sync.mjs
 run speech node test/bench/speech.mjs
 run syncfs node test/bench/syncfs.mjs
 run tls-cipher node test/bench/tls-cipher.mjs
 printf '%s  done; the summaries:\n' "$(date -u +%H:%M:%S)"
-grep -h -E '=>|median|RSS median|within|OUTSIDE|CPU [0-9.]+x|re-sync|thread' "$out"/*.txt | grep -v '"level"' | awk '!seen[$0]++'
+grep -H -E '=>|median|RSS median|within|OUTSIDE|CPU [0-9.]+x|re-sync|thread|handshakes' "$out"/*.txt | grep -v '"level"' | awk '!seen[$0]++'
