@@ -128,9 +128,9 @@ export function nodeTransport(options: NodeTransportOptions): Transport {
       req.once('socket', (socket) => {
         if (req.reusedSocket) return;
         // The agent asks for TCP_NODELAY, but tls.connect drops that option (nodejs/node#62003):
-        // with Nagle on, the last small write of a request (a streamed upload's closing boundary,
-        // the request after the handshake's Finished) waited for the server's delayed ACK, ~40 ms
-        // a request over HTTPS. libuv applies it to a socket not yet connected once it is.
+        // with Nagle on, the last small write of a request (a body streamed from its file: the
+        // multipart's closing boundary) waited for the server's delayed ACK, 40 ms an upload over
+        // HTTPS. libuv applies it to a socket not yet connected once it is.
         if (secure) socket.setNoDelay(true);
         const timer = setTimeout(() => req.destroy(connectTimeout(options.connectTimeoutMs)), options.connectTimeoutMs);
         const clear = () => clearTimeout(timer);

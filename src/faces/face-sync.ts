@@ -204,7 +204,12 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       // again if they come (face-store.ts), and keep them through a burst. Dropped right after a
       // sync, they go with the GCs V8 runs as its heap settles; dropped later, in an idle daemon,
       // no GC would come to free them.
-      if (reason !== 'refresh') store.release();
+      if (reason === 'refresh') return;
+      try {
+        store.release();
+      } catch (err) {
+        log.debug({ err: describeError(err) }, 'could not drop the face rows held in memory');
+      }
     });
     return running;
   }
