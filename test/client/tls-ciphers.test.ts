@@ -1,7 +1,5 @@
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -11,6 +9,7 @@ import { createServiceClient } from '../../src/client/service-client.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { makeTestConfig } from '../helpers/config.js';
 import { tmpDirManual } from '../helpers/tmp.js';
+import { makeLocalhostCert } from '../helpers/tls-cert.js';
 import { startConnectProxy, type ConnectProxy } from '../helpers/connect-proxy.js';
 
 // The cipher the client offers first on a CPU without AES instructions (a Raspberry Pi 4). The
@@ -83,12 +82,7 @@ function clientOf(base: string, cpuHasAesInstructions: boolean, env: Record<stri
 
 beforeAll(() => {
   tmp = tmpDirManual('ta-tls-ciphers-');
-  certPath = join(tmp.dir, 'cert.pem');
-  keyPath = join(tmp.dir, 'key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '2',
-    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-  ], { stdio: 'ignore' });
+  ({ certPath, keyPath } = makeLocalhostCert(tmp.dir));
 });
 
 afterAll(() => {

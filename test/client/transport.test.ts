@@ -1,5 +1,4 @@
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { startRig, PNG_BYTES, TEST_UA, type Rig } from './fixtures.js';
 import { tmpDirManual } from '../helpers/tmp.js';
+import { makeLocalhostCert } from '../helpers/tls-cert.js';
 import { startConnectProxy, type ConnectProxy } from '../helpers/connect-proxy.js';
 import { ConfigError, NetworkError } from '../../src/errors.js';
 import { createServiceClient } from '../../src/client/service-client.js';
@@ -28,12 +28,7 @@ let proxy: ConnectProxy;
 beforeAll(async () => {
   rig = await startRig();
   tmp = tmpDirManual('ta-client-tls-');
-  certPath = join(tmp.dir, 'cert.pem');
-  keyPath = join(tmp.dir, 'key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '2',
-    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-  ], { stdio: 'ignore' });
+  ({ certPath, keyPath } = makeLocalhostCert(tmp.dir));
 
   const seen: IncomingHttpHeaders[] = [];
   const server = createHttpsServer({ key: readFileSync(keyPath), cert: readFileSync(certPath) }, (req, res) => {
