@@ -7,14 +7,14 @@ import { faceSyncDeadlineMs } from './sync-deadline.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
-import { createFaceStore, toCachedFace, type SyncRunRow } from './face-store.js';
+import { createFaceStore, toCachedFace } from './face-store.js';
 import { createStaging, STAGING_DIR } from './staging.js';
 import { runSyncPass, type SyncPassResult, type SyncProgress } from './sync-run.js';
 import { combinePasses, runSeedPass, type FaceSeed } from './seed-pass.js';
 import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
 import { makeDir } from '../util/make-dir.js';
-import { describeSkip } from '../client/faces-api.js';
-import type { SkippedRecord, SkipReason } from '../client/types.js';
+import type { SkippedRecord } from '../client/types.js';
+import { NO_SKIPS, errorInfo, reportFromRun, skippedFields } from './sync-report.js';
 import { isoTime } from '../util/iso-time.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
@@ -372,37 +372,4 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       return store.servedRows().map(toCachedFace);
     },
   };
-}
-
-function errorInfo(err: unknown): SyncErrorInfo {
-  if (err instanceof AuthError) {
-    return {
-      code: err.code, exit_code: err.exitCode, ...(err.status !== undefined ? { status: err.status } : {}),
-      message: `${err.message}; face sync is stopped until the configuration is reloaded: fix service.terminal_secret (or terminal_secret_file), then reload the agent (systemctl reload terminal-agent)`,
-    };
-  }
-  if (err instanceof AgentError) {
-    const status = (err as { status?: number }).status;
-    return { code: err.code, message: err.message, exit_code: err.exitCode, ...(status !== undefined ? { status } : {}) };
-  }
-  return { code: 'TA_ERR_FAILURE', message: describeError(err), exit_code: 1 };
-}
-
-function reportFromRun(run: SyncRunRow | undefined): SyncReport | null {
-  if (!run) return null;
-  return {
-    reason: 'start', ok: run.ok === 1, started_at: isoTime(run.started_at),
-    finished_at: isoTime(run.finished_at ?? run.started_at), duration_ms: run.duration_ms ?? 0,
-    added: run.added, updated: run.updated, removed: run.removed, failed: run.failed, image_requests: run.image_requests,
-    changed: false, faces_cached: 0,
-    error: run.error ? { code: run.error_code ?? 'TA_ERR_FAILURE', message: run.error, exit_code: 1 } : null, failures: [], ...NO_SKIPS,
-  };
-}
-
-const NO_SKIPS = { skipped: 0, skipped_reasons: {}, skipped_records: [] } as const satisfies Pick<SyncReport, 'skipped' | 'skipped_reasons' | 'skipped_records'>;
-
-function skippedFields(skipped: readonly SkippedRecord[]): Pick<SyncReport, 'skipped' | 'skipped_reasons' | 'skipped_records'> {
-  const reasons: Partial<Record<SkipReason, number>> = {};
-  for (const s of skipped) reasons[s.reason] = (reasons[s.reason] ?? 0) + 1;
-  return { skipped: skipped.length, skipped_reasons: reasons, skipped_records: skipped.slice(0, 20).map(describeSkip) };
 }
