@@ -12,26 +12,15 @@ import { createStaging, STAGING_DIR } from './staging.js';
 import { runSyncPass, type SyncPassResult, type SyncProgress } from './sync-run.js';
 import { combinePasses, runSeedPass, type FaceSeed } from './seed-pass.js';
 import type { FaceSync, FaceSyncDeps, FaceSyncState, FaceSyncStatus, SyncErrorInfo, SyncReason, SyncReport } from './types.js';
-import { makeDir } from '../util/make-dir.js';
-import type { SkippedRecord } from '../client/types.js';
-import { NO_SKIPS, errorInfo, reportFromRun, skippedFields } from './sync-report.js';
+import { NO_SKIPS, errorInfo, finishedReport, refusedReport, reportFromRun, reportSkipped, skippedFields } from './sync-report.js';
+import { reconcileCache } from './cache-reconcile.js';
+import { createRetiredFiles } from './retired-files.js';
+import { createRefreshQueue } from './refresh-queue.js';
 import { isoTime } from '../util/iso-time.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_DELETE_GRACE_MS = 60_000;
-/**
- * A refresh for faces this agent just uploaded rewrites index.json, the whole group each time:
- * with 10,000 faces cached 1.5 MB, about 60 ms of the event loop. In an enrollment burst they ran
- * back to back, a few files each, and a large group made every enrolled file cost 1.4 ms more of
- * the daemon's CPU. The next refresh waits this many times the last index write's duration (at
- * most MAX_REFRESH_GAP_MS): index writes take at most a fifth of the time, at once with a small
- * group (a millisecond or two), a few a second with a large one. Only the index write counts:
- * the rest of a pass costs the same per face however they are grouped.
- */
-const REFRESH_SPACING = 4;
-const MAX_REFRESH_GAP_MS = 1_000;
-
 
 /**
  * Keeps `<state_dir>/faces/` and the faces table in step with GET /faces of the terminal's group.
@@ -56,18 +45,14 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   const forced = new Set<string>();
   /** Faces this agent uploaded, to put into the cache from the bytes it sent (seed-pass.ts). */
   let seeds = new Map<string, FaceSeed>();
-  const graceMs = deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
-  /** Files dropped from the index, kept for readers of the previous one until their time is up. */
-  let retired: Array<{ file: string; at: number }> = [];
+  const retired = createRetiredFiles({ files, store, graceMs: deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS, now });
 
   let started = false;
   let stopped = false;
   let loop: Promise<void> | undefined;
   let wake = new AbortController();
   let running: Promise<SyncReport> | undefined;
-  let followUp: Promise<SyncReport> | undefined;
-  /** When the next refresh may start (monotonic ms): see REFRESH_SPACING. */
-  let refreshReadyAt = 0;
+  const refreshes = createRefreshQueue({ running: () => running, refresh: () => syncNow('refresh'), signal: lifecycle.signal });
   let authError: SyncErrorInfo | undefined;
   let consecutiveFailures = 0;
   // Until start() has compared index.json with the rows, assume it may be stale.
@@ -111,15 +96,15 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       for (const id of forcedNow) forced.delete(id);
       Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred, indexMs: seeded?.indexMs ?? 0 });
       indexDirty = false;
-      for (const file of pass.obsolete) retired.push({ file, at: now() });
-      await removeRetired();
+      retired.add(pass.obsolete);
+      await retired.removeDue();
       consecutiveFailures = 0;
       result = pass.failures.length > 0 ? 'partial' : 'ok';
-      report = makeReport(reason, startedAt, t0, {
+      report = finishedReport(reason, startedAt, Math.round(performance.now() - t0), cachedCount, {
         ok: true, added: pass.added, updated: pass.updated, removed: pass.removed, failed: pass.failures.length,
         image_requests: pass.imageRequests, changed: pass.indexWritten, error: null, failures: pass.failures, ...skippedFields(pass.skipped),
       });
-      reportSkipped(pass.skipped);
+      reportSkipped(pass.skipped, log, metrics);
       lastSuccessAt = Date.parse(report.finished_at);
     } catch (thrown) {
       const err: unknown = deadline.signal.aborted && !lifecycle.signal.aborted ? deadline.signal.reason : thrown;
@@ -136,7 +121,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         result = 'error';
         if (!aborted) log.warn({ err_code: info.code, status: info.status, failures: consecutiveFailures }, `face sync failed, the cache is unchanged: ${info.message}`);
       }
-      report = makeReport(reason, startedAt, t0, {
+      report = finishedReport(reason, startedAt, Math.round(performance.now() - t0), cachedCount, {
         ok: false, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, error: info, failures: [], ...NO_SKIPS,
       });
       lastError = { ...info, at: report.finished_at };
@@ -155,7 +140,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     metrics.cached(cachedCount);
     metrics.syncDone(result, report.duration_ms / 1000);
     lastReport = report;
-    if (reason === 'refresh') refreshReadyAt = performance.now() + Math.min(MAX_REFRESH_GAP_MS, REFRESH_SPACING * passExtra.indexMs);
+    if (reason === 'refresh') refreshes.ended(passExtra.indexMs);
     if (report.ok) {
       // Every successful sync is announced; a reader reloads index.json when index_version differs
       // from the one it has (unchanged when the sync changed nothing).
@@ -169,35 +154,9 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     return report;
   }
 
-  function reportSkipped(skipped: readonly SkippedRecord[]): void {
-    if (skipped.length === 0) return;
-    const fields = skippedFields(skipped);
-    for (const [reason, n] of Object.entries(fields.skipped_reasons)) metrics.skipped(reason, n);
-    log.warn({ skipped: skipped.length, reasons: fields.skipped_reasons, first: fields.skipped_records.slice(0, 3) },
-      `${skipped.length} record(s) of GET /faces are malformed and were skipped; the other faces were synced`);
-  }
-
-  /** Deletes retired files whose grace is over, unless a row names the file again (jpg -> png -> jpg). */
-  async function removeRetired(): Promise<void> {
-    const due = retired.filter((r) => now() - r.at >= graceMs);
-    if (due.length === 0) return;
-    retired = retired.filter((r) => now() - r.at < graceMs);
-    await files.removeFiles(due.map((r) => r.file).filter((f) => !store.isNamed(f)));
-  }
-
-  function makeReport(reason: SyncReason, startedAt: number, t0: number, fields: Omit<SyncReport, 'reason' | 'started_at' | 'finished_at' | 'duration_ms' | 'faces_cached'>): SyncReport {
-    const duration = Math.round(performance.now() - t0);
-    return { reason, started_at: isoTime(startedAt), finished_at: isoTime(startedAt + duration), duration_ms: duration, faces_cached: cachedCount, ...fields };
-  }
-
-  function refused(reason: SyncReason, error: SyncErrorInfo): SyncReport {
-    const t = now();
-    return { reason, ok: false, started_at: isoTime(t), finished_at: isoTime(t), duration_ms: 0, added: 0, updated: 0, removed: 0, failed: 0, image_requests: 0, changed: false, faces_cached: cachedCount, error, failures: [], ...NO_SKIPS };
-  }
-
   function syncNow(reason: SyncReason = 'manual'): Promise<SyncReport> {
-    if (stopped) return Promise.resolve(refused(reason, errorInfo(new AbortedError('face sync is stopped (the agent is shutting down)'))));
-    if (authError) return Promise.resolve(refused(reason, authError));
+    if (stopped) return Promise.resolve(refusedReport(reason, errorInfo(new AbortedError('face sync is stopped (the agent is shutting down)')), cachedCount, now()));
+    if (authError) return Promise.resolve(refusedReport(reason, authError, cachedCount, now()));
     running ??= doSync(reason).finally(() => {
       running = undefined;
       // Until the next sync the rows are only needed by enrollment's refreshes, which read them
@@ -222,34 +181,15 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   function seedFace(seed: FaceSeed): Promise<SyncReport> {
     if (!isValidFaceId(seed.face.face_id)) return refreshFace(seed.face.face_id);
     seeds.set(seed.face.face_id, seed);
-    return later();
-  }
-
-  /**
-   * The sync that will see what was just asked for: now, or one more after the running one (which
-   * listed the group before this face changed) and after the last refresh's spacing. Whatever
-   * starts meanwhile, the one returned starts after this call.
-   */
-  function later(): Promise<SyncReport> {
-    if (!running && !followUp && performance.now() >= refreshReadyAt) return syncNow('refresh');
-    followUp ??= (async () => {
-      // Each turn awaits something, the first included: followUp is set before it is cleared below.
-      do {
-        if (running) await running.catch(() => undefined);
-        else if (!(await wait(Math.max(0, refreshReadyAt - performance.now()), lifecycle.signal))) break;
-      } while (running || performance.now() < refreshReadyAt);
-      followUp = undefined;
-      return syncNow('refresh');
-    })();
-    return followUp;
+    return refreshes.later();
   }
 
   function refreshFace(faceId: string): Promise<SyncReport> {
     if (!isValidFaceId(faceId)) {
-      return Promise.resolve(refused('refresh', errorInfo(new AgentError(`cannot refresh face '${faceId}': a face_id is 32 hex characters`))));
+      return Promise.resolve(refusedReport('refresh', errorInfo(new AgentError(`cannot refresh face '${faceId}': a face_id is 32 hex characters`)), cachedCount, now()));
     }
     forced.add(faceId);
-    return later();
+    return refreshes.later();
   }
 
   async function waitOrWake(ms: number): Promise<'timeout' | 'woken' | 'stopped'> {
@@ -299,36 +239,14 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     nextSyncAt = null;
   }
 
-  /** Start-up repair: rows whose file vanished are re-fetched, index.json matches the rows, strays go. */
-  async function reconcile(): Promise<void> {
-    await makeDir(files.dir);
-    await store.loadRows();
-    const missing = await files.missingImages(store.allRows());
-    if (missing.length > 0) {
-      log.warn({ faces: missing.length }, 'cached face images are missing on disk; they will be downloaded again');
-      store.forgetImages(missing);
-    }
-    const ensured = await files.ensureIndex(store.servedRows());
-    indexVer = ensured.version;
-    if (ensured.rewritten) log.info({ index: files.indexPath }, 'face index rewritten from agent.db');
-    indexDirty = false;
-    // A crash during a sync left its published downloads in faces/: back to the staging folder first.
-    await staging.unpublish((f) => store.isNamed(f));
-    const strays = await files.removeStrays(store.allRows());
-    if (strays > 0) log.info({ files: strays }, 'removed leftover files from an interrupted face sync');
-    // Downloads kept by a sync that failed before the restart: drop the stale and the unrecorded
-    // ones now (those the listing no longer names go at the next sync, which also checks hashes).
-    const kept = (await staging.load(undefined, (f) => store.isNamed(f))).size;
-    if (kept > 0) log.info({ images: kept }, 'kept face image downloads from an unfinished sync will be used by the next sync');
-    cachedCount = store.countServed();
-    metrics.cached(cachedCount);
-  }
-
   return {
     async start() {
       if (started || stopped) return;
       started = true;
-      await reconcile();
+      indexVer = await reconcileCache({ store, files, staging, logger: log });
+      indexDirty = false;
+      cachedCount = store.countServed();
+      metrics.cached(cachedCount);
       log.info({ faces_cached: cachedCount, index: files.indexPath, sync_interval_ms: facesConfig.sync_interval }, 'face cache ready');
       loop = runLoop().catch((err: unknown) => {
         log.error({ err: describeError(err) }, 'face sync loop stopped unexpectedly');

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openDatabase } from '../../src/db/database.js';
+import { createCacheFiles } from '../../src/faces/cache-files.js';
+import { createFaceStore, type FaceRow } from '../../src/faces/face-store.js';
+import { createRetiredFiles } from '../../src/faces/retired-files.js';
+import { tmpDir } from '../helpers/tmp.js';
+
+// Image files a sync dropped from index.json, in a real faces/ folder beside a real agent.db: a
+// reader that loaded the previous index may still open them until their grace is over.
+
+const FACE = 'ab'.repeat(16);
+
+function row(imageFile: string): FaceRow {
+  return {
+    face_id: FACE, group_id: 'g', id: 1, name: 'ada', image_file: imageFile, image_sha256: 'a'.repeat(64),
+    image_etag: null, image_last_modified: null, image_bytes: 4, image_checked_at: 1, image_recheck_at: null,
+    error: null, error_code: null, updated_at: 1,
+  };
+}
+
+function setup() {
+  const state = tmpDir('ta-retired-');
+  const dir = join(state, 'faces');
+  mkdirSync(dir);
+  const db = openDatabase({ path: join(state, 'agent.db') });
+  const store = createFaceStore(db);
+  const clock = { now: 1_000_000 };
+  const retired = createRetiredFiles({ files: createCacheFiles(dir), store, graceMs: 60_000, now: () => clock.now });
+  const put = (name: string) => writeFileSync(join(dir, name), 'jpeg');
+  return { dir, db, store, clock, retired, put };
+}
+
+describe('retired face images', () => {
+  it('are kept through their grace and deleted at the first call after it', async () => {
+    const t = setup();
+    t.put(`${FACE}.jpg`);
+    t.store.commit({ upserts: [row(`${FACE}.png`)], deletes: [] });
+    t.retired.add([`${FACE}.jpg`]);
+    t.clock.now += 59_999;
+    await t.retired.removeDue();
+    expect(existsSync(join(t.dir, `${FACE}.jpg`))).toBe(true);
+    t.clock.now += 1;
+    await t.retired.removeDue();
+    expect(existsSync(join(t.dir, `${FACE}.jpg`))).toBe(false);
+    t.db.close();
+  });
+
+  it('a file a row names again by then (jpg -> png -> jpg) is kept', async () => {
+    const t = setup();
+    t.put(`${FACE}.jpg`);
+    t.put(`${FACE}.png`);
+    t.store.commit({ upserts: [row(`${FACE}.png`)], deletes: [] });
+    t.retired.add([`${FACE}.jpg`]);
+    t.clock.now += 30_000;
+    // The face went back to jpg: its png is retired in turn, and the jpg is the one served.
+    t.store.commit({ upserts: [row(`${FACE}.jpg`)], deletes: [] });
+    t.retired.add([`${FACE}.png`]);
+    t.clock.now += 30_000;
+    await t.retired.removeDue();
+    expect(existsSync(join(t.dir, `${FACE}.jpg`))).toBe(true);
+    expect(existsSync(join(t.dir, `${FACE}.png`))).toBe(true);
+    t.clock.now += 30_000;
+    await t.retired.removeDue();
+    expect(existsSync(join(t.dir, `${FACE}.jpg`))).toBe(true);
+    expect(existsSync(join(t.dir, `${FACE}.png`))).toBe(false);
+    t.db.close();
+  });
+});
