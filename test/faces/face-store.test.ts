@@ -63,4 +63,26 @@ describe('face store rows in memory', () => {
     expect([...store.rowMap().values()].map((r) => r.name).sort()).toEqual(['face-1', 'face-3', 'renamed']);
     db.close();
   });
+
+  it('every way of reading gives each row with all its columns as written, and one count', async () => {
+    const { db, store } = storeWith(4);
+    const failed: FaceRow = { ...row(5), image_file: null, image_sha256: null, image_etag: null, image_last_modified: null, image_bytes: null, image_recheck_at: null, id: null, error: 'HTTP 404', error_code: 'TA_ERR_NOT_FOUND' };
+    store.commit({ upserts: [failed], deletes: [] });
+    const table = [row(1), row(2), row(3), row(4)];
+    store.release();
+    // Straight from the table: the served rows, the failed ones, the count.
+    expect(store.servedRows()).toEqual(table);
+    expect(store.failedRows(10)).toEqual([failed]);
+    expect(store.countServed()).toBe(4);
+    // At once (a caller that needs them before loadRows ran), then in steps.
+    expect(store.allRows().sort((a, b) => (a.id ?? 0) - (b.id ?? 0))).toEqual([failed, ...table]);
+    store.release();
+    await store.loadRows();
+    expect(store.rowMap().get(failed.face_id)).toEqual(failed);
+    expect(store.servedRows()).toEqual(table);
+    expect(store.countServed()).toBe(4);
+    store.commit({ upserts: [row(6)], deletes: [row(1).face_id] });
+    expect(store.countServed()).toBe(4);
+    db.close();
+  });
 });
