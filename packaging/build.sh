@@ -131,9 +131,18 @@ build_arch() { # deb-arch
   prune_node_modules "$work/deps/node_modules"
   find "$work/deps/node_modules" -name '*.node' -exec "$strip_bin" --strip-unneeded {} \;
 
+  # The agent's own addon (native/malloc-trim): dist/ has this machine's build; the target's replaces it.
+  log "$arch: compiling malloc-trim (node-gyp --arch=$garch)"
+  rm -rf "$work/native"; cp -r "$SRC/native/malloc-trim" "$work/native"; rm -rf "$work/native/build"
+  (cd "$work/native" && env -u npm_config_nodedir "${gyp_env[@]}" node "$NODE_GYP" rebuild --release \
+    --arch="$garch" --nodedir="$nodedir" --loglevel=warn >>"$work/node-gyp.log" 2>&1) \
+    || { tail -n 40 "$work/node-gyp.log" >&2; echo "build.sh: compiling native/malloc-trim failed (log: $work/node-gyp.log)" >&2; exit 1; }
+
   log "$arch: staging $PREFIX"
   cp -a "$SRC/dist" "$app/dist"
   rm -f "$app/dist/.built"
+  install -m 0755 "$work/native/build/Release/malloc_trim.node" "$app/dist/native/malloc_trim.node"
+  "$strip_bin" --strip-unneeded "$app/dist/native/malloc_trim.node"
   # The build's V8 code caches fit only this machine's node and CPU (node's arm64 V8 accepts an x64
   # cache and can crash on it): postinst makes them on the device (dist/bundle/make-code-caches.cjs).
   find "$app/dist/bundle" -name '*.v8' -delete
@@ -186,7 +195,7 @@ build_arch() { # deb-arch
       for (const f of process.argv.slice(1)) r(f);
       const db = new (r("better-sqlite3"))(":memory:"); db.prepare("select 1").get();
       console.error("build.sh: " + (process.argv.length - 1) + " addons load on", process.arch, process.version);' \
-      $(cd "$app" && find node_modules -name '*.node' -printf './%p\n'))
+      $(cd "$app" && find node_modules dist -name '*.node' -printf './%p\n'))
   else
     log "$arch: no qemu-aarch64 binfmt here: addons not load-tested"
   fi

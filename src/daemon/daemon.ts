@@ -11,6 +11,7 @@ import { createControlServer, type ControlServer } from '../control/control-serv
 import type { InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
 import { steadyFlagSetter } from './steady-v8-flags.js';
+import { startHeapTrimming } from './heap-trim.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
 import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
 import { diskOf } from './daemon-status.js';
@@ -171,6 +172,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     const unsubscribe = d.onReload(() => void reloader.reload());
     await notifier.notify({ READY: 1, MAINPID: d.pid, STATUS: statusLine(state) });
     markReady();
+    const heapTrimmer = startHeapTrimming(logger);
     await state.watchdog.tick();
     logger.info({ pid: d.pid, version: d.version, state_dir: cfg.state_dir, socket: cfg.control.socket, config: cfg.file ?? null, watchdog_ms: watchdogIntervalMs(d.env, d.pid) ?? null }, 'terminal-agent is ready');
 
@@ -196,6 +198,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
           }), STOP_BOUND_MS);
           if (!drained) logger.error({ bound_ms: STOP_BOUND_MS }, 'components did not stop in time; closing the database anyway (unfinished uploads are retried from the outbox at the next start)');
           await state.watchdog.stop();
+          heapTrimmer?.stop();
           await state.client.close().catch(() => {});
           db.close();
           notifier.close();

@@ -20,14 +20,18 @@
 //   the daemon's first sync has cached them),
 //   BENCH_SCHED=other (the daemon without the unit's CPUSchedulingPolicy=batch; lib/daemon-run.mjs),
 //   BENCH_TLS=1 (daemon and plain loop both talk HTTPS to the emulator through lib/tls-front.mjs, as
-//   a terminal talks to its cloud: every upload encrypted, each new connection a TLS handshake)
+//   a terminal talks to its cloud: every upload encrypted, each new connection a TLS handshake),
+//   AFTER_SECONDS=N (default 15 in the no-latency runs, 0 in the others): how long the daemon is
+//   kept once the burst is done, for its RSS then against its RSS just before the burst (the
+//   memory a burst leaves behind: V8 frees the images at a full GC seconds later, and the agent
+//   hands glibc's free pages back after it, src/daemon/heap-trim.ts)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { benchWorkDir, createCost, settleDisk } from './lib/bench-fs.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
-import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
+import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, procRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { configSchema } = await import(join(ROOT, 'dist/config/schema.js'));
@@ -143,6 +147,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const createUs = createCost(dir);
     settleDisk(root);
     const pid = daemon.pid;
+    const rssBeforeMb = procRssMb(pid);
     const cpu0 = procCpuSplitMs(pid);
     const threads0 = procThreadCpuMs(pid);
     const t0 = performance.now();
@@ -170,6 +175,12 @@ async function oneRun(latencyMs, budget, runNo) {
     const userMs = cpu1.user - cpu0.user;
     const cpuMs = userMs + cpu1.sys - cpu0.sys;
     const peakRssMb = procPeakRssMb(pid);
+    const afterSeconds = Number(process.env.AFTER_SECONDS ?? (latencyMs === 0 && !budget ? 15 : 0));
+    let rssAfterMb;
+    if (afterSeconds > 0) {
+      await sleep(afterSeconds * 1000);
+      rssAfterMb = procRssMb(pid);
+    }
     await daemon.stop();
     const faces = emulator.state.faces(terminals[1].group_id).filter((f) => !f.name.startsWith('warm-') && !f.name.startsWith('member-'));
     const perName = new Map();
@@ -187,12 +198,13 @@ async function oneRun(latencyMs, budget, runNo) {
     // Over HTTPS: the TLS sessions each side opened (whole handshakes, resumed ones) and the ciphers.
     const tlsPart = !front ? '' : `; over https: plain loop ${plainHandshakes.full} whole + ${plainHandshakes.resumed} resumed handshakes, ` +
       `daemon ${front.handshakes.full - plainHandshakes.full} + ${front.handshakes.resumed - plainHandshakes.resumed} (its start-up sync included), ciphers ${Object.keys(front.ciphers).join(', ')}`;
-    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, allOnce, lists, createUs, stallMs };
+    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, rssBeforeMb, rssAfterMb, allOnce, lists, createUs, stallMs };
+    const afterPart = rssAfterMb === undefined ? '' : `; RSS ${afterSeconds} s after the burst ${rssAfterMb.toFixed(1)} MB (just before it ${rssBeforeMb.toFixed(1)} MB)`;
     r.ratio = endMs / plain.ms;
     r.ok = endMs <= SETTLE_MS + 1.25 * plain.ms;
     console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
       `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
-      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${tlsPart}`);
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${tlsPart}`);
     return r;
   } finally {
     // The run's files stay until the benchmark ends (workDir.close): deleting 3,000 of them here
@@ -226,7 +238,8 @@ for (const v of VARIANTS) {
     budget?.close();
   }
   const line = `  => ${pi ? 'Pi budget' : `${latency} ms`}: end to end ${spread(rs.map((r) => r.endMs / 1000), 2, ' s')}; plain loop ${spread(rs.map((r) => r.plainMs / 1000), 2, ' s')}; ratio ${spread(rs.map((r) => r.ratio))}x; ` +
-    `CPU ${spread(rs.map((r) => r.cpuMs / COUNT))} ms/file (plain loop ${spread(rs.map((r) => r.plainCpuMs / COUNT))}); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}`;
+    `CPU ${spread(rs.map((r) => r.cpuMs / COUNT))} ms/file (plain loop ${spread(rs.map((r) => r.plainCpuMs / COUNT))}); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}` +
+    (rs.every((r) => r.rssAfterMb !== undefined) ? `; RSS after the burst ${spread(rs.map((r) => r.rssAfterMb), 1, ' MB')} (before it ${spread(rs.map((r) => r.rssBeforeMb), 1, ' MB')})` : '');
   console.log(line);
   summary.push(line);
   if (rs.some((r) => !r.allOnce)) failed = true;

@@ -79,6 +79,12 @@ export function procPeakRssMb(pid) {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
+/** Resident now (VmRSS), MB. */
+export function procRssMb(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
 // The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
 const unitText = readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8');
 export const unitEnv = Object.fromEntries([...unitText.matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
