@@ -68,7 +68,7 @@ export function createHeapTrimmer(deps: HeapTrimmerDeps) {
       if (timer) clearTimeout(timer);
       timer = undefined;
     },
-    /** Trims made so far (status and tests). */
+    /** Trims made so far (the tests read it). */
     trims: () => trims,
   };
 }
