@@ -119,12 +119,14 @@ build_arch() { # deb-arch
   local gyp_env=()
   [ -n "$cross" ] && gyp_env=(CC="${cross}gcc" CXX="${cross}g++" LINK="${cross}g++" AR="${cross}ar"
     CC_host=gcc CXX_host=g++ LINK_host=g++ AR_host=ar)
-  while IFS= read -r gyp; do
-    local dir; dir=$(dirname "$gyp")
-    log "$arch: compiling $(basename "$dir") (node-gyp --arch=$garch)"
-    (cd "$dir" && env -u npm_config_nodedir "${gyp_env[@]}" node "$NODE_GYP" rebuild --release \
+  compile_addon() { # dir (with its binding.gyp)
+    log "$arch: compiling $(basename "$1") (node-gyp --arch=$garch)"
+    (cd "$1" && env -u npm_config_nodedir "${gyp_env[@]}" node "$NODE_GYP" rebuild --release \
       --arch="$garch" --nodedir="$nodedir" --jobs="$(nproc)" --loglevel=warn >>"$work/node-gyp.log" 2>&1) \
-      || { tail -n 40 "$work/node-gyp.log" >&2; echo "build.sh: compiling $dir failed (log: $work/node-gyp.log)" >&2; exit 1; }
+      || { tail -n 40 "$work/node-gyp.log" >&2; echo "build.sh: compiling $1 failed (log: $work/node-gyp.log)" >&2; exit 1; }
+  }
+  while IFS= read -r gyp; do
+    compile_addon "$(dirname "$gyp")"
   done < <(find "$work/deps/node_modules" -name binding.gyp -not -path "$work/deps/node_modules/*/deps/*" -not -path '*/test/*' \
     -exec sh -c 'test -f "$(dirname "$1")/package.json" && echo "$1"' _ {} \;)
 
@@ -132,16 +134,13 @@ build_arch() { # deb-arch
   find "$work/deps/node_modules" -name '*.node' -exec "$strip_bin" --strip-unneeded {} \;
 
   # The agent's own addon (native/malloc-trim): dist/ has this machine's build; the target's replaces it.
-  log "$arch: compiling malloc-trim (node-gyp --arch=$garch)"
-  rm -rf "$work/native"; cp -r "$SRC/native/malloc-trim" "$work/native"; rm -rf "$work/native/build"
-  (cd "$work/native" && env -u npm_config_nodedir "${gyp_env[@]}" node "$NODE_GYP" rebuild --release \
-    --arch="$garch" --nodedir="$nodedir" --loglevel=warn >>"$work/node-gyp.log" 2>&1) \
-    || { tail -n 40 "$work/node-gyp.log" >&2; echo "build.sh: compiling native/malloc-trim failed (log: $work/node-gyp.log)" >&2; exit 1; }
+  rm -rf "$work/malloc-trim"; cp -r "$SRC/native/malloc-trim" "$work/malloc-trim"; rm -rf "$work/malloc-trim/build"
+  compile_addon "$work/malloc-trim"
 
   log "$arch: staging $PREFIX"
   cp -a "$SRC/dist" "$app/dist"
   rm -f "$app/dist/.built"
-  install -m 0755 "$work/native/build/Release/malloc_trim.node" "$app/dist/native/malloc_trim.node"
+  install -m 0755 "$work/malloc-trim/build/Release/malloc_trim.node" "$app/dist/native/malloc_trim.node"
   "$strip_bin" --strip-unneeded "$app/dist/native/malloc_trim.node"
   # The build's V8 code caches fit only this machine's node and CPU (node's arm64 V8 accepts an x64
   # cache and can crash on it): postinst makes them on the device (dist/bundle/make-code-caches.cjs).

@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
-import { schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -41,10 +41,6 @@ function procCpuSeconds(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime + stime
-}
-function procRssMb(pid) {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
 }
 function childrenOf(pid) {
   const out = [];

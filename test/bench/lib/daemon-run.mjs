@@ -73,16 +73,20 @@ export function procThreadCpuMs(pid) {
   return out;
 }
 
+/** A size line of /proc/PID/status (VmHWM, VmRSS: kB) of a live process, MB. */
+function procStatusMb(pid, key) {
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
 /** Peak resident set (VmHWM) of a live process, MB. */
 export function procPeakRssMb(pid) {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
+  return procStatusMb(pid, 'VmHWM');
 }
 
 /** Resident now (VmRSS), MB. */
 export function procRssMb(pid) {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
+  return procStatusMb(pid, 'VmRSS');
 }
 
 // The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
