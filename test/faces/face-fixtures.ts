@@ -11,6 +11,7 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { createLogger } from '../../src/log/logger.js';
 import { createFaceSync } from '../../src/faces/face-sync.js';
 import type { FaceSync, FaceSyncDeps, IndexEntry } from '../../src/faces/types.js';
+import type { FaceRow } from '../../src/faces/face-store.js';
 import { makeTestConfig, TEST_TERMINAL_SECRET } from '../helpers/config.js';
 import { tmpDir } from '../helpers/tmp.js';
 
@@ -33,6 +34,15 @@ export function png(size = 2048): Buffer {
 }
 
 export const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** A row of the faces table, for tests that write the store itself: a served face, with `fields` over the defaults. */
+export function faceRow(face_id: string, fields: Partial<FaceRow> = {}): FaceRow {
+  return {
+    face_id, group_id: 'g', id: 1, name: 'ada', image_file: `${face_id}.jpg`, image_sha256: 'a'.repeat(64),
+    image_etag: null, image_last_modified: null, image_bytes: 2048, image_checked_at: 1, image_recheck_at: null,
+    error: null, error_code: null, updated_at: 1, ...fields,
+  };
+}
 
 export async function testEmulator(): Promise<Emulator> {
   return startTestEmulator({

@@ -3,18 +3,14 @@ import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.js';
 import { createFaceStore, type FaceRow } from '../../src/faces/face-store.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { faceRow } from './face-fixtures.js';
 
 // The face rows in a real agent.db (SQLite file, the agent's migrations). The store keeps them in
 // memory while the cache is busy and drops them after a sync (an idle daemon of a large group
 // holds neither them nor SQLite's page cache); what is read back must be the table as it is.
 
 function row(i: number): FaceRow {
-  const face_id = i.toString(16).padStart(32, '0');
-  return {
-    face_id, group_id: 'g', id: i, name: `face-${i}`, image_file: `${face_id}.jpg`, image_sha256: 'a'.repeat(64),
-    image_etag: `"${i}"`, image_last_modified: 'Fri, 27 Nov 2026 19:09:32 GMT', image_bytes: 2048,
-    image_checked_at: 1, image_recheck_at: null, error: null, error_code: null, updated_at: 1,
-  };
+  return faceRow(i.toString(16).padStart(32, '0'), { id: i, name: `face-${i}`, image_etag: `"${i}"`, image_last_modified: 'Fri, 27 Nov 2026 19:09:32 GMT' });
 }
 
 function storeWith(n: number) {

@@ -3,22 +3,17 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.js';
 import { createCacheFiles } from '../../src/faces/cache-files.js';
-import { createFaceStore, type FaceRow } from '../../src/faces/face-store.js';
+import { createFaceStore } from '../../src/faces/face-store.js';
 import { createRetiredFiles } from '../../src/faces/retired-files.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { faceRow } from './face-fixtures.js';
 
 // Image files a sync dropped from index.json, in a real faces/ folder beside a real agent.db: a
 // reader that loaded the previous index may still open them until their grace is over.
 
 const FACE = 'ab'.repeat(16);
 
-function row(imageFile: string): FaceRow {
-  return {
-    face_id: FACE, group_id: 'g', id: 1, name: 'ada', image_file: imageFile, image_sha256: 'a'.repeat(64),
-    image_etag: null, image_last_modified: null, image_bytes: 4, image_checked_at: 1, image_recheck_at: null,
-    error: null, error_code: null, updated_at: 1,
-  };
-}
+const row = (imageFile: string) => faceRow(FACE, { image_file: imageFile, image_bytes: 4 });
 
 function setup() {
   const state = tmpDir('ta-retired-');
