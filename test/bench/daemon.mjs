@@ -178,11 +178,7 @@ function indexEntries(path) {
 
 /** Faces in a daemon's face cache index (it synced them over its connection), 0 when none. */
 function cachedFaces(name) {
-  try {
-    return JSON.parse(readFileSync(join(dir, `state-${name}`, 'faces', 'index.json'), 'utf8')).length;
-  } catch {
-    return 0;
-  }
+  return indexEntries(join(dir, `state-${name}`, 'faces', 'index.json'));
 }
 
 async function idleRound(round) {
