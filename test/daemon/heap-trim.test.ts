@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { FREED_IMAGES_JS } from '../helpers/freed-images.js';
 import { daemonFiles, isReady, spawnDaemon } from './daemon-harness.js';
 
 // The daemon hands glibc's free pages back after full GCs (src/daemon/heap-trim.ts). The trimmer
@@ -20,12 +21,8 @@ const logger = { debug: (fields, msg) => lines.push({ ...fields, msg }), info() 
 const trimmer = createHeapTrimmer({ trimmer: loadMallocTrim().trim, logger, quietMs: 300, maxWaitMs: 1000 });
 trimmer.start();
 const out = {};
-// A burst: 60 MB of 30 KB buffers, a small one kept from every twentieth, then freed.
-let images = [];
-for (let i = 0; i < 2000; i++) images.push(Buffer.allocUnsafe(30000).fill(i & 255));
-const kept = [];
-for (let i = 0; i < images.length; i += 20) kept.push(Buffer.from(images[i].subarray(0, 64)));
-images = null;
+// A burst: 60 MB of image buffers, freed between small live ones.
+${FREED_IMAGES_JS}
 gc();
 out.afterGc = rss();
 await sleep(800);

@@ -4,22 +4,18 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadMallocTrim } from '../../src/util/malloc-trim.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { FREED_IMAGES_JS } from '../helpers/freed-images.js';
 
 // The agent's addon (native/malloc-trim, built by `npm run build` into dist/native/), in a real
 // node process: what it gives back is RSS an operator sees in `systemctl status`.
 
 const DIST_LOADER = new URL('../../dist/util/malloc-trim.js', import.meta.url).href;
 
-// 2,000 buffers of 30 KB (an enrolled image each), with a small buffer kept from every twentieth:
-// those stay live between the freed ones, as a burst's other allocations do in the daemon.
+// 60 MB of image buffers freed between small live ones (test/helpers/freed-images.ts).
 const CHILD = `
 import { loadMallocTrim } from ${JSON.stringify(DIST_LOADER)};
 const rss = () => process.memoryUsage.rss() / 1048576;
-let images = [];
-for (let i = 0; i < 2000; i++) images.push(Buffer.allocUnsafe(30000).fill(i & 255));
-const kept = [];
-for (let i = 0; i < images.length; i += 20) kept.push(Buffer.from(images[i].subarray(0, 64)));
-images = null;
+${FREED_IMAGES_JS}
 gc(); gc();
 const loaded = loadMallocTrim();
 const before = rss();
