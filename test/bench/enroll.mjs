@@ -105,6 +105,7 @@ async function oneRun(latencyMs, budget, runNo) {
   ];
   const emulator = await startEmulator({ port: 0, terminals, tts: 'tone', chaos: { latencyMs } });
   const front = TLS ? await startTlsFront(emulator.baseUrl, dir) : undefined;
+  let daemon;
   try {
     if (front?.error) throw new Error(`BENCH_TLS=1: ${front.error}`);
     // What the daemon and the plain loop are told the service is: the emulator, or its HTTPS front.
@@ -120,7 +121,7 @@ async function oneRun(latencyMs, budget, runNo) {
     }
     const config = writeDaemonConfig(dir, served, terminals[1]);
     const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-    const daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: tlsEnv });
+    daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: tlsEnv });
     await daemon.ready;
     const inbox = join(dir, 'enroll', 'faces');
     const doneDir = join(dir, 'enroll', 'done', 'faces');
@@ -210,6 +211,9 @@ async function oneRun(latencyMs, budget, runNo) {
     // The run's files stay until the benchmark ends (workDir.close): deleting 3,000 of them here
     // made the next run's every new file slower on a journal-less ext4 (see "creating a file
     // there": 21 µs in a first run, 369 and 920 µs in the two after it, with the CPU per file).
+    // A run that threw leaves its daemon running, and the emulator's close would wait for the
+    // daemon's kept-alive connections: stopped first (a no-op once it has stopped).
+    await daemon?.stop();
     await front?.close?.();
     await emulator.close();
   }

@@ -315,34 +315,39 @@ async function daemonFirstSync(emu, via, work, n, budget) {
   daemon.ready.then(() => { readyMs = performance.now() - t0; }, () => {});
   let lastMtime = 0;
   let ms;
-  for (;;) {
-    if (daemon.child.exitCode !== null) throw new Error(`the daemon exited (${daemon.child.exitCode})`);
-    let st;
-    try {
-      st = statSync(index);
-    } catch {
-      st = undefined;
-    }
-    if (st && st.mtimeMs !== lastMtime) {
-      lastMtime = st.mtimeMs;
-      // One record per line: counting them costs less than parsing 10,000 of them every poll.
-      const text = readFileSync(index, 'utf8');
-      const count = text.split('"face_id"').length - 1;
-      if (count >= n) {
-        ms = performance.now() - t0;
-        break;
+  // A throw (the daemon gone, the 10 minutes over) must not leave it running: the emulator's close
+  // would wait for its kept-alive connections.
+  try {
+    for (;;) {
+      if (daemon.child.exitCode !== null) throw new Error(`the daemon exited (${daemon.child.exitCode})`);
+      let st;
+      try {
+        st = statSync(index);
+      } catch {
+        st = undefined;
       }
+      if (st && st.mtimeMs !== lastMtime) {
+        lastMtime = st.mtimeMs;
+        // One record per line: counting them costs less than parsing 10,000 of them every poll.
+        const text = readFileSync(index, 'utf8');
+        const count = text.split('"face_id"').length - 1;
+        if (count >= n) {
+          ms = performance.now() - t0;
+          break;
+        }
+      }
+      if (performance.now() - t0 > 600_000) throw new Error('the first sync did not finish in 10 minutes');
+      await sleep(20);
     }
-    if (performance.now() - t0 > 600_000) throw new Error('the first sync did not finish in 10 minutes');
-    await sleep(20);
+    const cpu = procCpuSplitMs(daemon.pid);
+    if (process.env.BENCH_THREADS) console.log(`    daemon CPU by thread, ms: ${Object.entries(procThreadCpuMs(daemon.pid)).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
+    const peakRssMb = procPeakRssMb(daemon.pid);
+    const images = emu.requests.filter((r) => r.path.endsWith('/image'));
+    const list = emu.requests.find((r) => r.method === 'GET' && /\/faces$/.test(r.path));
+    // Where the time goes, ms from the spawn (the emulator's clock is this process's).
+    const timeline = { ready: readyMs, list: (list?.at ?? NaN) - wall0, first_image: (images[0]?.at ?? NaN) - wall0, last_image: (images.at(-1)?.at ?? NaN) - wall0, index: ms };
+    return { ms, cpuMs: cpu.user + cpu.sys, userMs: cpu.user, peakRssMb, imageRequests: images.length, timeline, createUs };
+  } finally {
+    await daemon.stop();
   }
-  const cpu = procCpuSplitMs(daemon.pid);
-  if (process.env.BENCH_THREADS) console.log(`    daemon CPU by thread, ms: ${Object.entries(procThreadCpuMs(daemon.pid)).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')}`);
-  const peakRssMb = procPeakRssMb(daemon.pid);
-  const images = emu.requests.filter((r) => r.path.endsWith('/image'));
-  const list = emu.requests.find((r) => r.method === 'GET' && /\/faces$/.test(r.path));
-  // Where the time goes, ms from the spawn (the emulator's clock is this process's).
-  const timeline = { ready: readyMs, list: (list?.at ?? NaN) - wall0, first_image: (images[0]?.at ?? NaN) - wall0, last_image: (images.at(-1)?.at ?? NaN) - wall0, index: ms };
-  await daemon.stop();
-  return { ms, cpuMs: cpu.user + cpu.sys, userMs: cpu.user, peakRssMb, imageRequests: images.length, timeline, createUs };
 }
