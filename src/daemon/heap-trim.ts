@@ -20,6 +20,8 @@ export const MAX_WAIT_MS = 30_000;
 export interface HeapTrimmerDeps {
   trimmer: MallocTrim;
   logger: Logger;
+  /** Called after each trim with the resident bytes it gave back (0 when RSS did not drop). */
+  onTrim?: (releasedBytes: number) => void;
   quietMs?: number;
   maxWaitMs?: number;
 }
@@ -39,6 +41,7 @@ export function createHeapTrimmer(deps: HeapTrimmerDeps) {
     const released = deps.trimmer.trim();
     trims++;
     const after = process.memoryUsage.rss();
+    deps.onTrim?.(Math.max(0, before - after));
     deps.logger.debug({ released, rss_before_mb: mb(before), rss_after_mb: mb(after), ms: Math.round((performance.now() - t0) * 10) / 10 }, 'free heap pages handed back to the kernel after a full GC');
   }
 
@@ -77,13 +80,13 @@ export function createHeapTrimmer(deps: HeapTrimmerDeps) {
  * The daemon's trimmer, started, or undefined when the addon is not there (logged: a package without
  * it was built wrong; on another C library than glibc there is nothing to trim).
  */
-export function startHeapTrimming(logger: Logger): ReturnType<typeof createHeapTrimmer> | undefined {
+export function startHeapTrimming(logger: Logger, onTrim?: (releasedBytes: number) => void): ReturnType<typeof createHeapTrimmer> | undefined {
   const loaded = loadMallocTrim();
   if ('missing' in loaded) {
     logger.warn({ reason: loaded.missing }, 'free heap pages are not handed back to the kernel after bursts of work (RSS stays at its high-water mark)');
     return undefined;
   }
-  const trimmer = createHeapTrimmer({ trimmer: loaded.trim, logger });
+  const trimmer = createHeapTrimmer({ trimmer: loaded.trim, logger, ...(onTrim ? { onTrim } : {}) });
   trimmer.start();
   return trimmer;
 }

@@ -3,7 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { FREED_IMAGES_JS } from '../helpers/freed-images.js';
-import { daemonFiles, isReady, spawnDaemon } from './daemon-harness.js';
+import { CLI_ENTRY } from '../helpers/cli.js';
+import { controlRequest, daemonFiles, isReady, spawnDaemon } from './daemon-harness.js';
 
 // The daemon hands glibc's free pages back after full GCs (src/daemon/heap-trim.ts). The trimmer
 // runs in a node process of its own with the real addon; gc() (--expose-gc) stands for the full
@@ -18,7 +19,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const rss = () => Math.round(process.memoryUsage.rss() / 1048576);
 const lines = [];
 const logger = { debug: (fields, msg) => lines.push({ ...fields, msg }), info() {}, warn() {}, error() {} };
-const trimmer = createHeapTrimmer({ trimmer: loadMallocTrim().trim, logger, quietMs: 300, maxWaitMs: 1000 });
+const released = [];
+const trimmer = createHeapTrimmer({ trimmer: loadMallocTrim().trim, logger, onTrim: (bytes) => released.push(bytes), quietMs: 300, maxWaitMs: 1000 });
 trimmer.start();
 const out = {};
 // A burst: 60 MB of image buffers, freed between small live ones.
@@ -41,6 +43,7 @@ while (Date.now() < until) { gc(); await sleep(100); }
 out.trims4 = trimmer.trims();
 trimmer.stop();
 out.log = lines[0];
+out.released = released;
 out.kept = kept.length;
 console.log(JSON.stringify(out));
 `;
@@ -49,7 +52,7 @@ describe('heap trimming after full GCs', () => {
   it('gives a burst\'s freed memory back once the full GCs stop, never when idle, once per quiet spell', () => {
     const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', CHILD], { encoding: 'utf8', timeout: 30_000 });
     expect(r.stderr).toBe('');
-    const out = JSON.parse(r.stdout) as { afterGc: number; afterTrim: number; trims1: number; trims2: number; trims3: number; trims4: number; log: Record<string, unknown> };
+    const out = JSON.parse(r.stdout) as { afterGc: number; afterTrim: number; trims1: number; trims2: number; trims3: number; trims4: number; log: Record<string, unknown>; released: number[] };
     expect(out.trims1).toBe(1);
     expect(out.afterGc).toBeGreaterThan(out.afterTrim + 30);
     expect(out.trims2).toBe(1);
@@ -57,6 +60,10 @@ describe('heap trimming after full GCs', () => {
     expect(out.trims4).toBeGreaterThanOrEqual(3);
     expect(out.log).toMatchObject({ msg: 'free heap pages handed back to the kernel after a full GC', released: true });
     expect(out.log.rss_before_mb as number).toBeGreaterThan((out.log.rss_after_mb as number) + 30);
+    // What the metrics count: one call per trim, the first with the burst's 30+ MB.
+    expect(out.released).toHaveLength(out.trims4);
+    expect(out.released[0]).toBeGreaterThan(30 * 1048576);
+    expect(out.released.every((b) => b >= 0)).toBe(true);
   });
 
   it('is on in the daemon as built (the addon found from dist/bundle/), with no warning at start', async () => {
@@ -68,4 +75,43 @@ describe('heap trimming after full GCs', () => {
     d.signal('SIGTERM');
     expect((await d.exited).code).toBe(0);
   });
+
+  it('counts the daemon\'s trims and the bytes they gave back in /metrics', async () => {
+    const emulator = await startTestEmulator();
+    const files = daemonFiles(tmpDir('ta-trim-m-'), emulator, { logLevel: 'debug' });
+    const scraped = async () => (await controlRequest(files.socketPath, 'GET', '/metrics')).text;
+    const value = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    // --gc-global makes every GC V8 runs a full one (V8's own test flag, in node's release build):
+    // the scrapes below allocate until a scavenge comes, which is then a full GC and a trim.
+    const d = spawnDaemon(files.configPath, {}, [CLI_ENTRY, 'run'], undefined, '--gc-global');
+    await d.waitLog(isReady);
+    const isTrim = (l: { msg: string }) => /^free heap pages handed back/.test(l.msg);
+    for (const t0 = Date.now(); !d.logs().some(isTrim) && Date.now() - t0 < 15_000; ) {
+      await scraped();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await d.waitLog(isTrim, 1, 'a heap trim');
+    // The control socket computes /metrics at most once a second, and a GC of the last scrapes would
+    // trim a second later: after 1.5 s of quiet the next scrape counts every trim logged so far.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const text = await scraped();
+    const logged = d.logs().filter(isTrim) as unknown as Array<{ rss_before_mb: number; rss_after_mb: number }>;
+    expect(value(text, 'terminal_agent_heap_trims_total')).toBe(logged.length);
+    // The bytes are the RSS each trim gave back, which its log line gives to 0.1 MB.
+    const loggedMb = logged.reduce((sum, l) => sum + Math.max(0, l.rss_before_mb - l.rss_after_mb), 0);
+    expect(Math.abs(value(text, 'terminal_agent_heap_trim_released_bytes_total') / 1048576 - loggedMb)).toBeLessThanOrEqual(0.1 * logged.length + 0.01);
+    expect(text).toMatch(/^# HELP terminal_agent_heap_trim_released_bytes_total .*bytes/m);
+    d.signal('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+
+    // Without the flag, nothing has been trimmed at start: the counters are there, at 0.
+    const files2 = daemonFiles(tmpDir('ta-trim-m2-'), emulator);
+    const d2 = spawnDaemon(files2.configPath);
+    await d2.waitLog(isReady);
+    const text2 = (await controlRequest(files2.socketPath, 'GET', '/metrics')).text;
+    expect(value(text2, 'terminal_agent_heap_trims_total')).toBe(0);
+    expect(value(text2, 'terminal_agent_heap_trim_released_bytes_total')).toBe(0);
+    d2.signal('SIGTERM');
+    expect((await d2.exited).code).toBe(0);
+  }, 30_000);
 });
