@@ -2,7 +2,8 @@
 // file:line (exit 78), or a short secret-free summary.
 import type { CliContext, CommandSpec } from './command.js';
 import { writeErr, writeJson, writeLine } from './output.js';
-import { ConfigError, ExitCode, formatProblem } from '../errors.js';
+import { ConfigError, ExitCode, formatProblem, type ConfigProblem } from '../errors.js';
+import { namedFileProblems } from '../config/named-files.js';
 import type { LoadedConfig } from '../config/load-config.js';
 import { formatDuration, formatSize } from '../util/units.js';
 
@@ -49,14 +50,11 @@ async function check(ctx: CliContext, configPath: string, json: boolean): Promis
     loaded = await loadConfigDetailed({ path: configPath, env: ctx.env, cwd: ctx.cwd });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    if (json) {
-      writeJson(ctx, { ok: false, file: err.problems[0]?.file ?? configPath, problems: err.problems });
-    } else {
-      writeErr(ctx, `config has ${err.problems.length} problem${err.problems.length === 1 ? '' : 's'}:`);
-      for (const p of err.problems) writeErr(ctx, `  ${formatProblem(p)}`);
-    }
-    return ExitCode.config;
+    return reportProblems(ctx, json, err.problems[0]?.file ?? configPath, err.problems);
   }
+  // The files it names, read as the daemon reads them at start (which would stop at these).
+  const fileProblems = await namedFileProblems(loaded.config);
+  if (fileProblems.length > 0) return reportProblems(ctx, json, loaded.config.file ?? configPath, fileProblems);
   const summary = configSummary(loaded);
   if (json) {
     writeJson(ctx, { ok: true, file: loaded.config.file, problems: [], summary });
@@ -68,12 +66,23 @@ async function check(ctx: CliContext, configPath: string, json: boolean): Promis
   return ExitCode.ok;
 }
 
+function reportProblems(ctx: CliContext, json: boolean, file: string, problems: ConfigProblem[]): number {
+  if (json) {
+    writeJson(ctx, { ok: false, file, problems });
+  } else {
+    writeErr(ctx, `config has ${problems.length} problem${problems.length === 1 ? '' : 's'}:`);
+    for (const p of problems) writeErr(ctx, `  ${formatProblem(p)}`);
+  }
+  return ExitCode.config;
+}
+
 export const configCommands: CommandSpec[] = [
   {
     path: ['config', 'check'],
     summary: 'validate the config file; print every problem with file:line (exit 78 on any)',
     description: `Reads the config (--config, else $TERMINAL_AGENT_CONFIG, else /etc/terminal-agent/config.yaml),
-resolves the secrets and checks every key. Secrets are taken, highest first, from
+resolves the secrets, checks every key and reads the files it names (service.ca_file,
+console.tls_cert_file and tls_key_file) as the daemon does at start. Secrets are taken, highest first, from
 $TERMINAL_AGENT_TERMINAL_SECRET / $TERMINAL_AGENT_API_KEY, $CREDENTIALS_DIRECTORY/terminal_secret
 and /api_key (systemd LoadCredential=), service.*_file, then inline values. Prints a summary that
 never shows a secret. --json prints {ok, file, problems:[{path, message, file, line}], summary}.`,

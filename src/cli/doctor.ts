@@ -6,6 +6,7 @@ import { silentLogger } from '../log/logger.js';
 import { userAgent } from '../version.js';
 import { ConfigError, ExitCode, describeError, formatProblem } from '../errors.js';
 import { daemonAnswers } from '../control/control-client.js';
+import { namedFileProblems } from '../config/named-files.js';
 import {
   checkApiKey, checkConnect, checkDiskFloor, checkDns, checkInputDevice, checkOutputDevice, checkProgram,
   checkTerminalSecret, checkWritable, type CheckResult,
@@ -29,6 +30,9 @@ export async function runDoctor(ctx: CliContext, configPath: string, json: boole
     // group of chunks, which the daemon loads afresh for each read and releases (bundle.mjs).
     const { loadConfigDetailed } = await import('../config/load-config.js');
     loaded = await loadConfigDetailed({ path: configPath, env: ctx.env, cwd: ctx.cwd });
+    // The files it names too: the daemon would stop at start on them, and the client below needs ca_file.
+    const fileProblems = await namedFileProblems(loaded.config);
+    if (fileProblems.length > 0) throw new ConfigError(fileProblems);
     const origins = Object.entries(loaded.secrets).map(([k, v]) => `${k} from ${v.source}`).join(', ');
     emit({ check: 'config', result: 'ok', detail: `${loaded.config.file ?? configPath} valid (${origins})` });
   } catch (err) {

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import type { Readable } from 'node:stream';
 import { ConfigError } from '../errors.js';
 import { nodeTransport } from './node-transport.js';
 import { proxyTransport } from './proxy-transport.js';
+import { readCaFile } from '../config/named-files.js';
 
 // The connection side of the client: proxy from the environment the caller passes in (never
 // process.env), an extra CA appended to Node's roots, and the rule that a secret never crosses a
@@ -134,20 +134,8 @@ export interface TlsOptions {
 
 /** `ciphers`: the TLS cipher list to offer (tls-ciphers.ts), or undefined for node's. */
 export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs: number, ciphers?: string): Transport {
-  let ca: string[] | undefined;
-  if (config.ca_file) {
-    let pem: string;
-    try {
-      pem = readFileSync(config.ca_file, 'utf8');
-    } catch (err) {
-      throw new ConfigError([{ path: 'service.ca_file', message: `cannot read ${config.ca_file} (${(err as NodeJS.ErrnoException).code ?? 'error'}); give a readable PEM file or ""` }], { cause: err });
-    }
-    if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-      throw new ConfigError([{ path: 'service.ca_file', message: `${config.ca_file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)` }]);
-    }
-    // `ca` replaces Node's roots: keep them, so a private CA only adds trust.
-    ca = [...rootCertificates, pem];
-  }
+  // `ca` replaces Node's roots: keep them, so a private CA only adds trust.
+  const ca = config.ca_file ? [...rootCertificates, readCaFile(config.ca_file)] : undefined;
   const tls: TlsOptions | undefined = ca || ciphers ? { ...(ca ? { ca } : {}), ...(ciphers ? { ciphers } : {}) } : undefined;
   const connectTimeoutMs = Math.min(timeoutMs, MAX_CONNECT_MS);
   const httpsProxy = env.HTTPS_PROXY ?? env.https_proxy ?? '';

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AgentConfig } from '../config/schema.js';
 import { parseConsoleListen } from '../config/listen-address.js';
+import { readConsoleTls, unusableConsoleTls } from '../config/named-files.js';
 import type { Db } from '../db/database.js';
 import type { ServiceClient } from '../client/types.js';
 import type { Logger } from '../log/logger.js';
@@ -59,18 +60,6 @@ async function passwordOf(c: AgentConfig['console']): Promise<PasswordHash | und
     return parsePasswordHash(text) ?? parsePasswordHash(await hashPassword(text, { ln: 14, r: 8, p: 1 }));
   }
   return c.password_hash ? parsePasswordHash(c.password_hash) : undefined;
-}
-
-async function tlsFiles(c: AgentConfig['console']): Promise<{ cert: Buffer; key: Buffer } | undefined> {
-  if (!c.tls_cert_file) return undefined;
-  const read = async (path: string, key: string) => {
-    try {
-      return await readFile(path);
-    } catch (err) {
-      throw new ConfigError([{ path: `console.${key}`, file: path, message: `cannot be read (${(err as NodeJS.ErrnoException).code ?? describeError(err)}): check the path and that the agent's user may read it` }]);
-    }
-  };
-  return { cert: await read(c.tls_cert_file, 'tls_cert_file'), key: await read(c.tls_key_file, 'tls_key_file') };
 }
 
 export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
@@ -175,7 +164,7 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       if (!addr.loopback && !password) {
         throw new ConfigError([{ path: 'console.listen', message: `${config.console.listen} reaches beyond this machine and the console has no password: set console.password_hash or the console_password credential` }]);
       }
-      const cert = await tlsFiles(config.console);
+      const cert = readConsoleTls(config.console);
       tls = cert !== undefined;
       auth = createConsoleAuth({ password, tls, sessionTtlMs: config.console.session_ttl });
       const swept = await sweepUploads(createLayout(config.enroll.dir, config.state_dir)).catch(() => 0);
@@ -189,7 +178,7 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       try {
         srv = cert ? (createHttpsServer({ cert: cert.cert, key: cert.key }, handler) as unknown as Server) : createHttpServer(handler);
       } catch (err) {
-        throw new ConfigError([{ path: 'console.tls_cert_file', file: config.console.tls_cert_file, message: `the certificate or key is not usable: ${describeError(err)}` }]);
+        throw unusableConsoleTls(config.console.tls_cert_file, err);
       }
       // Uploads of enroll.max_file_size over a slow Wi-Fi, and recordings, take minutes.
       srv.requestTimeout = 10 * 60_000;

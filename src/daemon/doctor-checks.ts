@@ -2,12 +2,13 @@ import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, rootCertificates } from 'node:tls';
 import { execFile } from 'node:child_process';
-import { access, constants, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { access, constants, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient } from '../client/types.js';
-import { AuthError, NotFoundError, describeError } from '../errors.js';
+import { AuthError, ConfigError, NotFoundError, describeError } from '../errors.js';
+import { readCaFile } from '../config/named-files.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
 import { ciphersFor, cpuHasAes, readCpuinfo } from '../client/tls-ciphers.js';
 import { createDiskFloor, type DiskReading } from '../disk/disk-floor.js';
@@ -60,9 +61,10 @@ export async function checkConnect(label: string, url: URL, cfg: AgentConfig['se
   let ca: string[] | undefined;
   if (cfg.ca_file) {
     try {
-      ca = [...rootCertificates, await readFile(cfg.ca_file, 'utf8')];
+      ca = [...rootCertificates, readCaFile(cfg.ca_file)];
     } catch (err) {
-      return fail(check, `cannot read service.ca_file ${cfg.ca_file}: ${describeError(err)}`, 'fix the path or the permissions of ca_file');
+      if (!(err instanceof ConfigError)) throw err;
+      return fail(check, err.problems.map((p) => `${p.path}: ${p.message}`).join('; '), 'fix service.ca_file (terminal-agent config check)');
     }
   }
   try {

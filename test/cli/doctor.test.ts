@@ -87,6 +87,20 @@ describe('terminal-agent doctor', () => {
     expect(bad.stdout).toMatch(/^FAIL {2}config /m);
   });
 
+  it('a ca_file that holds no certificate fails the config line, as the daemon would refuse it, and ends there (exit 78)', async () => {
+    const emulator = await startTestEmulator();
+    const dir = tmpDir('ta-doc-');
+    const files = daemonFiles(join(dir, 'agent'), emulator);
+    const notCa = join(dir, 'notes.txt');
+    writeFileSync(notCa, 'not a certificate\n');
+    writeFileSync(files.configPath, readFileSync(files.configPath, 'utf8').replace('service:\n', `service:\n  ca_file: ${notCa}\n`));
+    const r = await runCliProcess(['doctor', '--config', files.configPath]);
+    expect(r.code).toBe(78);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(new RegExp(`^FAIL {2}config +${files.configPath}: service\\.ca_file: ${notCa} holds no PEM certificate \\(-----BEGIN CERTIFICATE-----\\) -- fix: `, 'm'));
+    expect(r.stdout).toMatch(/^1 of 1 checks failed$/m);
+  });
+
   it('over HTTPS: names the handshake\'s protocol and cipher; a certificate it does not trust fails with the fix naming ca_file', async () => {
     // The emulator speaks plain http: an https front with a self-signed certificate for localhost
     // (made with openssl, as the benchmarks' is) passes every request on to it.

@@ -1,9 +1,10 @@
 // `terminal-agent config check` spawned as a real process (build first: npx tsc -p tsconfig.json).
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT, runCliProcess, type CliRunResult } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { makeLocalhostCert } from '../helpers/tls-cert.js';
 
 const EXAMPLE = join(REPO_ROOT, 'config', 'config.example.yaml');
 const URLS = `service:\n  base_url: https://api.example.com\n  face_base_url: https://api.example.com/v1/api\n`;
@@ -109,6 +110,51 @@ describe('terminal-agent config check', () => {
     expect(r.stderr).toContain(`${path}:4: service.terminal_secret_file: terminal secret file ${secretFile}`);
     expect(r.stderr).toMatch(/is not readable by this user: fix its owner\/mode/);
     expectNoSecret(r, 'Root-Only-Secret-31337');
+  });
+
+  it('a ca_file the daemon could not use exits 78 naming the key, as `run` does at start; a readable CA passes', async () => {
+    const dir = tmpDir();
+    const { certPath } = makeLocalhostCert(dir);
+    const path = join(dir, 'c.yaml');
+    const missing = join(dir, 'ca.pem');
+    writeFileSync(path, `${URLS}  terminal_secret: "Inline-Secret-ca42"
+  ca_file: ca.pem
+state_dir: ${join(dir, 'state')}
+`);
+    const r = await runCliProcess(['config', 'check', '--config', path], { env: {} });
+    expect(r.code).toBe(78);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toEqual(['config has 1 problem:', `  ${path}: service.ca_file: cannot read ${missing} (ENOENT); give a readable PEM file or ""`]);
+    // The daemon stops at the same file with the same words (before it touches anything).
+    const run = await runCliProcess(['run', '--config', path], { env: {} });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toContain(`service.ca_file: cannot read ${missing} (ENOENT)`);
+    expectNoSecret(r, 'Inline-Secret-ca42');
+    expectNoSecret(run, 'Inline-Secret-ca42');
+
+    copyFileSync(certPath, missing);
+    const ok = await runCliProcess(['config', 'check', '--config', path], { env: {} });
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(new RegExp(`request +timeout 15s, 4 retries, CA ${missing}$`, 'm'));
+  });
+
+  it('--json: the console\'s certificate without its key file is a problem naming the key file', async () => {
+    const dir = tmpDir();
+    const { certPath } = makeLocalhostCert(dir);
+    const path = join(dir, 'c.yaml');
+    const keyPath = join(dir, 'gone.key');
+    writeFileSync(path, `${URLS}  terminal_secret: "Inline-Secret-tls7"
+console:
+  tls_cert_file: ${certPath}
+  tls_key_file: ${keyPath}
+`);
+    const r = await runCliProcess(['config', 'check', '--json', '--config', path], { env: {} });
+    expect(r.code).toBe(78);
+    expect(JSON.parse(r.stdout)).toEqual({
+      ok: false, file: path,
+      problems: [{ path: 'console.tls_key_file', file: keyPath, message: "cannot be read (ENOENT): check the path and that the agent's user may read it" }],
+    });
+    expectNoSecret(r, 'Inline-Secret-tls7');
   });
 });
 
