@@ -1,6 +1,7 @@
 import { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import { ConfigError, describeError } from '../errors.js';
+import { namedFileProblems } from '../config/named-files.js';
 import type { DaemonEnv, DaemonState } from './daemon.js';
 import type { AgentConfig } from '../config/schema.js';
 import { createAgent } from './agent.js';
@@ -32,6 +33,10 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
       let next;
       try {
         next = await d.loadConfig(d.configPath);
+        // The files it names too, as a start reads them: found later, a CA file that cannot be read
+        // stopped the agent halfway through the reload, and nothing restarted it.
+        const fileProblems = await namedFileProblems(next);
+        if (fileProblems.length > 0) throw new ConfigError(fileProblems);
       } catch (err) {
         state.reload.lastError = describeError(err);
         state.metrics.reloads.inc({ result: 'rejected' });
@@ -57,13 +62,15 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
         state.config = cfg;
         logger.info({ changed: change.changed }, 'configuration reloaded (log level only)');
       } else {
-        state.phase = 'reloading';
         const serviceChanged = change.changed.some((k) => k.startsWith('service.'));
+        // Made before anything stops, so a client this config cannot make leaves the agent running.
+        const newClient = serviceChanged
+          ? d.createClient(cfg.service, d.logger.child({ component: 'client' }), state.metrics.onRequest, (err, operation) => state.programReplaced(err, operation))
+          : undefined;
+        state.phase = 'reloading';
         await state.agent.stop();
         const oldClient = state.client;
-        if (serviceChanged) {
-          state.client = d.createClient(cfg.service, d.logger.child({ component: 'client' }), state.metrics.onRequest, (err, operation) => state.programReplaced(err, operation));
-        }
+        if (newClient) state.client = newClient;
         state.agent = createAgent({
           config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), events: state.events, env: d.env,
           ...(state.onFirstSync ? { onFirstSync: state.onFirstSync } : {}),

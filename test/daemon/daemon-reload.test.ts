@@ -41,6 +41,32 @@ describe('SIGHUP reloads the configuration', () => {
     expect((await d.exited).code).toBe(0);
   });
 
+  it('refuses a new service.ca_file it cannot read before it stops anything: the running agent keeps syncing', async () => {
+    const emulator = await startTestEmulator();
+    const dir = tmpDir('ta-hup-');
+    const files = daemonFiles(dir, emulator);
+    const good = readFileSync(files.configPath, 'utf8').replace('sync_interval: 5m', 'sync_interval: 1s');
+    writeFileSync(files.configPath, good);
+    const d = spawnDaemon(files.configPath);
+    await d.waitLog(isReady);
+    const missing = join(dir, 'ca.pem');
+    writeFileSync(files.configPath, good.replace('service:\n', `service:\n  ca_file: ${missing}\n`));
+    d.signal('SIGHUP');
+    const refused = await d.waitLog((l) => l.msg.startsWith('reload refused'), 10_000, 'the reload refused');
+    expect(JSON.stringify(refused.problems)).toContain(`service.ca_file`);
+    expect(JSON.stringify(refused.problems)).toContain(`cannot read ${missing} (ENOENT)`);
+    expect(d.logs().filter((l) => l.msg.startsWith('reload failed'))).toEqual([]);
+    // Syncs go on at the running config's 1 s interval: the agent was never stopped.
+    const runs = () => emulator.requests.filter((r) => r.method === 'GET' && r.path === '/v1/api/faces').length;
+    const n = runs();
+    await d.waitLog(() => runs() >= n + 2, 10_000, 'syncs after the refused reload');
+    const status = (await controlRequest(files.socketPath, 'GET', '/status')).json() as AgentStatus;
+    expect(status.state).toBe('running');
+    expect(status.reload.last_error).toContain('service.ca_file');
+    d.signal('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+  }, 30_000);
+
   it('a fixed credential file plus SIGHUP resumes a face sync stopped by 401', async () => {
     const emulator = await startTestEmulator();
     const group = emulator.terminals[0]!.group_id;
