@@ -87,7 +87,7 @@ describe('contrib/prometheus', () => {
 
   it('promtool accepts the rules, their unit tests pass, and the scrape config is valid', async () => {
     const check = await run('promtool', ['check', 'rules', 'terminal-agent.rules.yml'], { cwd: DIR });
-    expect(check.stdout).toContain('SUCCESS: 7 rules found');
+    expect(check.stdout).toContain('SUCCESS: 8 rules found');
     const test = await run('promtool', ['test', 'rules', 'terminal-agent.rules.test.yml'], { cwd: DIR });
     expect(test.stdout).toContain('SUCCESS');
     const config = await run('promtool', ['check', 'config', 'prometheus.yml'], { cwd: DIR });
@@ -102,7 +102,7 @@ describe('contrib/prometheus', () => {
     served.add('up'); // Prometheus's own, per target
     const rules = readFileSync(join(DIR, 'terminal-agent.rules.yml'), 'utf8');
     const ruleExprs = [...rules.matchAll(/expr: \|?\n?([\s\S]*?)\n\s+(?:for|labels):/g)].map((m) => m[1]!);
-    expect(ruleExprs).toHaveLength(7);
+    expect(ruleExprs).toHaveLength(8);
     const dashboard = JSON.parse(readFileSync(join(DIR, 'grafana-dashboard.json'), 'utf8')) as { panels: Array<{ targets?: Array<{ expr: string }> }> };
     const dashExprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
     expect(dashExprs.length).toBeGreaterThan(20);
