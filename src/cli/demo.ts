@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { pino } from 'pino';
 import type { CliContext } from './command.js';
 import { writeLine } from './output.js';
-import { DaemonError, missingProgramFile } from '../errors.js';
+import { DaemonError, describeError, isProgramReplaced, missingProgramFile } from '../errors.js';
 import { startEmulator, type Emulator, type TerminalCredential } from '../emulator/index.js';
 import { encodeWav } from '../audio/wav.js';
 import { loadDaemonConfig, makeDaemonEnv } from './daemon-env.js';
@@ -46,10 +46,13 @@ export async function runDemo(ctx: CliContext): Promise<number> {
     writeLine(ctx, instructions(dir, emulator, config.control.socket, daemon.consoleUrl));
     await stopAsked(daemon, ctx.shutdown);
     if (!ctx.shutdown.aborted) {
-      // A part of the program found gone (its log says where): no systemd restarts a demo, so say it here.
+      // The daemon cannot go on (its log says why): no systemd restarts a demo, so say it here.
       await daemon.stop();
       stopDaemon = undefined;
-      const reason: unknown = daemon.replaced.reason;
+      const reason: unknown = daemon.restartNeeded.reason;
+      if (!isProgramReplaced(reason)) {
+        throw new DaemonError(`the demo stopped: a reload could not start its components again (${describeError(reason)}); start 'terminal-agent demo' again (everything stays in ${dir})`, { cause: reason });
+      }
       throw new DaemonError(`the demo stopped: its program files were replaced while it ran (${missingProgramFile(reason)} is missing: an upgrade?); start 'terminal-agent demo' again (everything stays in ${dir}), and if this comes again, reinstall terminal-agent`, { cause: reason });
     }
     writeLine(ctx, 'stopping the demo...');

@@ -53,8 +53,11 @@ export interface RunningDaemon {
   readonly consoleUrl: string | undefined;
   /** Drains and closes everything; true when it finished within STOP_BOUND_MS. Safe to call twice. */
   stop(): Promise<boolean>;
-  /** Aborts when a part of the program was found gone: the daemon must stop and exit 1. */
-  readonly replaced: AbortSignal;
+  /**
+   * Aborts when the daemon must stop and exit 1, for systemd to start it afresh: a part of the
+   * program found gone (the reason is that error), or a reload that could not start the components.
+   */
+  readonly restartNeeded: AbortSignal;
 }
 
 /** Mutable state of one daemon instance (never module-level). */
@@ -77,6 +80,8 @@ export interface DaemonState {
    * as on SIGTERM and exits 1. `where` names what needed it, for the log.
    */
   programReplaced(err: unknown, where: string): boolean;
+  /** Logs `why` and stops the daemon as on SIGTERM, which then exits 1 (a reload that left no agent running). */
+  cannotContinue(err: unknown, why: string): void;
   /** Sets the steady state's V8 flags after the first face sync that succeeded, in every generation's agent (steady-v8-flags.ts). */
   onFirstSync: (() => void) | undefined;
 }
@@ -102,14 +107,19 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
   // installed under this process (the package's preinst stops the daemon first, so a half-done or
   // manual upgrade). What else of it is gone cannot be known: a restart from the installed files
   // is the fix, so the daemon drains and exits 1, and Restart=on-failure starts it again.
-  const replaced = new AbortController();
+  const restart = new AbortController();
   const programReplaced = (err: unknown, where: string): boolean => {
     if (!isProgramReplaced(err)) return false;
-    if (!replaced.signal.aborted) {
+    if (!restart.signal.aborted) {
       logger.error({ err: describeError(err), where, missing: missingProgramFile(err) }, REPLACED);
-      replaced.abort(err);
+      restart.abort(err);
     }
     return true;
+  };
+  const cannotContinue = (err: unknown, why: string): void => {
+    if (restart.signal.aborted) return;
+    logger.error({ err: describeError(err) }, why);
+    restart.abort(err);
   };
   const undo: Array<() => Promise<void> | void> = [() => notifier.close(), () => lock.release(), offFatal];
   try {
@@ -136,6 +146,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
       programReplaced,
+      cannotContinue,
       onFirstSync,
     };
     secretsOf = secretsOfCurrent(() => state.config);
@@ -183,7 +194,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
         return state.config;
       },
       socketPath: cfg.control.socket,
-      replaced: replaced.signal,
+      restartNeeded: restart.signal,
       get consoleUrl() {
         return webConsole?.url;
       },
@@ -227,7 +238,7 @@ const REPLACED = "this daemon's program files were replaced while it ran (an upg
 
 /**
  * `terminal-agent run`: starts, waits for the first SIGTERM/SIGINT (or a part of the program
- * found gone), drains, returns the exit code.
+ * found gone, or components a reload could not start), drains, returns the exit code.
  */
 export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortSignal): Promise<number> {
   if (shutdown.aborted) throw new AbortedError('stopped before start-up finished');
@@ -251,14 +262,14 @@ export async function runDaemon(d: DaemonEnv, cfg: AgentConfig, shutdown: AbortS
 }
 
 /**
- * Resolves at the first SIGTERM/SIGINT (`shutdown`), or once a part of the program was found gone
- * (`daemon.replaced`): whichever came, the daemon is then stopped (`run`, `demo`).
+ * Resolves at the first SIGTERM/SIGINT (`shutdown`), or once the daemon cannot go on
+ * (`daemon.restartNeeded`): whichever came, the daemon is then stopped (`run`, `demo`).
  */
 export function stopAsked(daemon: RunningDaemon, shutdown: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
-    if (shutdown.aborted || daemon.replaced.aborted) return resolve();
+    if (shutdown.aborted || daemon.restartNeeded.aborted) return resolve();
     shutdown.addEventListener('abort', () => resolve(), { once: true });
-    daemon.replaced.addEventListener('abort', () => resolve(), { once: true });
+    daemon.restartNeeded.addEventListener('abort', () => resolve(), { once: true });
   });
 }
 

@@ -87,7 +87,11 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
       state.metrics.reloads.inc({ result: 'applied' });
     } catch (err) {
       state.reload.lastError = describeError(err);
-      logger.error({ err }, 'reload failed while restarting components');
+      if (state.programReplaced(err, 'SIGHUP reload')) return;
+      // The running agent was stopped and the new one did not start (its face cache's start-up
+      // repair on a disk gone bad): a daemon that ran on would sync and upload nothing, for good.
+      if (state.phase === 'reloading') state.cannotContinue(err, RESTART_FAILED);
+      else logger.error({ err }, 'reload failed while restarting components');
     } finally {
       await state.notifier.notify({ READY: 1, STATUS: statusLine(state) });
     }
@@ -117,6 +121,8 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
 
 // What a SIGHUP can change in place. Paths the process is bound to (the state it holds locked, the
 // socket it listens on) need a restart: for those the running values are kept and the operator told.
+
+const RESTART_FAILED = 'the components could not be started again with the new configuration: the daemon stops and exits 1, so that systemd (Restart=on-failure) starts it afresh; the outbox resumes where it stopped (if the start fails too, journalctl -u terminal-agent and terminal-agent doctor say why)';
 
 // The web console keeps its listener, password and sessions until a restart.
 export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'log.format', 'metrics', 'console'] as const;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpDir } from '../helpers/tmp.js';
 import { makeTestAlsa } from '../helpers/alsa.js';
@@ -47,6 +47,25 @@ describe('terminal-agent demo', () => {
     expect((await d.exited).code).toBe(0);
     expect(d.stdout()).toContain('demo stopped;');
     expect(existsSync(socket)).toBe(false);
+  });
+
+  it('a reload that cannot start the components again (the face cache folder made a file): the demo says so and exits 1', async () => {
+    const cwd = tmpDir('ta-demo-reload-');
+    const alsa = makeTestAlsa(tmpDir('ta-demo-alsa-'), { brokenDefault: true });
+    const d = spawnDaemon(undefined, { ALSA_CONFIG_PATH: alsa.env.ALSA_CONFIG_PATH }, ['demo'], cwd);
+    await d.waitLog(() => d.stdout().includes('Ctrl-C stops it'), 20_000, 'the demo banner');
+    const demoDir = join(cwd, 'demo');
+    const log = () => readFileSync(join(demoDir, 'agent.log'), 'utf8');
+    await d.waitLog(() => log().includes('"face cache ready"'), 10_000, 'the face cache');
+    const faces = join(demoDir, 'state', 'faces');
+    renameSync(faces, `${faces}.away`);
+    writeFileSync(faces, 'not a folder\n');
+    const configPath = join(demoDir, 'config.yaml');
+    writeFileSync(configPath, readFileSync(configPath, 'utf8').replace(/^( {2}sync_interval: ).*$/m, '$110m'));
+    d.signal('SIGHUP');
+    expect(await d.exited).toEqual({ code: 1, signal: null });
+    expect(d.stderr()).toMatch(new RegExp(`^terminal-agent: the demo stopped: a reload could not start its components again \\(.*${faces}.*\\); start 'terminal-agent demo' again \\(everything stays in ${demoDir}\\) \\[TA_ERR_DAEMON\\]\n$`));
+    expect(log()).toContain('the components could not be started again with the new configuration');
   });
 
   it('a part of the program found gone while it runs (the proxy code, read at the first request behind HTTPS_PROXY): the demo says so and exits 1', async () => {

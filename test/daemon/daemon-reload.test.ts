@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
@@ -65,6 +65,25 @@ describe('SIGHUP reloads the configuration', () => {
     expect(status.reload.last_error).toContain('service.ca_file');
     d.signal('SIGTERM');
     expect((await d.exited).code).toBe(0);
+  }, 30_000);
+
+  it('exits 1, for systemd to start it afresh, when a reload cannot start the components again (the face cache folder made a file)', async () => {
+    const emulator = await startTestEmulator();
+    const files = daemonFiles(tmpDir('ta-hup-'), emulator);
+    const d = spawnDaemon(files.configPath);
+    await d.waitLog(isReady);
+    await d.waitLog((l) => l.msg === 'face cache ready');
+    // What a disk gone bad under a running daemon does to the face cache's start-up repair.
+    const faces = join(files.stateDir, 'faces');
+    renameSync(faces, `${faces}.away`);
+    writeFileSync(faces, 'not a folder\n');
+    writeFileSync(files.configPath, readFileSync(files.configPath, 'utf8').replace('sync_interval: 5m', 'sync_interval: 10m'));
+    d.signal('SIGHUP');
+    expect(await d.exited).toEqual({ code: 1, signal: null });
+    const why = d.logs().find((l) => l.msg.startsWith('the components could not be started again'));
+    expect(why).toMatchObject({ level: 'error', err: expect.stringContaining(faces) });
+    expect(why!.msg).toMatch(/exits 1, so that systemd \(Restart=on-failure\) starts it afresh/);
+    expect(d.logs().at(-1)).toMatchObject({ msg: 'stopped' });
   }, 30_000);
 
   it('a fixed credential file plus SIGHUP resumes a face sync stopped by 401', async () => {
