@@ -107,20 +107,19 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
   // installed under this process (the package's preinst stops the daemon first, so a half-done or
   // manual upgrade). What else of it is gone cannot be known: a restart from the installed files
   // is the fix, so the daemon drains and exits 1, and Restart=on-failure starts it again.
+  // A reload that could not start the components again ends the same way (cannotContinue).
   const restart = new AbortController();
-  const programReplaced = (err: unknown, where: string): boolean => {
-    if (!isProgramReplaced(err)) return false;
-    if (!restart.signal.aborted) {
-      logger.error({ err: describeError(err), where, missing: missingProgramFile(err) }, REPLACED);
-      restart.abort(err);
-    }
-    return true;
-  };
-  const cannotContinue = (err: unknown, why: string): void => {
+  const stopForRestart = (err: unknown, fields: Record<string, unknown>, why: string): void => {
     if (restart.signal.aborted) return;
-    logger.error({ err: describeError(err) }, why);
+    logger.error({ err: describeError(err), ...fields }, why);
     restart.abort(err);
   };
+  const programReplaced = (err: unknown, where: string): boolean => {
+    if (!isProgramReplaced(err)) return false;
+    stopForRestart(err, { where, missing: missingProgramFile(err) }, REPLACED);
+    return true;
+  };
+  const cannotContinue = (err: unknown, why: string): void => stopForRestart(err, {}, why);
   const undo: Array<() => Promise<void> | void> = [() => notifier.close(), () => lock.release(), offFatal];
   try {
     // state_dir exists: the instance lock made it (takeInstanceLock).

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { AgentConfig } from '../config/schema.js';
 import type { ServiceClient } from '../client/types.js';
-import { AuthError, ConfigError, NotFoundError, describeError } from '../errors.js';
+import { AuthError, ConfigError, NotFoundError, describeError, formatProblem } from '../errors.js';
 import { readCaFile } from '../config/named-files.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
 import { ciphersFor, cpuHasAes, readCpuinfo } from '../client/tls-ciphers.js';
@@ -64,7 +64,7 @@ export async function checkConnect(label: string, url: URL, cfg: AgentConfig['se
       ca = [...rootCertificates, readCaFile(cfg.ca_file)];
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      return fail(check, err.problems.map((p) => `${p.path}: ${p.message}`).join('; '), 'fix service.ca_file (terminal-agent config check)');
+      return fail(check, err.problems.map(formatProblem).join('; '), 'fix service.ca_file (terminal-agent config check)');
     }
   }
   try {

@@ -32,14 +32,12 @@ export function createHeapTrimmer(deps: HeapTrimmerDeps) {
   let timer: NodeJS.Timeout | undefined;
   let firstAt = 0;
   let observer: PerformanceObserver | undefined;
-  let trims = 0;
 
   function trimNow(): void {
     timer = undefined;
     const before = process.memoryUsage.rss();
     const t0 = performance.now();
     const released = deps.trimmer.trim();
-    trims++;
     const after = process.memoryUsage.rss();
     deps.onTrim?.(Math.max(0, before - after));
     deps.logger.debug({ released, rss_before_mb: mb(before), rss_after_mb: mb(after), ms: Math.round((performance.now() - t0) * 10) / 10 }, 'free heap pages handed back to the kernel after a full GC');
@@ -71,8 +69,6 @@ export function createHeapTrimmer(deps: HeapTrimmerDeps) {
       if (timer) clearTimeout(timer);
       timer = undefined;
     },
-    /** Trims made so far (the tests read it). */
-    trims: () => trims,
   };
 }
 
