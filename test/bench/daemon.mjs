@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
-import { procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { indexEntries, procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -165,15 +165,6 @@ function spawnBig(round) {
   mkdirSync(bigDir);
   const [cmd, ...argv] = [...schedPrefix, process.execPath, ...unitNodeArgs, MAIN, 'run', '--config', writeDaemonConfig(bigDir, bigEmulator, bigEmulator.terminals[0])];
   return { child: spawn(cmd, argv, { env: { ...alsaEnv, ...unitEnv }, stdio: ['ignore', 'ignore', 'inherit'] }), index: join(bigDir, 'state', 'faces', 'index.json') };
-}
-
-/** Entries in an index.json (one per line), 0 when there is none yet. */
-function indexEntries(path) {
-  try {
-    return readFileSync(path, 'utf8').split('"face_id"').length - 1;
-  } catch {
-    return 0;
-  }
 }
 
 /** Faces in a daemon's face cache index (it synced them over its connection), 0 when none. */

@@ -89,6 +89,15 @@ export function procRssMb(pid) {
   return procStatusMb(pid, 'VmRSS');
 }
 
+/** Entries in a daemon's index.json (one per line; counted, not parsed), 0 when there is none yet. */
+export function indexEntries(path) {
+  try {
+    return readFileSync(path, 'utf8').split('"face_id"').length - 1;
+  } catch {
+    return 0;
+  }
+}
+
 // The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
 const unitText = readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8');
 export const unitEnv = Object.fromEntries([...unitText.matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
