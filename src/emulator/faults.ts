@@ -43,6 +43,7 @@ export function validateRule(rule: FaultRule): FaultRule {
     throw new UsageError('a status fault needs an HTTP status between 100 and 599');
   }
   if (rule.action === 'delay' && !(typeof rule.delayMs === 'number' && rule.delayMs >= 0)) throw new UsageError('a delay fault needs delayMs >= 0');
+  if (rule.delayMs !== undefined && !(typeof rule.delayMs === 'number' && rule.delayMs >= 0 && Number.isFinite(rule.delayMs))) throw new UsageError('a fault delayMs must be a number >= 0');
   if (rule.times !== undefined && rule.times !== Infinity && !(Number.isInteger(rule.times) && rule.times > 0)) {
     throw new UsageError('fault times must be a positive integer');
   }
@@ -109,6 +110,8 @@ export function createFaultEngine(initial: { rules?: readonly FaultRule[]; chaos
           d.label = `rule:delay`;
           return d;
         }
+        // A delay with any action: an answer (a 400, a drop) that comes late, as a slow service's does.
+        d.delayMs = rule.rule.delayMs ?? 0;
         d.action = action;
         d.label = `rule:${action === 'status' ? String(rule.rule.status) : action}`;
         if (action === 'status') d.status = rule.rule.status;

@@ -81,6 +81,7 @@ export interface FaultRule {
   status?: number;
   /** Seconds, sent as Retry-After with a status fault. */
   retryAfter?: number;
+  /** The delay of a `delay` fault; with another action, how long before it is done. */
   delayMs?: number;
   /** How many matching requests it applies to; default 1; Infinity for all. */
   times?: number;

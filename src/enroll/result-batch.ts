@@ -14,7 +14,7 @@ import { companionRel, mkdirLikeRoot } from './layout.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { resultPathFor } from './result-files.js';
-import { doneFileOf, errorFileOf, sameFile, type Placer } from './results.js';
+import { doneFileOf, errorFileOf, placeOriginal, type Placer } from './results.js';
 import type { OutboxRow } from './types.js';
 
 // The end of many files at once (results.ts finalizeRow, as a group commit): a burst finishes
@@ -54,7 +54,7 @@ async function prepare(layout: Layout, row: OutboxRow, target: string, dirs: Map
     dirs.set(dir, made);
   }
   await made;
-  if (await sameFile(layout.abs(row.source_path), row)) await rename(layout.abs(row.source_path), dest);
+  await placeOriginal(layout.abs(row.source_path), row, dest);
   const companion = parseMeta(row).companion;
   if (companion) await rename(layout.abs(companion), layout.placed(row.kind, state, companionRel(target))).catch(() => undefined);
   const placed = { ...row, final_path: target };

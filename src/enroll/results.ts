@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
-import { lstat, rename, rm, stat } from 'node:fs/promises';
+import { constants, createReadStream, existsSync } from 'node:fs';
+import { copyFile, lstat, rename, rm, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../util/fs-atomic.js';
 import { removeStateFile } from '../util/state-fs.js';
@@ -110,6 +111,39 @@ export async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
   return false;
 }
 
+async function sha256OfFile(path: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+/**
+ * Puts the claimed original at `dest`. When the operator replaced or removed it after the claim,
+ * the staged copy goes there instead if it still holds the bytes claimed: it is the last copy of
+ * what was uploaded (or refused), and done/ and failed/ keep one original beside every result
+ * file (deleting it left a NAME.json naming a file that was nowhere). Not
+ * when the name now holds the staged inode itself (rewritten in place under a hard link: those
+ * bytes are a new drop, still in the inbox), nor a copy a power failure tore (its hash differs).
+ */
+export async function placeOriginal(source: string, row: OutboxRow, dest: string): Promise<void> {
+  if (await sameFile(source, row)) {
+    await rename(source, dest);
+    return;
+  }
+  const staged = row.staged_path;
+  if (!staged || !row.content_sha256) return;
+  const st = await lstat(staged).catch(() => undefined);
+  if (!st?.isFile()) return;
+  const now = await lstat(source).catch(() => undefined);
+  if (now && now.ino === st.ino && now.dev === st.dev) return;
+  if ((await sha256OfFile(staged).catch(() => '')) !== row.content_sha256) return;
+  await rename(staged, dest).catch(async (err: NodeJS.ErrnoException) => {
+    // enroll.dir on another file system than state_dir.
+    if (err.code !== 'EXDEV') throw err;
+    await copyFile(staged, dest, constants.COPYFILE_EXCL);
+  });
+}
+
 /** The name the original has (or will have) in done/ or failed/. */
 function placedName(row: OutboxRow): string {
   return (row.final_path ?? row.source_path).split('/').at(-1)!;
@@ -171,7 +205,7 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
     const source = layout.abs(row.source_path);
     const dest = layout.placed(row.kind, state, target);
     await mkdirLikeRoot(layout.root, dirname(dest));
-    if (await sameFile(source, row)) await rename(source, dest);
+    await placeOriginal(source, row, dest);
     const companion = parseMeta(row).companion;
     if (companion) await rename(layout.abs(companion), layout.placed(row.kind, state, companionRel(target))).catch(() => undefined);
     const body = `${JSON.stringify(failed ? errorFileOf({ ...row, final_path: target }) : doneFileOf({ ...row, final_path: target }), null, 2)}\n`;

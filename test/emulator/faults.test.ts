@@ -67,6 +67,12 @@ describe('emulator fault injection', () => {
     expect((await call(`${emu.baseUrl}/tts`, 'GET')).status).toBe(200);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
     expect(emu.requests.at(-1)?.fault).toBe('rule:delay');
+    // Any action may come late: a refusal after 300 ms, as a slow service's.
+    emu.faults.add({ path: '/tts', action: 'status', status: 400, delayMs: 300 });
+    const t1 = Date.now();
+    expect((await call(`${emu.baseUrl}/tts`, 'GET')).status).toBe(400);
+    expect(Date.now() - t1).toBeGreaterThanOrEqual(290);
+    expect(() => emu.faults.add({ action: 'drop', delayMs: -1 })).toThrow(/delayMs must be a number >= 0/);
   });
 
   it('chaos: shares of 5xx, 429 and drops from a seeded generator, slow bodies', async () => {

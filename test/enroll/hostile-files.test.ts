@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -138,8 +138,34 @@ describe('hard links and replaced files', () => {
       const result = readJson(join(rig.dir, 'done/faces', original.replace(/\.jpg$/, '.json')));
       expect(result.sha256, original).toBe(sha256(readFileSync(join(rig.dir, 'done/faces', original))));
     }
-    expect(done.filter((f) => f.endsWith('.jpg'))).toHaveLength(1);
+    // Both versions are kept: the first, replaced in the inbox, from the agent's staged copy.
+    expect(done.filter((f) => f.endsWith('.jpg')).sort()).toEqual(['gina.2.jpg', 'gina.jpg']);
+    const firstDone = done.filter((f) => f.endsWith('.jpg')).find((f) => readFileSync(join(rig.dir, 'done/faces', f)).equals(first));
+    expect(firstDone).toBeDefined();
     // The face on the service ends with the second image, sent by its own upload.
     expect(rig.emulator.state.faceImage(rig.emulator.state.faces()[0]!.face_id)?.equals(second)).toBe(true);
+  }, 30_000);
+
+  it('a file removed from the inbox while it is uploaded still ends in done/, from the staged copy, with its result', async () => {
+    const rig = await startRig({ emulator: { chaos: { latencyMs: 700 } } });
+    const image = jpeg('removed while uploading');
+    const path = await put(rig.dir, 'faces/hana.jpg', image);
+    await waitFor('the upload in flight', () => rig.emulator.requests.some((r) => r.method === 'POST' && r.status === 0), 10_000);
+    rmSync(path);
+    await waitFor('done/faces/hana.json', () => existsSync(join(rig.dir, 'done/faces/hana.json')), 15_000);
+    expect(readFileSync(join(rig.dir, 'done/faces/hana.jpg')).equals(image)).toBe(true);
+    expect(readJson(join(rig.dir, 'done/faces/hana.json')).sha256).toBe(sha256(image));
+    // Moved, not copied: the staging folder holds nothing once the row is finished.
+    await waitFor('the staging folder empty', () => readdirSync(join(rig.config.state_dir, 'enroll-staging')).length === 0);
+  }, 30_000);
+
+  it('a file the service refuses, removed from the inbox meanwhile, ends in failed/ beside its error file', async () => {
+    const rig = await startRig({ emulator: { faults: [{ method: 'POST', path: '/v1/api/faces', action: 'status', status: 400, delayMs: 700 }] } });
+    const image = jpeg('refused and removed');
+    const path = await put(rig.dir, 'faces/ivan.jpg', image);
+    await waitFor('the upload in flight', () => rig.emulator.requests.some((r) => r.method === 'POST' && r.status === 0), 10_000);
+    rmSync(path);
+    await waitFor('failed/faces/ivan.error.json', () => existsSync(join(rig.dir, 'failed/faces/ivan.error.json')), 15_000);
+    expect(readFileSync(join(rig.dir, 'failed/faces/ivan.jpg')).equals(image)).toBe(true);
   }, 30_000);
 });
