@@ -153,8 +153,9 @@ export const emulatorCommands: CommandSpec[] = [
 Serves {base_url} at http://HOST:PORT and {face_base_url} at http://HOST:PORT/v1/api. When ready it
 prints both addresses and the credentials to use (one JSON line with --json):
   {"base_url":...,"face_base_url":...,"terminals":[{"terminal_secret":...,"group_id":...}],"api_key":...}
-Fault SPEC actions: a status (503), drop, drop-after, drop-body, truncate, json, delay=MS; then xN
-(times, 'xinf' for all) and retry-after=S. Stops on SIGTERM/SIGINT.`,
+Fault SPEC actions: a status (503), drop, drop-after, drop-body, truncate, json, delay=MS (with an
+action: that action, late); then xN (times, 'xinf' for all) and retry-after=S.
+Stops on SIGTERM/SIGINT.`,
     options: OPTIONS,
     run: runEmulator,
   },

@@ -148,8 +148,9 @@ export function createFaultEngine(initial: { rules?: readonly FaultRule[]; chaos
 
 /**
  * Parses a `--fault` flag: `[METHOD] PATH ACTION [xN] [retry-after=S]`, where ACTION is an HTTP
- * status, drop, drop-after, drop-body, truncate, json or delay=MS. Examples:
- * `GET /v1/api/faces 503 x2 retry-after=1`, `POST /tts truncate`, `* /v1/api/* delay=500 x10`.
+ * status, drop, drop-after, drop-body, truncate, json or delay=MS (with another action: that one,
+ * after the delay). Examples: `GET /v1/api/faces 503 x2 retry-after=1`, `POST /tts truncate`,
+ * `* /v1/api/* delay=500 x10`, `POST /v1/api/faces 400 delay=700`.
  */
 export function parseFaultSpec(spec: string): FaultRule {
   const words = spec.trim().split(/\s+/).filter(Boolean);
@@ -163,10 +164,12 @@ export function parseFaultSpec(spec: string): FaultRule {
     if (/^\d{3}$/.test(w)) Object.assign(rule, { action: 'status', status: Number(w) });
     else if ((m = /^x(\d+|inf)$/i.exec(w))) rule.times = m[1]!.toLowerCase() === 'inf' ? Infinity : Number(m[1]);
     else if ((m = /^retry-after=(\d+)$/.exec(w))) rule.retryAfter = Number(m[1]);
-    else if ((m = /^delay=(\d+)(ms)?$/.exec(w))) Object.assign(rule, { action: 'delay', delayMs: Number(m[1]) });
+    else if ((m = /^delay=(\d+)(ms)?$/.exec(w))) rule.delayMs = Number(m[1]);
     else if ((ACTIONS as readonly string[]).includes(w) && w !== 'status' && w !== 'delay') rule.action = w as FaultAction;
     else throw new UsageError(`--fault '${spec}': cannot read '${w}'; actions are a status (503), drop, drop-after, drop-body, truncate, json, delay=MS; then xN and retry-after=S`);
   }
+  // delay=MS alone is a delay; with another action (503 delay=500) that action, late.
+  if (!rule.action && rule.delayMs !== undefined) rule.action = 'delay';
   if (!rule.action) throw new UsageError(`--fault '${spec}': no action given (a status such as 503, drop, drop-after, drop-body, truncate, json or delay=MS)`);
   return validateRule(rule as FaultRule);
 }

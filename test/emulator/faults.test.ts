@@ -126,6 +126,9 @@ describe('emulator fault injection', () => {
     expect(parseFaultSpec('GET /v1/api/faces 503 x2 retry-after=1')).toEqual({ method: 'GET', path: '/v1/api/faces', action: 'status', status: 503, times: 2, retryAfter: 1 });
     expect(parseFaultSpec('/tts truncate')).toEqual({ path: '/tts', action: 'truncate' });
     expect(parseFaultSpec('* /v1/api/* delay=50 xinf')).toEqual({ method: '*', path: '/v1/api/*', action: 'delay', delayMs: 50, times: Infinity });
+    // With an action, in either order: that action after the delay (before, the delay replaced it).
+    expect(parseFaultSpec('POST /v1/api/faces delay=700 400')).toEqual({ method: 'POST', path: '/v1/api/faces', action: 'status', status: 400, delayMs: 700 });
+    expect(parseFaultSpec('POST /v1/api/faces 400 delay=700')).toEqual({ method: 'POST', path: '/v1/api/faces', action: 'status', status: 400, delayMs: 700 });
     expect(() => parseFaultSpec('GET /x')).toThrow(/no action/);
     expect(() => parseFaultSpec('GET /x boom')).toThrow(/cannot read 'boom'/);
     expect(() => parseFaultSpec('GET 503')).toThrow(/expected/);
