@@ -10,6 +10,7 @@ import { copyAndHash, readAndStage, readSmallFile, type StagedRead } from './cla
 import type { DirSync } from './dir-sync.js';
 import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
+import { performance } from '../util/monotonic.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
 import { stagedInMemory } from './staged-body.js';
@@ -52,7 +53,31 @@ export function createClaimer(deps: ClaimDeps) {
   const { layout, store, commit, config } = deps;
   const settleMs = config.enroll.settle_time;
   /** Speakers whose .txt was missing: when we first noticed. */
-  const missingText = new Map<string, number>();
+  const missingText = new Map<string, number>(); // performance.now() when first missed
+  /** LABEL.txt files whose mtime is ahead of the clock: when first seen so (performance.now()), and as what. */
+  const textAhead = new Map<string, { size: number; mtimeMs: number; since: number }>();
+  /**
+   * A speaker's text file is taken once unchanged for settle_time. By its mtime, unless that is
+   * ahead of the clock (a terminal that booted without a clock and has no NTP yet, a copy that
+   * kept its times from a machine whose clock runs ahead): then from when it was first seen so,
+   * or it would wait until the clock caught up, days maybe.
+   */
+  function textSettled(rel: string, txt: Stats): boolean {
+    const age = Date.now() - txt.mtimeMs;
+    if (age >= settleMs) {
+      textAhead.delete(rel);
+      return true;
+    }
+    if (age >= 0) return false;
+    const seen = textAhead.get(rel);
+    if (!seen || seen.size !== txt.size || seen.mtimeMs !== txt.mtimeMs) {
+      textAhead.set(rel, { size: txt.size, mtimeMs: txt.mtimeMs, since: performance.now() });
+      return false;
+    }
+    if (performance.now() - seen.since < settleMs) return false;
+    textAhead.delete(rel);
+    return true;
+  }
 
   /**
    * `commit(fn)`, where `fn` may choose the place of the original in done/ or failed/ (`place()`):
@@ -149,14 +174,14 @@ export function createClaimer(deps: ClaimDeps) {
         const txtRel = speakerTextRel(c);
         const txt = await stat(layout.abs(txtRel)).catch(() => undefined);
         if (!txt) {
-          const first = missingText.get(c.rel) ?? Date.now();
+          const first = missingText.get(c.rel) ?? performance.now();
           missingText.set(c.rel, first);
-          if (Date.now() - first < settleMs) return { outcome: 'retry' };
+          if (performance.now() - first < settleMs) return { outcome: 'retry' };
           missingText.delete(c.rel);
           throw new EnrollInputError('TA_ERR_SPEAKER_TEXT_MISSING', `${shown} has no ${txtRel} beside it holding the spoken text; drop both files again`);
         }
         missingText.delete(c.rel);
-        if (Date.now() - txt.mtimeMs < settleMs) return { outcome: 'retry' };
+        if (!textSettled(c.rel, txt)) return { outcome: 'retry' };
         // The text file travels with the recording to done/ or failed/.
         meta.companion = txtRel;
         if (!txt.isFile()) throw new EnrollInputError('TA_ERR_NOT_A_FILE', `${txtRel} is ${fileTypeOf(txt)}, not a text file; put the spoken text in a plain file and drop both files again`);

@@ -31,6 +31,13 @@ const RESOLVE_WAIT_MS = 1_000;
  * Their rows wait seconds anyway.
  */
 const SIDE_CHECK_MS = 50;
+/**
+ * The longest a row may be scheduled ahead (a service's Retry-After is honoured up to this; every
+ * other wait is shorter: backoff 60 s, training polls 10 min, an unknown outcome's grace 20 min).
+ * A row due later than this was scheduled by a clock that has since been set back (NTP correcting
+ * a clock that ran ahead): it is due now, not when the clock catches up.
+ */
+export const MAX_ROW_WAIT_MS = 60 * 60_000;
 
 export function createDispatcher(deps: DispatcherDeps) {
   const { store, logger } = deps;
@@ -39,7 +46,10 @@ export function createDispatcher(deps: DispatcherDeps) {
   /** Answered, outcome not yet committed: not to be started again meanwhile. */
   const finishing = new Set<number>();
   let side = 0; // resolve / reconcile / poll tasks in flight
-  let pausedUntil = 0;
+  // Pauses and the side-check throttle are kept on the monotonic clock: a wall clock set back by
+  // an hour would otherwise hold every upload for that hour. Rows' due times are stored (they
+  // outlive a restart), so they are wall-clock times: see MAX_ROW_WAIT_MS.
+  let pausedUntil = 0; // performance.now() ms
   let pauseEpoch = 0;
   let failuresInRow = 0;
   let lastServiceError: string | null = null;
@@ -47,7 +57,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   let resolveDeferred = false;
   /** Rows waiting for their face id at the last side check. */
   let resolvingRows = 0;
-  let lastSideCheck = 0;
+  let lastSideCheck = -Infinity; // performance.now() ms
   let sideThrottled = false;
   const tasks = new Set<Promise<void>>();
   // An upload's durable "sending" commit (an fsync, several ms on a busy disk) is made while the
@@ -104,7 +114,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       retry: deps.retry,
       signal: loopSignal,
       onRefused(err, delayMs) {
-        pausedUntil = Math.max(pausedUntil, Date.now() + delayMs);
+        pausedUntil = Math.max(pausedUntil, performance.now() + delayMs);
         logger.error({ err, file: row.source_path, step: o.state, retryInMs: delayMs },
           `agent.db refused to record the ${o.state} step of ${row.source_path} (${describeRefusal(err)}); trying again, uploads paused meanwhile`);
       },
@@ -116,13 +126,35 @@ export function createDispatcher(deps: DispatcherDeps) {
     return true;
   }
 
+  /** The pause's end as a wall-clock time (to store as rows' due time, and for status); 0 when not paused. */
+  function pausedUntilWall(): number {
+    const left = pausedUntil - performance.now();
+    return left > 0 ? Date.now() + left : 0;
+  }
+
   function pause(epoch: number, delayFloor: number): number {
     if (epoch === pauseEpoch) {
-      pausedUntil = Date.now() + Math.max(backoffDelay(deps.retry, failuresInRow++), delayFloor);
+      pausedUntil = performance.now() + Math.max(backoffDelay(deps.retry, failuresInRow++), Math.min(delayFloor, MAX_ROW_WAIT_MS));
       pauseEpoch++;
       readyRows.drop();
     }
-    return pausedUntil;
+    return pausedUntilWall();
+  }
+
+  /** Rows due beyond MAX_ROW_WAIT_MS: scheduled before the clock was set back; due now. */
+  async function clockSetBack(now: number, next: number): Promise<number> {
+    let n = 0;
+    try {
+      await deps.commit(() => {
+        n = store.rebaseDue(now, now + MAX_ROW_WAIT_MS);
+      });
+    } catch (err) {
+      logger.error({ err }, 'agent.db refused to reschedule the outbox after the clock was set back; trying again');
+      return now + IDLE_POLL_MS;
+    }
+    logger.warn({ rows: n, was_due: isoTime(next) }, `the clock was set back (a step of the outbox was due at ${isoTime(next)}, more than an hour from now): ${n} waiting steps are due now`);
+    readyRows.markStale();
+    return now;
   }
 
   async function fail(row: OutboxRow, err: unknown, epoch: number, handler: KindHandler): Promise<void> {
@@ -175,7 +207,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     } catch (err) {
       // Never sent: back to the queue (its "sending" mark only said it might be).
       if (err instanceof NotSentError) {
-        await apply(row, { state: 'queued', nextAttemptAt: pausedUntil });
+        await apply(row, { state: 'queued', nextAttemptAt: pausedUntilWall() });
         return;
       }
       // Stopping: leave the row as it is; the next start settles it like after a crash.
@@ -208,9 +240,10 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   function pass(signal: AbortSignal): void {
     const now = Date.now();
-    sideThrottled = side === 0 && now - lastSideCheck < SIDE_CHECK_MS;
+    const mono = performance.now();
+    sideThrottled = side === 0 && mono - lastSideCheck < SIDE_CHECK_MS;
     if (side === 0 && !sideThrottled) {
-      lastSideCheck = now;
+      lastSideCheck = mono;
       const summary = store.sideSummary();
       const waiting = summary.resolving ?? { n: 0, oldest: now };
       resolvingRows = waiting.n;
@@ -221,7 +254,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       // (counted, not read, until they go: this runs every pass).
       resolveDeferred = waiting.n > 0 && waiting.n < deps.faces.resolveBatch() && uploading.size > 0 && now - waiting.oldest < resolveWaitMs;
       if (waiting.n > 0 && !resolveDeferred) batches.push([store.byState('resolving'), 'resolve']);
-      if (unknown.length && now >= pausedUntil) batches.push([unknown, 'reconcile']);
+      if (unknown.length && mono >= pausedUntil) batches.push([unknown, 'reconcile']);
       for (const [rows, step] of batches) {
         side++;
         track(runFaceBatch(rows, step).finally(() => side--));
@@ -233,7 +266,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         }).finally(() => side--));
       }
     }
-    if (now < pausedUntil || uploading.size >= maxStarted) return;
+    if (mono < pausedUntil || uploading.size >= maxStarted) return;
     readyRows.refill(now, uploading, finishing);
     while (uploading.size < maxStarted && readyRows.size > 0) {
       const row = store.get(readyRows.take()!);
@@ -272,12 +305,14 @@ export function createDispatcher(deps: DispatcherDeps) {
         // With every upload slot taken, the next wake-up is an upload finishing: the earliest due
         // time is not read (a query per pass, several passes per file in a burst). A row falling
         // due meanwhile waits for that wake-up, or IDLE_POLL_MS at most.
-        const next = uploading.size >= maxStarted ? null : store.nextDue();
+        let next = uploading.size >= maxStarted ? null : store.nextDue();
         const now = Date.now();
+        if (next !== null && next - now > MAX_ROW_WAIT_MS) next = await clockSetBack(now, next);
         const empty = next === null && uploading.size === 0 && tasks.size === 0 && resolvingRows === 0 && readyRows.size === 0;
         let delay = empty ? IDLE_EMPTY_MS : IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
-        if (pausedUntil > now) delay = Math.min(delay, pausedUntil - now);
+        const mono = performance.now();
+        if (pausedUntil > mono) delay = Math.min(delay, pausedUntil - mono);
         if (resolveDeferred) delay = Math.min(delay, resolveWaitMs);
         if (sideThrottled) delay = Math.min(delay, SIDE_CHECK_MS);
         // A timed wake-up: rows may have fallen due.
@@ -290,7 +325,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     /** Resolves once fewer than `below` startable rows wait for an upload slot (ready-rows.ts). */
     whenReadyBelow: (below: number): Promise<void> => readyRows.whenBelow(below),
     inFlight: () => uploading.size,
-    pausedUntil: () => (pausedUntil > Date.now() ? pausedUntil : null),
+    pausedUntil: () => pausedUntilWall() || null,
     lastServiceError: () => lastServiceError,
   };
 }

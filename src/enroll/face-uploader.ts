@@ -94,10 +94,16 @@ export function createFaceUploader(deps: FaceUploaderDeps) {
     return listing;
   }
 
-  /** A listing that started at or after `t`. */
+  /**
+   * A listing that started at or after `t` (wall clock: rows' times are stored). Times noted
+   * before the clock was set back lie ahead of it: a row's is then past in fact (any listing from
+   * now on is later), and a listing's is stale (it may predate the row's POST: taken as fresh, it
+   * failed every new face as not listed until the clock caught up).
+   */
   async function viewSince(t: number): Promise<GroupView> {
     for (;;) {
-      if (view && view.startedAt >= t) return view;
+      const now = Date.now();
+      if (view && view.startedAt >= Math.min(t, now) && view.startedAt <= now) return view;
       await refresh();
     }
   }

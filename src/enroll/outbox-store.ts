@@ -92,6 +92,7 @@ export function createOutboxStore(db: Db) {
     nextDue: db.prepare(`SELECT MIN(t) AS t FROM (SELECT MIN(next_attempt_at) AS t FROM outbox WHERE state = 'queued' AND finalized = 0
       UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'unknown' AND finalized = 0
       UNION ALL SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'training' AND finalized = 0)`),
+    rebaseDue: db.prepare(`UPDATE outbox SET next_attempt_at = ? WHERE state IN ('queued', 'unknown', 'training') AND finalized = 0 AND next_attempt_at > ?`),
     doneFaceResults: db.prepare(`SELECT result_json FROM outbox WHERE kind = 'faces' AND name = ? AND state = 'done' AND result_json IS NOT NULL`),
     startAttempt: db.prepare(`UPDATE outbox SET state = 'sending', attempts = attempts + 1, started_at = ?, action = ?, meta_json = ?,
       updated_at = ? WHERE id = ?`),
@@ -143,6 +144,8 @@ export function createOutboxStore(db: Db) {
     },
     unfinalized: (limit: number) => rowsOf(s.unfinalized.all(limit)),
     nextDue: () => (s.nextDue.get() as { t: number | null }).t,
+    /** Waiting steps due after `after` made due at `now`; how many. */
+    rebaseDue: (now: number, after: number): number => s.rebaseDue.run(now, after).changes,
     /** Face ids this agent already recorded for NAME: never taken as the result of another upload. */
     knownFaceIds(name: string): Set<string> {
       const ids = new Set<string>();

@@ -1,6 +1,7 @@
 import { lstat, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import type { Logger } from '../log/logger.js';
+import { performance } from '../util/monotonic.js';
 
 // A file is taken only once its size and mtime have not changed for settle_time, whatever event
 // (or rescan) brought it here: chokidar's awaitWriteFinish does not cover files found at start-up,
@@ -9,7 +10,7 @@ import type { Logger } from '../log/logger.js';
 interface Watch {
   size: number;
   mtimeMs: number;
-  since: number;
+  since: number; // performance.now() ms: a wall clock set back would hold files for as long
 }
 
 export interface StabilityTrackerDeps {
@@ -79,7 +80,7 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
     const mtimeMs = Math.floor(st.mtimeMs);
     if (!prev || prev.size !== st.size || prev.mtimeMs !== mtimeMs) {
       // From this look (a tick's looks take a while in a burst): the wait is never shortened.
-      watching.set(rel, { size: st.size, mtimeMs, since: Date.now() });
+      watching.set(rel, { size: st.size, mtimeMs, since: performance.now() });
     } else if (now - prev.since >= deps.settleMs) {
       watching.delete(rel);
       deps.onStable(rel, 'own' in st ? st.own : undefined);
@@ -90,7 +91,7 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
     if (ticking) return;
     ticking = true;
     try {
-      const now = Date.now();
+      const now = performance.now();
       let due: string[] = [];
       const lookAll = async () => {
         const rels = due;
@@ -127,7 +128,7 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
     touch(rel: string, seen?: Stats): void {
       if (!watching.has(rel)) {
         // A symbolic link's own lstat says nothing of its target: look() follows it.
-        watching.set(rel, seen && !seen.isSymbolicLink() ? { size: seen.size, mtimeMs: Math.floor(seen.mtimeMs), since: Date.now() } : null);
+        watching.set(rel, seen && !seen.isSymbolicLink() ? { size: seen.size, mtimeMs: Math.floor(seen.mtimeMs), since: performance.now() } : null);
       }
       arm();
     },
