@@ -1,3 +1,5 @@
+import { performance } from '../util/monotonic.js';
+
 // Login attempts per client address, as a token bucket: `burst` tries at once, then one more every
 // `refillMs`. A refused caller is told when to come back (Retry-After). The table is bounded; when
 // full, the entry touched longest ago goes (an attacker cycling addresses gains little: each new
@@ -21,7 +23,8 @@ export function createLoginLimiter(opts: LoginLimiterOptions = {}) {
   const burst = opts.burst ?? 5;
   const refillMs = opts.refillMs ?? 30_000;
   const maxClients = opts.maxClients ?? 1024;
-  const now = opts.now ?? Date.now;
+  // Monotonic: a wall clock set back would keep a locked-out address locked out for as long.
+  const now = opts.now ?? (() => performance.now());
   const buckets = new Map<string, Bucket>();
 
   function current(client: string): Bucket {

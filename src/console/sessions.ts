@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { performance } from '../util/monotonic.js';
 
 // Login sessions, in memory only: a restart logs everyone out, which is the safe default for a
 // device. Bounded: past `max` sessions the least recently used one is dropped, so a script that
@@ -23,7 +24,8 @@ export interface SessionStoreOptions {
 export type SessionStore = ReturnType<typeof createSessionStore>;
 
 export function createSessionStore(opts: SessionStoreOptions) {
-  const now = opts.now ?? Date.now;
+  // Monotonic: a wall clock set back by a day would keep every session alive a day longer.
+  const now = opts.now ?? (() => performance.now());
   const max = opts.max ?? 32;
   const idleMs = opts.idleMs ?? Math.min(opts.ttlMs, 2 * 60 * 60_000);
   // Map keeps insertion order: re-inserting on use makes the first entry the least recently used.

@@ -2,6 +2,7 @@ import type { Logger } from '../log/logger.js';
 import { wait } from '../util/backoff.js';
 import type { Notifier } from './sd-notify.js';
 import { isoTime } from '../util/iso-time.js';
+import { performance } from '../util/monotonic.js';
 
 // The systemd watchdog is fed from a timer on the event loop, so a blocked loop stops the pings by
 // itself. That is not enough: a loop that still turns while a component is wedged (a sync that
@@ -33,12 +34,16 @@ export interface WatchdogOptions {
   logger: Logger;
   /** Tick period when no watchdog is asked for (STATUS= refresh only). */
   idlePeriodMs?: number;
+  /** The checks' clock, ms (default the monotonic one; tests drive their own). */
   now?: () => number;
 }
 
 export function createWatchdog(options: WatchdogOptions): Watchdog {
   const { notifier, watchdogMs, logger } = options;
-  const now = options.now ?? Date.now;
+  // The monotonic clock: NTP setting the wall clock forward (at every boot of a terminal with no
+  // RTC, often during the first face sync) made a busy component look stuck for that long, and
+  // the ping was withheld until systemd restarted the agent.
+  const now = options.now ?? (() => performance.now());
   // WATCHDOG_USEC/2 is what sd_watchdog_enabled(3) recommends: one lost ping is survivable.
   const period = watchdogMs ? Math.max(50, Math.floor(watchdogMs / 2)) : (options.idlePeriodMs ?? 30_000);
   const abort = new AbortController();
@@ -74,7 +79,7 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
     const fields: Record<string, string> = {};
     if (watchdogMs && reasons.length === 0) {
       fields.WATCHDOG = '1';
-      lastFed = t;
+      lastFed = Date.now();
     }
     const line = reasons.length > 0 ? `stuck: ${reasons.join('; ')}` : options.statusLine();
     if (line !== lastStatus) {

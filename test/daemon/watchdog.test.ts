@@ -1,13 +1,18 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { join } from 'node:path';
 import { createNotifier, watchdogIntervalMs } from '../../src/daemon/sd-notify.js';
 import { createWatchdog, stuckWhileBusy } from '../../src/daemon/watchdog.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { steppableWallClock } from '../helpers/wall-clock.js';
 import { listenNotify } from './daemon-harness.js';
 
 // A wedged sync cannot be produced on demand in a real daemon (every request has a deadline), so
 // here the component's "busy" flag is driven by the test; the notifier and socket are real.
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('watchdog', () => {
   it('withholds WATCHDOG=1 while a component is busy without progress, and feeds it again after', async () => {
@@ -45,6 +50,25 @@ describe('watchdog', () => {
     await wd.tick();
     await notify.waitFor(() => notify.messages.length === 6);
     expect(notify.messages[5]).toBe('WATCHDOG=1\nSTATUS=all good');
+    notifier.close();
+  });
+
+  it('a wall clock set forward by a day (NTP at the boot of a terminal) does not make a busy component look stuck', async () => {
+    const notify = listenNotify(join(tmpDir('ta-wd-'), 'notify.sock'));
+    const notifier = createNotifier({ socketPath: notify.path, logger: silentLogger() });
+    const check = stuckWhileBusy('face sync', 1000, () => true);
+    const clock = steppableWallClock();
+    const wall = Date.now();
+    // The daemon's own clock (no `now` given).
+    const wd = createWatchdog({ notifier, watchdogMs: 10_000, checks: () => [check], statusLine: () => 'all good', logger: silentLogger() });
+    await wd.tick();
+    clock.step(24 * 60 * 60_000);
+    await wd.tick();
+    await notify.waitFor(() => notify.messages.length === 2);
+    expect(notify.messages).toEqual(['WATCHDOG=1\nSTATUS=all good', 'WATCHDOG=1']);
+    expect(wd.status().failing).toEqual([]);
+    // The last ping is shown as a wall-clock time, the clock as it is now.
+    expect(Date.parse(wd.status().last_fed_at!)).toBeGreaterThan(wall + 23 * 60 * 60_000);
     notifier.close();
   });
 

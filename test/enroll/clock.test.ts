@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/log/logger.js';
 import { jpeg, put, readJson, startRig, waitFor, wav } from './fixtures.js';
+import { steppableWallClock } from '../helpers/wall-clock.js';
 
 // A terminal's wall clock is not to be trusted: a Raspberry Pi has no RTC and boots with the time
 // it saved at shutdown until NTP answers (if the network lets NTP through at all), and NTP sets a
 // clock that ran ahead back. Files' mtimes then lie ahead of the clock, and times the agent noted
 // before a step back lie ahead of it after. Setting this machine's clock would disturb everything
-// else on it, so the step back is made in this process only, by Date.now() (what the agent reads
-// the wall clock with); file mtimes ahead of the clock are real (utimes).
+// else on it, so the step back is made in this process only (helpers/wall-clock.ts); file mtimes
+// ahead of the clock are real (utimes).
 
 const DAY = 24 * 60 * 60_000;
 
@@ -34,14 +35,14 @@ describe('the wall clock behind the files, or set back', () => {
   it('uploads go on after the clock is set back by a day during a pause, and files found just before it settle as usual', async () => {
     const lines: string[] = [];
     const logger = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(l) } });
+    const clock = steppableWallClock();
     const rig = await startRig({ logger, emulator: { faults: [{ method: 'POST', path: '/v1/api/faces', action: 'status', status: 503, times: 1 }] } });
     await put(rig.dir, 'faces/lena.jpg', jpeg());
     await waitFor('the 503', () => rig.emulator.requests.some((r) => r.status === 503));
     await put(rig.dir, 'faces/mark.jpg', jpeg());
     // NTP steps the clock back by a day: the pause after the 503, lena's next attempt (stored) and
     // mark's settle wait were all noted before it.
-    const wall = Date.now.bind(Date);
-    vi.spyOn(Date, 'now').mockImplementation(() => wall() - DAY);
+    clock.step(-DAY);
     await waitFor('both done', () => existsSync(join(rig.dir, 'done/faces/lena.json')) && existsSync(join(rig.dir, 'done/faces/mark.json')), 10_000).catch((err: unknown) => {
       console.log(lines.join(''));
       throw err;
