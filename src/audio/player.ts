@@ -7,6 +7,7 @@ import { AbortedError, AudioDeviceError } from '../errors.js';
 import { durationMs, type PcmFormat } from './wav.js';
 import { pcmFrame, type PlayerJob, type PlayerMessage } from './player-protocol.js';
 import { deviceError, spawnPlayerProcess, type PlayerProcess as Child } from './player-process.js';
+import { performance } from '../util/monotonic.js';
 
 // Supervises the player processes (player-child.ts). Whatever happens to a child (SIGABRT in
 // ALSA, an error event, a kill) becomes an AudioDeviceError naming the device, and the next
@@ -174,10 +175,11 @@ export function createPlayer(deps: PlayerDeps): Player {
       // about its own length (ALSA takes it in real time), so silence for longer than that plus a
       // margin means it hangs: a write ALSA never completes, or a process that stopped reading.
       // Nothing is owed while the child waits for audio still downloading (utterance.ts bounds that).
+      // On the monotonic clock: the wall clock set forward mid-utterance (NTP) killed the player.
       let sent = 0;
       let acked = 0;
       let ended = false;
-      let lastSign = Date.now();
+      let lastSign = performance.now();
       let watchdog: NodeJS.Timeout | undefined;
       const rearm = () => {
         clearTimeout(watchdog);
@@ -186,12 +188,12 @@ export function createPlayer(deps: PlayerDeps): Player {
         const pendingMs = durationMs(format, sent - acked);
         const due = lastSign + pendingMs + progressMarginMs;
         watchdog = setTimeout(() => {
-          const silentMs = Date.now() - lastSign;
+          const silentMs = performance.now() - lastSign;
           settle(deviceError(deps.device, child, 'the player process stopped responding', {
             how: `nothing played for ${formatSeconds(silentMs)} with ${formatSeconds(pendingMs)} of audio waiting; it was killed`,
             details: { reason: 'hung', silent_ms: silentMs, pending_audio_ms: Math.round(pendingMs) },
           }));
-        }, Math.max(0, due - Date.now()));
+        }, Math.max(0, due - performance.now()));
       };
       const settle = (err: unknown, value?: { bytes: number }) => {
         if (settled) return;
@@ -207,7 +209,7 @@ export function createPlayer(deps: PlayerDeps): Player {
       };
       const onAbort = () => settle(abortedError(opts.signal!));
       const onMsg = (m: PlayerMessage) => {
-        lastSign = Date.now();
+        lastSign = performance.now();
         if (m.type === 'progress') acked = Math.max(acked, m.bytes);
         if (m.type === 'first-frame') opts.onFirstFrame?.();
         else if (m.type === 'done') settle(undefined, { bytes: m.bytes });
@@ -224,7 +226,7 @@ export function createPlayer(deps: PlayerDeps): Player {
       });
       const onSent = (bytes: number) => {
         // The clock starts when the child is handed something to do, not when it last spoke.
-        if (!(sent > acked || ended)) lastSign = Date.now();
+        if (!(sent > acked || ended)) lastSign = performance.now();
         if (bytes === 0) ended = true;
         sent += bytes;
         rearm();

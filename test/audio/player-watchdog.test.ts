@@ -1,10 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AudioDeviceError, TimeoutError } from '../../src/errors.js';
 import { defaultPlayerScript } from '../../src/audio/player.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { steppableWallClock } from '../helpers/wall-clock.js';
 import { speechFixture, until, type SpeechFixtureOptions } from './speech-fixture.js';
 
 // Everything that could hold the speech queue forever: a player process that hangs without dying,
@@ -133,4 +134,23 @@ describe('a /tts answer that never ends', () => {
     expect(await queued).toMatchObject({ outcome: 'played', source: 'service' });
     expect(f.speech.status()).toMatchObject({ failed_total: 1, played_total: 1, cache: { entries: 1 } });
   });
+});
+
+describe('player watchdog and the wall clock', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  // The step lands while audio is still being handed to the player (the old wall-clock watchdog
+  // then killed it at the next hand-over: 4 of 5 runs failed with it; the race is the feed's).
+  it('a wall clock set forward by a day mid-phrase (NTP) does not make the playing player look hung', async () => {
+    const clock = steppableWallClock();
+    const f = await speechFixture();
+    const text = 'a phrase long enough to be still playing when the clock moves '.repeat(6);
+    const expected = await f.expectedPcm(text);
+    const said = f.speech.say({ text });
+    await until(() => f.alsa.played().length > 0, 'the first frames');
+    clock.step(24 * 60 * 60_000);
+    expect(await said).toMatchObject({ outcome: 'played', bytes: expected.length });
+  }, 20_000);
 });
