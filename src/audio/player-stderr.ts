@@ -1,4 +1,5 @@
 import type { Logger } from '../log/logger.js';
+import { performance } from '../util/monotonic.js';
 
 /** stderr lines of one child logged per minute, and the longest line logged. */
 const STDERR_LINES_PER_MINUTE = 20;
@@ -11,15 +12,15 @@ const STDERR_LINE_MAX = 500;
  */
 export function stderrForwarder(log: Logger, pid: number | undefined): { push(s: string): void; flush(): void } {
   let partial = '';
-  let windowStart = Date.now();
+  let windowStart = performance.now();
   let inWindow = 0;
   let suppressed = 0;
   const emit = (raw: string) => {
     const line = raw.trimEnd();
     if (!line.trim()) return;
-    if (Date.now() - windowStart >= 60_000) {
+    if (performance.now() - windowStart >= 60_000) {
       if (suppressed > 0) log.warn({ player_pid: pid, suppressed }, `player process stderr: ${suppressed} more line(s) not logged`);
-      windowStart = Date.now();
+      windowStart = performance.now();
       inWindow = 0;
       suppressed = 0;
     }

@@ -12,6 +12,7 @@ import { makeDir } from '../util/make-dir.js';
 import { removeStaleSocket } from './stale-socket.js';
 import { setDateHeader } from '../util/iso-time.js';
 import { answerClientErrors, unanswerable } from '../util/http-client-error.js';
+import { performance } from '../util/monotonic.js';
 
 // HTTP over a unix socket: every program on the terminal can speak it (curl --unix-socket), access
 // is the file mode (0660, the agent's group), and no TCP port is opened on the device.
@@ -74,7 +75,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   const answering = new Set<Socket>();
 
   function metrics(): Promise<{ contentType: string; text: string }> {
-    const now = Date.now();
+    // Monotonic: a wall clock set back would serve the cached text until it caught up.
+    const now = performance.now();
     if (!metricsCache || now - metricsCache.at >= METRICS_CACHE_MS) {
       const value = handlers.metrics();
       metricsCache = { at: now, value };

@@ -1,5 +1,6 @@
 import { statOrUndefined } from '../util/state-fs.js';
 import type { Stats } from 'node:fs';
+import { performance } from '../util/monotonic.js';
 
 // The bytes a claim read (and hashed) of a small face image, kept for its upload: without them the
 // upload opens, reads and hashes the staged copy again (staged-body.ts), four thread-pool round
@@ -47,7 +48,7 @@ export function createClaimedBytes(maxBytes = KEPT_MAX_BYTES, maxAgeMs = KEPT_MA
 
   return {
     keep(rowId: number, staged: string, bytes: Buffer, linked: Kept['linked']): void {
-      const now = Date.now();
+      const now = performance.now();
       // Insertion order is age order: only the front can be stale.
       for (const [id, k] of kept) {
         if (now - k.at < maxAgeMs) break;

@@ -4,6 +4,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/database.js';
 import type { Logger } from '../log/logger.js';
+import { performance } from '../util/monotonic.js';
 
 // What enrollment leaves behind over years of unattended running, and what of it may go.
 //
@@ -73,7 +74,7 @@ export function createOutboxRetention(deps: { db: Db; staging: string; logger?: 
       WHERE finalized = 1 AND state = 'done' AND length(meta_json) > ? AND updated_at < ? LIMIT ?)`),
     stagedPaths: db.prepare<[], { staged_path: string }>('SELECT staged_path FROM outbox WHERE staged_path IS NOT NULL'),
   };
-  let lastRun = -Infinity;
+  let lastRun = -Infinity; // performance.now(): a wall clock set back would stop the pruning for as long
   let running: Promise<OutboxRetentionReport> = Promise.resolve({ rowsDeleted: 0, metaEmptied: 0, orphansRemoved: 0 });
 
   /** Runs `stmt` in short transactions until it changes nothing, yielding between batches. */
@@ -115,7 +116,7 @@ export function createOutboxRetention(deps: { db: Db; staging: string; logger?: 
   }
 
   function run(now = Date.now()): Promise<OutboxRetentionReport> {
-    lastRun = now;
+    lastRun = performance.now();
     const next = running.catch(() => undefined).then(() => once(now));
     running = next;
     return next;
@@ -123,7 +124,7 @@ export function createOutboxRetention(deps: { db: Db; staging: string; logger?: 
 
   return {
     poke() {
-      if (Date.now() - lastRun < limits.intervalMs) return;
+      if (performance.now() - lastRun < limits.intervalMs) return;
       run().catch((err: unknown) => logger?.warn({ err }, 'cannot prune old enrollment records; trying again in an hour'));
     },
     run,
