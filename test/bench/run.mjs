@@ -1,5 +1,6 @@
 // Runs the benchmarks one after another (each in its own process, so their peak RSS figures do
-// not mix): `npm run bench` for all, `npm run bench -- faces-sync speech` for some.
+// not mix): `npm run bench` for all but the hour-long soak, `npm run bench -- faces-sync speech`
+// for some (`-- soak` for the soak).
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +8,7 @@ import { dirname, join } from 'node:path';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const all = readdirSync(here).filter((f) => f.endsWith('.mjs') && f !== 'run.mjs' && f !== 'pi-budget.mjs').map((f) => f.replace(/\.mjs$/, ''));
+const byName = new Set(['soak']);
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((w) => !all.includes(w));
 if (unknown.length > 0) {
@@ -14,7 +16,7 @@ if (unknown.length > 0) {
   process.exit(64);
 }
 let failed = 0;
-for (const name of wanted.length > 0 ? wanted : all) {
+for (const name of wanted.length > 0 ? wanted : all.filter((n) => !byName.has(n))) {
   console.log(`\n=== ${name} (node test/bench/${name}.mjs)`);
   const r = spawnSync(process.execPath, ['--expose-gc', join(here, `${name}.mjs`)], { stdio: 'inherit' });
   if (r.status !== 0) {

@@ -89,6 +89,16 @@ export function procRssMb(pid) {
   return procStatusMb(pid, 'VmRSS');
 }
 
+/** Open file descriptors of a live process. */
+export function procFdCount(pid) {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/** Threads of a live process. */
+export function procThreadCount(pid) {
+  return readdirSync(`/proc/${pid}/task`).length;
+}
+
 /** Entries in a daemon's index.json (one per line; counted, not parsed), 0 when there is none yet. */
 export function indexEntries(path) {
   try {
@@ -195,16 +205,16 @@ ${extra}`);
 /**
  * Spawns `terminal-agent run --config CONFIG` as systemd would (NOTIFY_SOCKET, the unit's
  * environment); `ready` resolves at READY=1. `extraArgs` go to node (e.g. --cpu-prof), `env` is
- * added to its environment (NODE_EXTRA_CA_CERTS for lib/tls-front.mjs).
+ * added to its environment (NODE_EXTRA_CA_CERTS for lib/tls-front.mjs); `stdout: 'pipe'` gives its log to the caller.
  */
-export function spawnDaemon(dir, config, { budget, extraArgs = [], env: extraEnv = {} } = {}) {
+export function spawnDaemon(dir, config, { budget, extraArgs = [], env: extraEnv = {}, stdout } = {}) {
   const notifyPath = join(dir, `notify-${process.hrtime.bigint()}.sock`);
   const sock = unix.createSocket('unix_dgram');
   const ready = new Promise((resolve) => sock.on('message', (buf) => { if (buf.toString().includes('READY=1')) resolve(); }));
   sock.bind(notifyPath);
   // BENCH_DAEMON_ENV='{"NAME":"value"}': extra environment for trying settings before they go in the unit.
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, ...extraEnv, ...JSON.parse(process.env.BENCH_DAEMON_ENV ?? '{}'), NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
-  const child = spawnNode([...unitNodeArgs, ...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore', 'inherit'] }, budget);
+  const child = spawnNode([...unitNodeArgs, ...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', stdout ?? (process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore'), 'inherit'] }, budget);
   const exited = new Promise((resolve) => child.once('close', resolve));
   const failed = exited.then((code) => { throw new Error(`the daemon exited (${code}) before READY=1`); });
   return {
