@@ -195,6 +195,11 @@ export function createPlayer(deps: PlayerDeps): Player {
           }));
         }, Math.max(0, due - performance.now()));
       };
+      // An 'exit' listener, removed at the end, not a reaction on child.exited: a warm child plays
+      // phrase after phrase for months, its `exited` stays pending all that time, and every
+      // reaction on it kept its phrase's settle() and with it the decoder, the streams and their
+      // buffers (the soak, test/bench/soak.mjs: about 40 KB of live heap more per phrase).
+      const onExit = () => settle(deviceError(deps.device, child, 'the player process ended before the audio was played'));
       const settle = (err: unknown, value?: { bytes: number }) => {
         if (settled) return;
         settled = true;
@@ -202,6 +207,7 @@ export function createPlayer(deps: PlayerDeps): Player {
         feeding.abort();
         opts.signal?.removeEventListener('abort', onAbort);
         proc.off('message', onMsg);
+        proc.off('exit', onExit);
         if (err) {
           retire(child);
           reject(err);
@@ -218,7 +224,8 @@ export function createPlayer(deps: PlayerDeps): Player {
       };
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       proc.on('message', onMsg);
-      void child.exited.then(() => settle(deviceError(deps.device, child, 'the player process ended before the audio was played')));
+      if (child.dead || proc.exitCode !== null || proc.signalCode !== null) queueMicrotask(onExit);
+      else proc.once('exit', onExit);
       // With a callback a closed channel is reported here, not as an 'error' event; the exit
       // that follows settles with the real cause (a kill if it is somehow still alive).
       proc.send({ type: 'play', format, device: deps.device } satisfies PlayerJob, (err) => {
