@@ -8,6 +8,7 @@ import { performance } from '../util/monotonic.js';
 import { NotSentError, createRequestSlots } from './send-gate.js';
 import { createLoopWaiter } from './loop-waiter.js';
 import { createReadyRows } from './ready-rows.js';
+import { MAX_ROW_WAIT_MS, createOutboxPause, rescheduleAfterClockStep } from './outbox-clock.js';
 
 // The outbox loop: starts uploads (upload_concurrency at most, one at a time per kind+name so that
 // files for the same name keep their order), settles faces whose id or outcome is pending, follows
@@ -31,13 +32,6 @@ const RESOLVE_WAIT_MS = 1_000;
  * Their rows wait seconds anyway.
  */
 const SIDE_CHECK_MS = 50;
-/**
- * The longest a row may be scheduled ahead (a service's Retry-After is honoured up to this; every
- * other wait is shorter: backoff 60 s, training polls 10 min, an unknown outcome's grace 20 min).
- * A row due later than this was scheduled by a clock that has since been set back (NTP correcting
- * a clock that ran ahead): it is due now, not when the clock catches up.
- */
-export const MAX_ROW_WAIT_MS = 60 * 60_000;
 
 export function createDispatcher(deps: DispatcherDeps) {
   const { store, logger } = deps;
@@ -46,10 +40,8 @@ export function createDispatcher(deps: DispatcherDeps) {
   /** Answered, outcome not yet committed: not to be started again meanwhile. */
   const finishing = new Set<number>();
   let side = 0; // resolve / reconcile / poll tasks in flight
-  // Pauses and the side-check throttle are kept on the monotonic clock: a wall clock set back by
-  // an hour would otherwise hold every upload for that hour. Rows' due times are stored (they
-  // outlive a restart), so they are wall-clock times: see MAX_ROW_WAIT_MS.
-  let pausedUntil = 0; // performance.now() ms
+  // The pause and the side-check throttle run on the monotonic clock (outbox-clock.ts says why).
+  const paused = createOutboxPause();
   let pauseEpoch = 0;
   let failuresInRow = 0;
   let lastServiceError: string | null = null;
@@ -114,7 +106,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       retry: deps.retry,
       signal: loopSignal,
       onRefused(err, delayMs) {
-        pausedUntil = Math.max(pausedUntil, performance.now() + delayMs);
+        paused.extend(delayMs);
         logger.error({ err, file: row.source_path, step: o.state, retryInMs: delayMs },
           `agent.db refused to record the ${o.state} step of ${row.source_path} (${describeRefusal(err)}); trying again, uploads paused meanwhile`);
       },
@@ -126,35 +118,13 @@ export function createDispatcher(deps: DispatcherDeps) {
     return true;
   }
 
-  /** The pause's end as a wall-clock time (to store as rows' due time, and for status); 0 when not paused. */
-  function pausedUntilWall(): number {
-    const left = pausedUntil - performance.now();
-    return left > 0 ? Date.now() + left : 0;
-  }
-
   function pause(epoch: number, delayFloor: number): number {
     if (epoch === pauseEpoch) {
-      pausedUntil = performance.now() + Math.max(backoffDelay(deps.retry, failuresInRow++), Math.min(delayFloor, MAX_ROW_WAIT_MS));
+      paused.set(Math.max(backoffDelay(deps.retry, failuresInRow++), delayFloor));
       pauseEpoch++;
       readyRows.drop();
     }
-    return pausedUntilWall();
-  }
-
-  /** Rows due beyond MAX_ROW_WAIT_MS: scheduled before the clock was set back; due now. */
-  async function clockSetBack(now: number, next: number): Promise<number> {
-    let n = 0;
-    try {
-      await deps.commit(() => {
-        n = store.rebaseDue(now, now + MAX_ROW_WAIT_MS);
-      });
-    } catch (err) {
-      logger.error({ err }, 'agent.db refused to reschedule the outbox after the clock was set back; trying again');
-      return now + IDLE_POLL_MS;
-    }
-    logger.warn({ rows: n, was_due: isoTime(next) }, `the clock was set back (a step of the outbox was due at ${isoTime(next)}, more than an hour from now): ${n} waiting steps are due now`);
-    readyRows.markStale();
-    return now;
+    return paused.wallEnd();
   }
 
   async function fail(row: OutboxRow, err: unknown, epoch: number, handler: KindHandler): Promise<void> {
@@ -207,7 +177,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     } catch (err) {
       // Never sent: back to the queue (its "sending" mark only said it might be).
       if (err instanceof NotSentError) {
-        await apply(row, { state: 'queued', nextAttemptAt: pausedUntilWall() });
+        await apply(row, { state: 'queued', nextAttemptAt: paused.wallEnd() });
         return;
       }
       // Stopping: leave the row as it is; the next start settles it like after a crash.
@@ -254,7 +224,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       // (counted, not read, until they go: this runs every pass).
       resolveDeferred = waiting.n > 0 && waiting.n < deps.faces.resolveBatch() && uploading.size > 0 && now - waiting.oldest < resolveWaitMs;
       if (waiting.n > 0 && !resolveDeferred) batches.push([store.byState('resolving'), 'resolve']);
-      if (unknown.length && mono >= pausedUntil) batches.push([unknown, 'reconcile']);
+      if (unknown.length && paused.leftAt(mono) <= 0) batches.push([unknown, 'reconcile']);
       for (const [rows, step] of batches) {
         side++;
         track(runFaceBatch(rows, step).finally(() => side--));
@@ -266,7 +236,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         }).finally(() => side--));
       }
     }
-    if (mono < pausedUntil || uploading.size >= maxStarted) return;
+    if (paused.leftAt(mono) > 0 || uploading.size >= maxStarted) return;
     readyRows.refill(now, uploading, finishing);
     while (uploading.size < maxStarted && readyRows.size > 0) {
       const row = store.get(readyRows.take()!);
@@ -307,12 +277,11 @@ export function createDispatcher(deps: DispatcherDeps) {
         // due meanwhile waits for that wake-up, or IDLE_POLL_MS at most.
         let next = uploading.size >= maxStarted ? null : store.nextDue();
         const now = Date.now();
-        if (next !== null && next - now > MAX_ROW_WAIT_MS) next = await clockSetBack(now, next);
+        if (next !== null && next - now > MAX_ROW_WAIT_MS) next = await rescheduleAfterClockStep(deps, now, next, IDLE_POLL_MS, () => readyRows.markStale());
         const empty = next === null && uploading.size === 0 && tasks.size === 0 && resolvingRows === 0 && readyRows.size === 0;
         let delay = empty ? IDLE_EMPTY_MS : IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
-        const mono = performance.now();
-        if (pausedUntil > mono) delay = Math.min(delay, pausedUntil - mono);
+        if (paused.leftAt(performance.now()) > 0) delay = Math.min(delay, paused.leftAt(performance.now()));
         if (resolveDeferred) delay = Math.min(delay, resolveWaitMs);
         if (sideThrottled) delay = Math.min(delay, SIDE_CHECK_MS);
         // A timed wake-up: rows may have fallen due.
@@ -325,7 +294,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     /** Resolves once fewer than `below` startable rows wait for an upload slot (ready-rows.ts). */
     whenReadyBelow: (below: number): Promise<void> => readyRows.whenBelow(below),
     inFlight: () => uploading.size,
-    pausedUntil: () => pausedUntilWall() || null,
+    pausedUntil: () => paused.wallEnd() || null,
     lastServiceError: () => lastServiceError,
   };
 }
