@@ -105,13 +105,12 @@ export function createFaultEngine(initial: { rules?: readonly FaultRule[]; chaos
         rule.hits += 1;
         if (rule.remaining <= 0) rules.splice(rules.indexOf(rule), 1);
         const { action } = rule.rule;
+        // A delay with any action: an answer (a 400, a drop) that comes late, as a slow service's does.
+        d.delayMs = rule.rule.delayMs ?? 0;
         if (action === 'delay') {
-          d.delayMs = rule.rule.delayMs ?? 0;
           d.label = `rule:delay`;
           return d;
         }
-        // A delay with any action: an answer (a 400, a drop) that comes late, as a slow service's does.
-        d.delayMs = rule.rule.delayMs ?? 0;
         d.action = action;
         d.label = `rule:${action === 'status' ? String(rule.rule.status) : action}`;
         if (action === 'status') d.status = rule.rule.status;

@@ -40,7 +40,6 @@ export function createDispatcher(deps: DispatcherDeps) {
   /** Answered, outcome not yet committed: not to be started again meanwhile. */
   const finishing = new Set<number>();
   let side = 0; // resolve / reconcile / poll tasks in flight
-  // The pause and the side-check throttle run on the monotonic clock (outbox-clock.ts says why).
   const paused = createOutboxPause();
   let pauseEpoch = 0;
   let failuresInRow = 0;
@@ -49,7 +48,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   let resolveDeferred = false;
   /** Rows waiting for their face id at the last side check. */
   let resolvingRows = 0;
-  let lastSideCheck = -Infinity; // performance.now() ms
+  let lastSideCheck = -Infinity; // performance.now() ms, as the pause's (outbox-clock.ts says why)
   let sideThrottled = false;
   const tasks = new Set<Promise<void>>();
   // An upload's durable "sending" commit (an fsync, several ms on a busy disk) is made while the
@@ -281,7 +280,8 @@ export function createDispatcher(deps: DispatcherDeps) {
         const empty = next === null && uploading.size === 0 && tasks.size === 0 && resolvingRows === 0 && readyRows.size === 0;
         let delay = empty ? IDLE_EMPTY_MS : IDLE_POLL_MS;
         if (next !== null && next > now) delay = Math.min(delay, next - now);
-        if (paused.leftAt(performance.now()) > 0) delay = Math.min(delay, paused.leftAt(performance.now()));
+        const pausedMs = paused.leftAt(performance.now());
+        if (pausedMs > 0) delay = Math.min(delay, pausedMs);
         if (resolveDeferred) delay = Math.min(delay, resolveWaitMs);
         if (sideThrottled) delay = Math.min(delay, SIDE_CHECK_MS);
         // A timed wake-up: rows may have fallen due.

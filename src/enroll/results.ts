@@ -1,8 +1,8 @@
-import { constants, createReadStream, existsSync } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import { copyFile, lstat, rename, rm, stat } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../util/fs-atomic.js';
+import { sha256OfFile } from '../util/file-hash.js';
 import { removeStateFile } from '../util/state-fs.js';
 import type { DirSync } from './dir-sync.js';
 import type { Layout } from './layout.js';
@@ -109,12 +109,6 @@ export async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
     }
   }
   return false;
-}
-
-async function sha256OfFile(path: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
-  return h.digest('hex');
 }
 
 /**

@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { inTransaction, inUnsyncedTransaction, type Db } from '../db/database.js';
 import { makeDir } from '../util/make-dir.js';
+import { sha256OfFile } from '../util/file-hash.js';
 import { downloadTempName } from './cache-files.js';
 
 // Downloads kept across a failed sync. A sync downloads new images into `faces/.staging/` and
@@ -192,7 +191,7 @@ export function createStaging(deps: StagingDeps) {
       const st = await stat(pathOf(s.file)).catch(() => undefined);
       if (!st?.isFile() || st.size !== s.bytes) return false;
       if (trusted.has(s.file)) return true;
-      const ok = (await hashFile(pathOf(s.file)).catch(() => '')) === s.sha256;
+      const ok = (await sha256OfFile(pathOf(s.file)).catch(() => '')) === s.sha256;
       if (ok) trusted.add(s.file);
       return ok;
     },
@@ -204,10 +203,4 @@ export type Staging = ReturnType<typeof createStaging>;
 /** A published download's file (`<face_id>.<ext>`), not a temp name in the staging folder. */
 function isPublished(file: string): boolean {
   return !file.startsWith('.');
-}
-
-async function hashFile(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
 }
