@@ -11,6 +11,7 @@ import type { SyncReport } from '../faces/types.js';
 import { openLiveArea } from './live-area.js';
 import { syncProgressLine, type SyncProgressView } from './progress-format.js';
 import { createEventBus, type AgentEvent } from '../events/event-bus.js';
+import { performance } from '../util/monotonic.js';
 
 // `faces sync` (wired in faces-commands.ts): through the running daemon, or one sync of its own.
 
@@ -71,8 +72,8 @@ async function syncProgress(ctx: CliContext, json: boolean) {
     onEvent(e: AgentEvent) {
       if (e.type !== 'faces.sync.progress') return;
       const p = e.data as unknown as SyncProgressView;
-      if (p.phase !== 'listing') downloadingSince ??= Date.now();
-      area.update(syncProgressLine(p, downloadingSince === undefined ? 0 : Date.now() - downloadingSince));
+      if (p.phase !== 'listing') downloadingSince ??= performance.now();
+      area.update(syncProgressLine(p, downloadingSince === undefined ? 0 : performance.now() - downloadingSince));
     },
   };
 }

@@ -11,6 +11,7 @@ import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-limits.js';
 import { InvalidInputError, TimeoutError, UsageError, interruptedError } from '../errors.js';
 import { wait } from '../util/backoff.js';
+import { performance } from '../util/monotonic.js';
 import { formatDuration } from '../util/units.js';
 import { openLiveArea } from './live-area.js';
 import { trainingLine } from './progress-format.js';
@@ -115,12 +116,13 @@ const speakerTrain: CommandSpec = {
         return;
       }
       const { poll_interval: every, poll_timeout: limit } = config.speaker_training;
-      const started = Date.now();
+      // The monotonic clock: NTP stepping the wall clock while this waits is no reason to give up.
+      const started = performance.now();
       const deadline = started + limit;
       // On a terminal: the status and the time elapsed, redrawn four times a second.
       const area = await openLiveArea(ctx, args.global.json);
       let state = 'sent, waiting for the first status';
-      const draw = () => area.update(trainingLine(created.speaker_id, model, state, Date.now() - started));
+      const draw = () => area.update(trainingLine(created.speaker_id, model, state, performance.now() - started));
       const ticker = area.live ? setInterval(draw, 250) : undefined;
       if (area.live) draw();
       // Ctrl-C stops following, not the training, which goes on at the service: say so and how to
@@ -142,7 +144,7 @@ const speakerTrain: CommandSpec = {
           }
           state = STATUS_TEXT[0]!;
           if (area.live) draw();
-          if (Date.now() + every > deadline) {
+          if (performance.now() + every > deadline) {
             throw new TimeoutError(`speaker ${created.speaker_id} is still training after ${formatDuration(limit)} (speaker_training.poll_timeout); check later with 'speaker status'`, { operation: 'GET /train_speaker' });
           }
           if (!(await wait(every, ctx.shutdown))) throw interrupted();

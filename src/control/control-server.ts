@@ -86,7 +86,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   }
 
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const started = Date.now();
+    const started = performance.now();
     const url = new URL(req.url ?? '/', 'http://control');
     const route = `${req.method} ${url.pathname}`;
     try {
@@ -114,7 +114,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       else logger.debug({ route, code: (err as AgentError).code }, 'control request refused');
       sendJson(res, status, errorBody(err));
     } finally {
-      logger.debug({ route, status: res.statusCode, ms: Date.now() - started }, 'control request');
+      logger.debug({ route, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'control request');
     }
   }
 

@@ -7,6 +7,7 @@ import { iso, pendingPerKind } from './state-queries.js';
 import { serveEventStream } from '../events/sse.js';
 import { createDiskFloor, type DiskFloor } from '../disk/disk-floor.js';
 import type { AgentConfig } from '../config/schema.js';
+import { performance } from '../util/monotonic.js';
 
 // What the daemon tells about itself: GET /status, the STATUS= line systemd shows, and the other
 // control endpoints, which forward to the component of the current generation.
@@ -19,7 +20,7 @@ export function buildStatus(state: DaemonState, d: Pick<DaemonEnv, 'pid' | 'vers
     pid: d.pid,
     state: state.phase,
     started_at: iso(state.startedAt)!,
-    uptime_s: Math.round((Date.now() - state.startedAt) / 1000),
+    uptime_s: Math.round((performance.now() - state.startedMono) / 1000),
     config_file: state.config.file ?? null,
     state_dir: state.config.state_dir,
     faces: { cached: q.cachedFaces(), last_sync: q.lastSync(), last_ok_sync_at: iso(q.lastOkSyncAt()) },

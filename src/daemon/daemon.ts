@@ -23,6 +23,7 @@ import { startConsole, type ConsoleHandle } from './console-wiring.js';
 import { configSecrets, secretsOfCurrent } from '../config/secrets.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
 import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
+import { performance } from '../util/monotonic.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
@@ -65,6 +66,7 @@ export interface DaemonState {
   config: AgentConfig;
   phase: 'starting' | 'running' | 'reloading' | 'stopping';
   startedAt: number;
+  startedMono: number; // the monotonic clock's: uptime stays true when NTP steps the wall clock
   db: Db;
   queries: StateQueries;
   client: ServiceClient;
@@ -141,7 +143,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     const onFirstSync = steadyFlagSetter(d.steadyV8Flags ?? [], logger);
     const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env, afterReady, ...(onFirstSync ? { onFirstSync } : {}) });
     const state: DaemonState = {
-      config: cfg, phase: 'starting', startedAt: Date.now(), db, queries, client, agent, metrics, events, notifier,
+      config: cfg, phase: 'starting', startedAt: Date.now(), startedMono: performance.now(), db, queries, client, agent, metrics, events, notifier,
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
       programReplaced,

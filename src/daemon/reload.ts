@@ -6,6 +6,7 @@ import type { DaemonEnv, DaemonState } from './daemon.js';
 import type { AgentConfig } from '../config/schema.js';
 import { createAgent } from './agent.js';
 import { statusLine } from './daemon-status.js';
+import { performance } from '../util/monotonic.js';
 
 // SIGHUP: read the config again. An invalid file is reported and the running config kept (a typo
 // must not take a terminal down). A valid one is applied with the least disturbance:
@@ -27,7 +28,7 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
   let again = false;
 
   async function once(): Promise<void> {
-    const started = Date.now();
+    const started = performance.now();
     await state.notifier.notify({ RELOADING: 1, MONOTONIC_USEC: String(process.hrtime.bigint() / 1000n), STATUS: 'reloading configuration' });
     try {
       let next;
@@ -79,7 +80,7 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
         await state.agent.start();
         if (serviceChanged) await oldClient.close().catch(() => {});
         if (state.phase === 'reloading') state.phase = 'running';
-        logger.info({ changed: change.changed, ms: Date.now() - started }, 'configuration reloaded; components restarted with it');
+        logger.info({ changed: change.changed, ms: Math.round(performance.now() - started) }, 'configuration reloaded; components restarted with it');
       }
       state.reload.count += 1;
       state.reload.lastAt = Date.now();

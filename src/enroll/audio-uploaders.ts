@@ -1,4 +1,5 @@
 import type { ServiceClient } from '../client/types.js';
+import { performance } from '../util/monotonic.js';
 import { ServiceError } from '../errors.js';
 import { createVoiceprintRegistry } from '../voiceprint/registry.js';
 import type { Db } from '../db/database.js';
@@ -61,7 +62,7 @@ export function createSpeakerUploader(deps: { client: ServiceClient; store: Outb
       return {
         state: 'training',
         result: { speaker_id: res.speaker_id, model, status: 0 },
-        meta: { ...meta, trainingSince: now, polls: 0 },
+        meta: { ...meta, trainingSince: now, polls: 0, followedMs: pollMs },
         nextAttemptAt: now + pollMs,
         commit: () => registry.put({ speaker_id: res.speaker_id, model, label: row.name, status: 0 }),
       };
@@ -73,12 +74,18 @@ export function createSpeakerUploader(deps: { client: ServiceClient; store: Outb
       const meta = parseMeta(row);
       const result = JSON.parse(row.result_json ?? '{}') as { speaker_id: string; model: string };
       const polls = (meta.polls ?? 0) + 1;
-      const since = meta.trainingSince ?? row.updated_at;
-      const later = (): StepOutcome => ({
-        state: 'training',
-        meta: { ...meta, polls },
-        nextAttemptAt: Date.now() + Math.min(Math.max(pollMs, POLL_CAP_MS), pollMs * 1.5 ** polls),
-      });
+      // poll_timeout counts the waits this agent planned between polls and the polls themselves, not
+      // the wall clock since the training began: a Raspberry Pi boots with a stale clock, and NTP's
+      // step forward (hours, the time it was off) failed a training that had run for seconds. Time
+      // the agent was stopped is not counted either: the training goes on without it, and the next
+      // poll sees it finished. Rows from before followedMs: the wall clock, as then.
+      const started = performance.now();
+      const followed = meta.followedMs ?? Math.max(0, Date.now() - (meta.trainingSince ?? row.updated_at));
+      const followedNow = () => followed + (performance.now() - started);
+      const later = (): StepOutcome => {
+        const waitMs = Math.min(Math.max(pollMs, POLL_CAP_MS), pollMs * 1.5 ** polls);
+        return { state: 'training', meta: { ...meta, polls, followedMs: Math.round(followedNow() + waitMs) }, nextAttemptAt: Date.now() + waitMs };
+      };
       const timedOut = (why: string): StepOutcome => ({
         state: 'failed',
         error: { message: `training of speaker ${row.name} (${result.speaker_id}) did not finish within speaker_training.poll_timeout (${Math.round(timeoutMs / 1000)} s)${why}; follow it with 'terminal-agent speaker status --model ${result.model} ${result.speaker_id}'`, code: 'TA_ERR_TRAINING_TIMEOUT' },
@@ -91,7 +98,7 @@ export function createSpeakerUploader(deps: { client: ServiceClient; store: Outb
         if (err instanceof ServiceError && !err.retryable) {
           return { state: 'failed', error: { message: `speaker ${row.name}: cannot follow its training: ${err.message}`, code: err.code, status: err.status } };
         }
-        return Date.now() - since < timeoutMs ? later() : timedOut(` (last error: ${(err as Error).message})`);
+        return followedNow() < timeoutMs ? later() : timedOut(` (last error: ${(err as Error).message})`);
       }
       const put = (s: number) => () => registry.put({ speaker_id: result.speaker_id, model: result.model, label: row.name, status: s });
       if (status === 1) return { state: 'done', result: { ...result, status: 1 }, commit: put(1) };
@@ -103,7 +110,7 @@ export function createSpeakerUploader(deps: { client: ServiceClient; store: Outb
           commit: put(-1),
         };
       }
-      return Date.now() - since >= timeoutMs ? timedOut('') : later();
+      return followedNow() >= timeoutMs ? timedOut('') : later();
     },
   };
 }

@@ -101,6 +101,11 @@ export interface RowMeta {
   /** Speakers: when training was accepted, and how many polls so far. */
   trainingSince?: number;
   polls?: number;
+  /**
+   * Speakers: how long the training has been followed, as the sum of the waits between polls and
+   * the polls' own time (not the wall clock since trainingSince, which NTP steps: see poll()).
+   */
+  followedMs?: number;
   /** The inode of the file that was copied: a file put in its place later is not moved as if it were this one. */
   sourceIno?: number;
   /** Set when this row reused the result of an earlier upload of the same content. */

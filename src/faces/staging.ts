@@ -5,6 +5,7 @@ import { inTransaction, inUnsyncedTransaction, type Db } from '../db/database.js
 import { makeDir } from '../util/make-dir.js';
 import { sha256OfFile } from '../util/file-hash.js';
 import { downloadTempName } from './cache-files.js';
+import { performance } from '../util/monotonic.js';
 
 // Downloads kept across a failed sync. A sync downloads new images into `faces/.staging/` and
 // renames them into `faces/` only when the whole pass commits; if the pass fails (network drop,
@@ -71,7 +72,7 @@ export function createStaging(deps: StagingDeps) {
     if (pending.length === 0) return;
     const batch = pending;
     pending = [];
-    lastFlush = Date.now();
+    lastFlush = performance.now();
     rowsMayExist = true; // even if the write fails: the next load removes the files no row names
     // Losing these in a power cut costs downloads done again, never a torn cache: load() checks
     // each file against its record, and a published file no record names is a stray at start-up.
@@ -134,7 +135,7 @@ export function createStaging(deps: StagingDeps) {
     add(entry: StagedImage): void {
       pending.push(entry);
       trusted.add(entry.file);
-      if (Date.now() - lastFlush >= FLUSH_EVERY_MS) flush();
+      if (performance.now() - lastFlush >= FLUSH_EVERY_MS) flush();
     },
     /** Writes the records not written yet (a pass is failing: keep what it downloaded). */
     flush,

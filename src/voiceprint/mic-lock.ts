@@ -1,4 +1,5 @@
 import { AbortedError, BusyError } from '../errors.js';
+import { performance } from '../util/monotonic.js';
 
 // One owner of the microphone at a time. ALSA would let a second arecord open a shared `default`
 // device and both recordings would then hold half of the samples, or refuse a hw: device with a
@@ -26,7 +27,7 @@ export function createMicLock(maxWaitMs: number): MicLock {
 
   function releaseFor(who: string): () => void {
     let done = false;
-    owner = { who, since: Date.now() };
+    owner = { who, since: performance.now() };
     return () => {
       if (done) return;
       done = true;
@@ -37,7 +38,7 @@ export function createMicLock(maxWaitMs: number): MicLock {
   }
 
   function busy(who: string): BusyError {
-    const holder = owner ? `'${owner.who}' has been recording for ${((Date.now() - owner.since) / 1000).toFixed(0)} s` : 'another recording holds it';
+    const holder = owner ? `'${owner.who}' has been recording for ${((performance.now() - owner.since) / 1000).toFixed(0)} s` : 'another recording holds it';
     return new BusyError(`the microphone is in use (${holder}); the enrollment of '${who}' waited ${maxWaitMs / 1000} s: try again when it has finished`, { details: { holder: owner?.who } });
   }
 

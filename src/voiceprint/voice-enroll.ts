@@ -20,6 +20,7 @@ import type { EventPublisher } from '../events/event-bus.js';
 import { createLevelMeter } from './level-meter.js';
 import { audioDeviceErrors } from '../audio/speech-metrics.js';
 import { isoTime } from '../util/iso-time.js';
+import { performance } from '../util/monotonic.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
 // before the microphone opens, one recording at a time, playback paused while it records, the
@@ -173,7 +174,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
 
   return {
     async enroll(req) {
-      const started = Date.now();
+      const started = performance.now();
       const p = run(req);
       inFlight.add(p);
       try {
@@ -181,7 +182,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
         totals.ok++;
         enrollments.inc({ outcome: 'ok' });
         deps.events?.publish('voiceprint.registered', { name: result.name, voiceprint_id: result.voiceprint_id, levels: result.levels });
-        last = { name: result.name, ok: true, at: isoTime(), ms: Date.now() - started, voiceprint_id: result.voiceprint_id, quality: result.quality, levels: result.levels };
+        last = { name: result.name, ok: true, at: isoTime(), ms: Math.round(performance.now() - started), voiceprint_id: result.voiceprint_id, quality: result.quality, levels: result.levels };
         return result;
       } catch (err) {
         totals.failed++;

@@ -18,7 +18,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-describe('the wall clock behind the files, or set back', () => {
+describe('the wall clock behind the files, set back or forward', () => {
   it('a speaker recording and text whose mtimes are two days ahead of the clock are trained at once, not in two days', async () => {
     const rig = await startRig({ emulator: { trainMs: 300 } });
     const ahead = new Date(Date.now() + 2 * DAY);
@@ -30,6 +30,22 @@ describe('the wall clock behind the files, or set back', () => {
     }
     await waitFor('done/speakers/kim.json', () => existsSync(join(rig.dir, 'done/speakers/kim.json')), 10_000);
     expect(rig.emulator.state.speakers()).toMatchObject([{ audio_text: 'copied with its times kept', status: 1 }]);
+  });
+
+  it('a speaker still training when NTP sets the clock forward by six hours is followed to its end, not failed as timed out', async () => {
+    const rig = await startRig({ emulator: { trainMs: 1500 } });
+    // Installed after the rig: the emulator keeps the real clock (its training takes 1.5 s of it),
+    // the agent's uploader reads the stepped one.
+    const clock = steppableWallClock();
+    await put(rig.dir, 'speakers/kim.txt', 'booted with the clock it saved at shutdown\n');
+    await put(rig.dir, 'speakers/kim.wav', wav(1));
+    await waitFor('training under way', () => rig.emulator.state.speakers().length === 1);
+    expect(rig.emulator.state.speakers()[0]).toMatchObject({ status: 0 });
+    // A Pi that was off for six hours, its agent started before NTP answered.
+    clock.step(6 * 60 * 60_000);
+    await waitFor('kim done or failed', () => existsSync(join(rig.dir, 'done/speakers/kim.json')) || existsSync(join(rig.dir, 'failed/speakers/kim.error.json')), 10_000);
+    expect(existsSync(join(rig.dir, 'failed/speakers/kim.error.json'))).toBe(false);
+    expect(readJson(join(rig.dir, 'done/speakers/kim.json'))).toMatchObject({ speaker_id: rig.emulator.state.speakers()[0]!.speaker_id, status: 1 });
   });
 
   it('uploads go on after the clock is set back by a day during a pause, and files found just before it settle as usual', async () => {
