@@ -8,6 +8,8 @@
 // and its peak RSS (VmHWM). Beside it, the plain loop's own CPU per file (utime+stime of its
 // process over its loop, every thread): what POSTing a file costs at all, the floor to judge the
 // daemon's figure against.
+// And the bytes written per file (a Pi's SD card wears by them): the daemon's own (/proc/PID/io)
+// and, on a BENCH_FS loop mount, its device's (the inbox copy, the journal and metadata included).
 // Variants: no added latency (the one that counts), 20 ms of service latency, and "Pi budget": the
 // daemon and the plain loop each confined to a quarter of one core (see lib/daemon-run.mjs).
 //   npm run build && node test/bench/enroll.mjs [COUNT]
@@ -29,9 +31,9 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { benchWorkDir, createCost, settleDisk } from './lib/bench-fs.mjs';
+import { benchWorkDir, createCost, deviceWrittenBytes, settleDisk } from './lib/bench-fs.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
-import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, procRssMb, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
+import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, procRssMb, procWriteBytes, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { configSchema } = await import(join(ROOT, 'dist/config/schema.js'));
@@ -151,6 +153,8 @@ async function oneRun(latencyMs, budget, runNo) {
     const rssBeforeMb = procRssMb(pid);
     const cpu0 = procCpuSplitMs(pid);
     const threads0 = procThreadCpuMs(pid);
+    const written0 = procWriteBytes(pid);
+    const device0 = deviceWrittenBytes(dir);
     const t0 = performance.now();
     const epoch0 = Date.now();
     for (const n of names) await copyFile(join(source, `${n}.jpg`), join(inbox, `${n}.jpg`));
@@ -172,6 +176,11 @@ async function oneRun(latencyMs, budget, runNo) {
     }
     const cpu1 = procCpuSplitMs(pid);
     const threads1 = procThreadCpuMs(pid);
+    const written1 = procWriteBytes(pid);
+    // The device's count once ext4 has written out what the burst left dirty (untimed; only on a
+    // BENCH_FS loop mount, where the device is the benchmark's own).
+    if (device0 !== null) settleDisk(dir);
+    const device1 = device0 === null ? null : deviceWrittenBytes(dir);
     if (process.env.BENCH_THREADS) console.log(`  CPU by thread, ms per file: ${Object.entries(threads1).map(([k, v]) => [k, (v - (threads0[k] ?? 0)) / COUNT]).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; children ${((cpu1.user + cpu1.sys - cpu0.user - cpu0.sys - Object.values(threads1).reduce((a, b) => a + b, 0) + Object.values(threads0).reduce((a, b) => a + b, 0)) / COUNT).toFixed(2)}`);
     const userMs = cpu1.user - cpu0.user;
     const cpuMs = userMs + cpu1.sys - cpu0.sys;
@@ -199,13 +208,19 @@ async function oneRun(latencyMs, budget, runNo) {
     // Over HTTPS: the TLS sessions each side opened (whole handshakes, resumed ones) and the ciphers.
     const tlsPart = !front ? '' : `; over https: plain loop ${plainHandshakes.full} whole + ${plainHandshakes.resumed} resumed handshakes, ` +
       `daemon ${front.handshakes.full - plainHandshakes.full} + ${front.handshakes.resumed - plainHandshakes.resumed} (its start-up sync included), ciphers ${Object.keys(front.ciphers).join(', ')}`;
-    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, rssBeforeMb, rssAfterMb, allOnce, lists, createUs, stallMs };
+    // What the burst cost the disk (a Pi's SD card wears by the bytes written): the daemon's own
+    // writes, and the device's (the copy into the inbox, the journal and metadata included), per file.
+    const writtenKb = written0 === null || written1 === null ? undefined : (written1 - written0) / 1024 / COUNT;
+    const deviceKb = device0 === null || device1 === null ? undefined : (device1 - device0) / 1024 / COUNT;
+    const diskPart = writtenKb === undefined ? '' : `; disk per file: the daemon wrote ${writtenKb.toFixed(1)} KB` +
+      (deviceKb === undefined ? '' : `, the device took ${deviceKb.toFixed(1)} KB (the copy into the inbox included)`) + ` for an image of ${(IMAGE_BYTES / 1024).toFixed(0)} KB`;
+    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, rssBeforeMb, rssAfterMb, allOnce, lists, createUs, stallMs, writtenKb, deviceKb };
     const afterPart = rssAfterMb === undefined ? '' : `; RSS ${afterSeconds} s after the burst ${rssAfterMb.toFixed(1)} MB (just before it ${rssBeforeMb.toFixed(1)} MB)`;
     r.ratio = endMs / plain.ms;
     r.ok = endMs <= SETTLE_MS + 1.25 * plain.ms;
     console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
       `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
-      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${tlsPart}`);
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${diskPart}${tlsPart}`);
     return r;
   } finally {
     // The run's files stay until the benchmark ends (workDir.close): deleting 3,000 of them here
@@ -243,7 +258,9 @@ for (const v of VARIANTS) {
   }
   const line = `  => ${pi ? 'Pi budget' : `${latency} ms`}: end to end ${spread(rs.map((r) => r.endMs / 1000), 2, ' s')}; plain loop ${spread(rs.map((r) => r.plainMs / 1000), 2, ' s')}; ratio ${spread(rs.map((r) => r.ratio))}x; ` +
     `CPU ${spread(rs.map((r) => r.cpuMs / COUNT))} ms/file (plain loop ${spread(rs.map((r) => r.plainCpuMs / COUNT))}); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}` +
-    (rs.every((r) => r.rssAfterMb !== undefined) ? `; RSS after the burst ${spread(rs.map((r) => r.rssAfterMb), 1, ' MB')} (before it ${spread(rs.map((r) => r.rssBeforeMb), 1, ' MB')})` : '');
+    (rs.every((r) => r.rssAfterMb !== undefined) ? `; RSS after the burst ${spread(rs.map((r) => r.rssAfterMb), 1, ' MB')} (before it ${spread(rs.map((r) => r.rssBeforeMb), 1, ' MB')})` : '') +
+    (rs.every((r) => r.writtenKb !== undefined) ? `; written per file: daemon ${spread(rs.map((r) => r.writtenKb), 1, ' KB')}` : '') +
+    (rs.every((r) => r.deviceKb !== undefined) ? `, device ${spread(rs.map((r) => r.deviceKb), 1, ' KB')} (image ${(IMAGE_BYTES / 1024).toFixed(0)} KB)` : '');
   console.log(line);
   summary.push(line);
   if (rs.some((r) => !r.allOnce)) failed = true;

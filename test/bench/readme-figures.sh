@@ -1,7 +1,7 @@
 #!/bin/bash
 # The README's Performance table, "now" column: every command behind it, one after another, each
 # benchmark's output in its own file under OUT (default: a new folder under /tmp, printed).
-# About 18 minutes on the 2-core development machine; as root (the Pi budget needs a cgroup,
+# About 26 minutes on the 2-core development machine; as root (the Pi budget needs a cgroup,
 # BENCH_FS a loop mount). Nothing else should run meanwhile: the figures are CPU and wall times.
 #   bash test/bench/readme-figures.sh [OUT]
 set -u
@@ -24,8 +24,10 @@ run enroll-tls BENCH_FS=ext4-nojournal BENCH_TLS=1 RUNS=3 VARIANTS=0 node test/b
 run sync-ext4 BENCH_FS=ext4 BENCH_FIRST_ONLY=1 RUNS=3 VARIANTS=0,pi node test/bench/faces-sync.mjs
 run sync-vm RUNS=1 VARIANTS=0 node test/bench/faces-sync.mjs
 run sync-tls BENCH_FS=ext4-nojournal BENCH_TLS=1 BENCH_FIRST_ONLY=1 RUNS=2 VARIANTS=0 node test/bench/faces-sync.mjs
+run enroll-disk BENCH_FS=ext4 RUNS=2 VARIANTS=0 AFTER_SECONDS=0 node test/bench/enroll.mjs
+run disk-idle BENCH_FS=ext4 node test/bench/disk-idle.mjs
 run speech node test/bench/speech.mjs
 run syncfs node test/bench/syncfs.mjs
 run tls-cipher node test/bench/tls-cipher.mjs
 printf '%s  done; the summaries:\n' "$(date -u +%H:%M:%S)"
-grep -H -E '=>|median|RSS median|within|OUTSIDE|CPU [0-9.]+x|re-sync|thread|handshakes' "$out"/*.txt | grep -v '"level"' | awk '!seen[$0]++'
+grep -H -E '=>|median|RSS median|within|OUTSIDE|CPU [0-9.]+x|re-sync|thread|handshakes|a sync' "$out"/*.txt | grep -v '"level"' | awk '!seen[$0]++'

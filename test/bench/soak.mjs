@@ -25,11 +25,11 @@
 // the knowledge entries equal to the files, index.json naming exactly the group, exit 0 on SIGTERM.
 import { randomBytes } from 'node:crypto';
 import { createServer, request } from 'node:http';
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { indexEntries, procCpuMs, procFdCount, procPeakRssMb, procRssMb, procThreadCount, spawnDaemon, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
+import { indexEntries, procCpuMs, procFdCount, procPeakRssMb, procRssMb, procThreadCount, procWriteBytes, spawnDaemon, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { createServiceClient } = await import(join(ROOT, 'dist/client/service-client.js'));
@@ -42,7 +42,8 @@ const CYCLE_MS = Number(process.env.CYCLE_SECONDS ?? 30) * 1000;
 const FILES = Number(process.env.FILES ?? 25);
 const OUTAGE_MS = Number(process.env.OUTAGE_SECONDS ?? 20) * 1000;
 const CYCLES = Math.max(8, Math.round((MINUTES * 60_000) / CYCLE_MS));
-const GROUP_SIZE = 300;
+// SOAK_GROUP: the faces seeded in the group before the daemon starts (a large group: 10000).
+const GROUP_SIZE = Number(process.env.SOAK_GROUP ?? 300);
 const LIGHT_CHAOS = { errorRate: 0.02, dropRate: 0.01, latencyMs: 2, latencyJitterMs: 8, seed: 11 };
 
 const dir = mkdtempSync(join(tmpdir(), 'ta-bench-soak-'));
@@ -106,7 +107,7 @@ const counts = { scrapes: 0, statuses: 0, said: 0, sayFailed: 0, consolePages: 0
 const started = Date.now();
 const samples = []; // every 5 s
 const settled = []; // at each cycle's end
-const sampleNow = () => ({ at: Date.now(), rss: procRssMb(pid), fds: procFdCount(pid), threads: procThreadCount(pid), cpuMs: procCpuMs(pid) });
+const sampleNow = () => ({ at: Date.now(), rss: procRssMb(pid), fds: procFdCount(pid), threads: procThreadCount(pid), cpuMs: procCpuMs(pid), written: procWriteBytes(pid) });
 const sampler = setInterval(() => samples.push(sampleNow()), 5000);
 const heapUsed = []; // [ms since start, MB] from each scrape: its floor is the live heap (after full GCs)
 const scraper = setInterval(() => {
@@ -199,6 +200,7 @@ const failed = (() => {
 clearInterval(sampler);
 const peak = procPeakRssMb(pid);
 const last = sampleNow();
+const indexKb = statSync(join(dir, 'state', 'faces', 'index.json')).size / 1024;
 const cpuShare = (last.cpuMs / (Date.now() - started)) * 100;
 stream.close();
 await daemon.stop();
@@ -226,6 +228,9 @@ const runMs = settled.at(-1).at - started;
 const heapFloor = (from, to) => Math.min(...heapUsed.filter(([t]) => t >= from * runMs && t < to * runMs).map(([, mb]) => mb));
 const heapWarm = heapFloor(0.25, 0.5);
 const heapEnd = heapFloor(0.75, 1.01);
+// What the daemon wrote to disk over the second half (a Pi's SD card wears by the bytes written).
+const writtenPerHourMb = secondHalf.length < 2 || secondHalf[0].written === null ? undefined
+  : ((secondHalf.at(-1).written - secondHalf[0].written) / 1048576) / ((secondHalf.at(-1).at - secondHalf[0].at) / 3_600_000);
 const fdsWarm = Math.max(...settled.slice(q, 2 * q).map((s) => s.fds));
 const threadsWarm = Math.max(...settled.slice(q, 2 * q).map((s) => s.threads));
 const errorLines = readFileSync(logFile, 'utf8').split('\n').filter((l) => /"level":"(error|fatal)"/.test(l));
@@ -245,6 +250,7 @@ const checks = [
 console.log(`\nsoak: ${CYCLES} cycles of ${CYCLE_MS / 1000} s (${((Date.now() - started) / 60_000).toFixed(1)} min), ${dropped} files, ${counts.said} phrases spoken (${counts.sayFailed} failed, in outages), ${counts.scrapes} scrapes, ${counts.statuses} status calls, ${counts.consolePages} console visits, ${counts.operatorChanges} operator changes`);
 const medianOf = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`RSS at the cycles' ends: median ${medianOf(settled.map((s) => s.rss)).toFixed(1)} MB, ${Math.min(...settled.map((s) => s.rss)).toFixed(1)} to ${Math.max(...settled.map((s) => s.rss)).toFixed(1)}; slope over the second half ${slope.toFixed(2)} MB per hour; CPU ${cpuShare.toFixed(2)} % of one core on average; events seen ${JSON.stringify(events)}`);
+if (writtenPerHourMb !== undefined) console.log(`disk: the daemon wrote ${writtenPerHourMb.toFixed(0)} MB per hour over the second half (/proc/PID/io write_bytes), ${((writtenPerHourMb * 1024) / ((3_600_000 / CYCLE_MS) * FILES)).toFixed(0)} KB per file dropped, its index.json ${indexKb.toFixed(0)} KB`);
 console.log(`error lines in the daemon's log: ${errorLines.length}${errorLines.length ? `, first: ${errorLines[0].slice(0, 300)}` : ''}`);
 for (const [text, pass] of checks) console.log(`${ok(pass)}: ${text}`);
 // SOAK_SAMPLES=FILE keeps every sample (5 s apart, and each cycle's end) for a plot.

@@ -12,7 +12,7 @@
 // The image is sparse (it takes only what is written), made in the temp dir, and unmounted and
 // removed when the benchmark ends, fails, or is interrupted (Ctrl-C, SIGTERM).
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -84,6 +84,28 @@ export function benchWorkDir(prefix) {
       close();
     },
   };
+}
+
+/**
+ * Bytes the block device under `dir` has been given to write since it appeared (its sectors written,
+ * /sys/block/DEV/stat, journal and metadata included): what an SD card would take. Only on a
+ * BENCH_FS loop mount, whose device holds nothing but the benchmark's files; null elsewhere.
+ * Call settleDisk(dir) first: ext4 writes a file's data up to 30 s after it is written.
+ */
+export function deviceWrittenBytes(dir) {
+  let source;
+  try {
+    source = execFileSync('findmnt', ['-n', '-o', 'SOURCE', '--target', dir], { encoding: 'utf8' }).trim();
+  } catch {
+    return null;
+  }
+  const dev = /^\/dev\/(loop\d+)$/.exec(source)?.[1];
+  if (!dev) return null;
+  try {
+    return Number(readFileSync(`/sys/block/${dev}/stat`, 'utf8').trim().split(/\s+/)[6]) * 512;
+  } catch {
+    return null;
+  }
 }
 
 /**

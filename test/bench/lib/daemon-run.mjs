@@ -89,6 +89,24 @@ export function procRssMb(pid) {
   return procStatusMb(pid, 'VmRSS');
 }
 
+/**
+ * Bytes a live process (and its live children) caused to be written to storage: /proc/PID/io
+ * write_bytes, counted when a page is first dirtied, so a file rewritten before it reached the disk
+ * counts each time. A file system's own journal and metadata are not in it (see bench-fs.mjs
+ * deviceWrittenBytes). null where /proc/PID/io cannot be read.
+ */
+export function procWriteBytes(pid) {
+  let io;
+  try {
+    io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  } catch {
+    return null;
+  }
+  let bytes = Number(/^write_bytes: (\d+)$/m.exec(io)?.[1] ?? NaN);
+  for (const child of liveChildren(pid)) bytes += procWriteBytes(child) ?? 0;
+  return Number.isFinite(bytes) ? bytes : null;
+}
+
 /** Open file descriptors of a live process. */
 export function procFdCount(pid) {
   return readdirSync(`/proc/${pid}/fd`).length;
