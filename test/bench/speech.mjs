@@ -7,6 +7,10 @@
 //    HTTP loop reading the first body byte of the same request (the emulator's own TTFB).
 // 2. Cache hit: the same phrase again, request -> first frame; target <= 50 ms. Baseline: a plain
 //    open + read of the cached file's first 64 KB.
+// 3. CPU per second of audio played (a terminal that greets every face it sees speaks all day):
+//    the agent's (this process, where the speech component runs, and its player process) over
+//    PLAY_RUNS cache hits, against `aplay` playing the same cached WAV to the same device, in turn.
+//    ALSA's null plugin takes samples as fast as they come, so this is the work, not the wait.
 // Output devices are ALSA's `null` plugin (no sound card needed).
 import { mkdtempSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -24,6 +28,8 @@ import { createServiceClient } from '../../dist/client/service-client.js';
 import { createSpeech } from '../../dist/audio/speech.js';
 import { openDatabase } from '../../dist/db/database.js';
 import { silentLogger } from '../../dist/log/logger.js';
+import { procCpuMs } from './lib/daemon-run.mjs';
+import { spawnSync } from 'node:child_process';
 
 const RUNS = Number(process.argv[2] ?? 4);
 const CACHE_RUNS = 20;
@@ -119,6 +125,20 @@ const hit = stats(hits);
 const read = stats(reads);
 console.log(`cache hit: request -> first frame median ${f(hit.median)} ms, max ${f(hit.max)} ms over ${CACHE_RUNS} (target <= 50 ms) -> ${hit.max <= 50 ? 'PASS' : 'FAIL'}`);
 console.log(`cache hit baseline (plain open+read 64 KB of the cached WAV): median ${read.median.toFixed(2)} ms; ratio ${(hit.median / read.median).toFixed(1)}x`);
+
+// 3. CPU per second of audio: the agent (this process less the emulator's, plus its live player
+// process) against aplay of the same file (bash's `time` of its children), PLAY_RUNS each.
+const PLAY_RUNS = Number(process.env.PLAY_RUNS ?? 10);
+const agentCpu = () => procCpuMs(process.pid) - procCpuMs(emuProc.pid);
+let playedMs = 0;
+const c0 = agentCpu();
+for (let i = 0; i < PLAY_RUNS; i++) playedMs += (await speech.say({ text: TEXT(i % RUNS) })).audio_ms;
+const agentMsPerSec = (agentCpu() - c0) / (playedMs / 1000);
+const timed = spawnSync('bash', ['-c', `TIMEFORMAT='%U %S'; time (for i in $(seq ${PLAY_RUNS}); do aplay -q -D default "$0"; done)`, cacheFile], { env, encoding: 'utf8' });
+const [u, sy] = timed.stderr.trim().split('\n').at(-1).split(' ').map(Number);
+const aplayMsPerSec = timed.status === 0 && Number.isFinite(u + sy) ? ((u + sy) * 1000) / ((playedMs / PLAY_RUNS / 1000) * PLAY_RUNS) : undefined;
+console.log(`CPU per second of audio played (cache hits, ${PLAY_RUNS} phrases of ${(playedMs / PLAY_RUNS / 1000).toFixed(1)} s): the agent ${agentMsPerSec.toFixed(2)} ms (its process and its player's)` +
+  (aplayMsPerSec === undefined ? `; aplay: could not be timed (${timed.stderr.trim().split('\n')[0]})` : `, aplay of the same file ${aplayMsPerSec.toFixed(2)} ms: ${(agentMsPerSec / aplayMsPerSec).toFixed(1)}x; on a core a quarter of this one, ${((agentMsPerSec * 4) / 10).toFixed(2)} % of it while speaking`));
 
 await speech.stop();
 await realClient.close();
