@@ -7,6 +7,7 @@ import { openEventStream, type EventStreamClient } from '../events/sse-client.js
 import { TRANSIENT_TYPES } from '../events/event-bus.js';
 import { describeError } from '../errors.js';
 import { wait } from '../util/backoff.js';
+import { withLinkedSignal } from '../util/linked-signal.js';
 
 // `status --watch`: the status, redrawn every interval and as soon as the daemon reports something
 // (an event on GET /events), until Ctrl-C. On a terminal the block is redrawn in place; piped, each
@@ -54,7 +55,7 @@ export async function watchStatus(ctx: CliContext, socketPath: string, json: boo
         else writeLine(ctx, `--- ${at.toISOString()}\n${text}\n`);
       }
       wake = new AbortController();
-      await wait(intervalMs, AbortSignal.any([ctx.shutdown, wake.signal]));
+      await withLinkedSignal([ctx.shutdown, wake.signal], (signal) => wait(intervalMs, signal));
     }
   } finally {
     stream?.close();

@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.js';
 import { wait } from '../util/backoff.js';
 import { isIgnoredName, toRel, type Layout } from './layout.js';
 import { KINDS } from './types.js';
+import { withLinkedSignal } from '../util/linked-signal.js';
 
 // Finds candidate files: chokidar events while running, plus a scan at start and every
 // rescan_interval, because events are missed (files that arrived while the daemon was down,
@@ -143,7 +144,7 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
   async function pause(signal: AbortSignal): Promise<boolean> {
     const ctl = new AbortController();
     kick = () => ctl.abort();
-    const ok = await wait(burst ? deps.burstScanMs : deps.rescanMs, AbortSignal.any([signal, ctl.signal]));
+    const ok = await withLinkedSignal([signal, ctl.signal], (linked) => wait(burst ? deps.burstScanMs : deps.rescanMs, linked));
     kick = undefined;
     return ok || !signal.aborted;
   }

@@ -17,6 +17,7 @@ import { reconcileCache } from './cache-reconcile.js';
 import { createRetiredFiles } from './retired-files.js';
 import { createRefreshQueue } from './refresh-queue.js';
 import { isoTime } from '../util/iso-time.js';
+import { linkedSignal } from '../util/linked-signal.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
@@ -81,15 +82,16 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     const timer = setTimeout(() => deadline.abort(new TimeoutError(
       `face sync took longer than ${formatDuration(deadlineMs)} (10 x service.request_timeout x (retries + 1)) and was cut short; the images it finished are kept for the next sync`,
     )), deadlineMs);
+    const passSignal = linkedSignal([lifecycle.signal, deadline.signal]);
     try {
-      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: AbortSignal.any([lifecycle.signal, deadline.signal]), disk, syncfs: deps.syncfs };
+      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: passSignal.signal, disk, syncfs: deps.syncfs };
       const seeded = seedsNow.length > 0 ? await runSeedPass(passCtx, seedsNow) : undefined;
       // Seeds alone need no listing; anything else (a forced face, a timed sync) gets a full pass.
       const pass: SyncPassResult = seeded && reason === 'refresh' && forcedNow.size === 0 ? seeded : combine(seeded, await runSyncPass({
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
         syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-        signal: AbortSignal.any([lifecycle.signal, deadline.signal]), forced: forcedNow, disk, syncfs: deps.syncfs, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+        signal: passSignal.signal, forced: forcedNow, disk, syncfs: deps.syncfs, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
         ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
       }));
       if (pass.indexVersion) indexVer = pass.indexVersion;
@@ -128,6 +130,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       if (!aborted) deps.events?.publish('faces.sync.failed', { reason, code: info.code, message: info.message, consecutive_failures: consecutiveFailures });
     } finally {
       clearTimeout(timer);
+      passSignal.dispose();
     }
     try {
       // A sync cut short by shutdown is not a failure worth showing after the restart.
@@ -193,9 +196,13 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   }
 
   async function waitOrWake(ms: number): Promise<'timeout' | 'woken' | 'stopped'> {
-    const signal = AbortSignal.any([lifecycle.signal, wake.signal]);
-    for (let left = ms; left > 0; left -= MAX_WAIT_MS) {
-      if (!(await wait(Math.min(left, MAX_WAIT_MS), signal))) break;
+    const link = linkedSignal([lifecycle.signal, wake.signal]);
+    try {
+      for (let left = ms; left > 0; left -= MAX_WAIT_MS) {
+        if (!(await wait(Math.min(left, MAX_WAIT_MS), link.signal))) break;
+      }
+    } finally {
+      link.dispose();
     }
     if (lifecycle.signal.aborted) return 'stopped';
     if (wake.signal.aborted) {

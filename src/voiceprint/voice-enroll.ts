@@ -21,6 +21,7 @@ import { createLevelMeter } from './level-meter.js';
 import { audioDeviceErrors } from '../audio/speech-metrics.js';
 import { isoTime } from '../util/iso-time.js';
 import { performance } from '../util/monotonic.js';
+import { linkedSignal } from '../util/linked-signal.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
 // before the microphone opens, one recording at a time, playback paused while it records, the
@@ -105,13 +106,22 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
   const recording = new Gauge({ name: 'terminal_agent_voiceprint_recording', help: '1 while the microphone records a voiceprint', registers });
 
   async function run(req: EnrollRequest): Promise<EnrollResult> {
+    // The caller's signal and the agent's stop, unlinked from the agent's once done (linked-signal.ts).
+    const link = req.signal ? linkedSignal([stopping.signal, req.signal]) : undefined;
+    try {
+      return await record(req, link?.signal ?? stopping.signal);
+    } finally {
+      link?.dispose();
+    }
+  }
+
+  async function record(req: EnrollRequest, signal: AbortSignal): Promise<EnrollResult> {
     const name = checkVoiceprintName(req.name);
     const seconds = req.seconds ?? config.voiceprint.seconds;
     if (!Number.isFinite(seconds) || seconds < MIN_SECONDS || seconds > MAX_SECONDS) {
       throw new UsageError(`--seconds must be between ${MIN_SECONDS} and ${MAX_SECONDS}, got ${req.seconds}`);
     }
     if (stopping.signal.aborted) throw new BusyError('the agent is stopping; enroll the voiceprint after it restarts');
-    const signal = req.signal ? AbortSignal.any([stopping.signal, req.signal]) : stopping.signal;
     const device = config.audio.input_device;
     const sampleRate = config.voiceprint.sample_rate;
 
