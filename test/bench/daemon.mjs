@@ -11,7 +11,6 @@
 // emulator): its idle RSS is measured once its first sync is over (its cache holds them all) and
 // 15 s have passed, the figure of a terminal with a large group cached. BIG_GROUP=0 skips it.
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
 import { indexEntries, procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
+import { seedMembers } from './lib/images.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 // BENCH_MAIN=PATH: another build of the daemon (lib/daemon-run.mjs), for runs in turn with this one.
@@ -64,10 +64,7 @@ const tlsFront = await startTlsFront(emulator.baseUrl, dir);
 if (tlsFront.error) console.log(`the daemon over https is not measured: ${tlsFront.error}`);
 const BIG_GROUP = Number(process.env.BIG_GROUP ?? 10_000);
 const bigEmulator = BIG_GROUP > 0 ? await startEmulator({ port: 0 }) : undefined;
-for (let i = 0; i < BIG_GROUP; i += 500) {
-  const small = () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(2042), Buffer.from([0xff, 0xd9])]);
-  bigEmulator.seedFaces(bigEmulator.terminals[0].group_id, Array.from({ length: Math.min(500, BIG_GROUP - i) }, (_, j) => ({ name: `member-${i + j}`, image: small() })));
-}
+if (bigEmulator) seedMembers(bigEmulator, bigEmulator.terminals[0].group_id, BIG_GROUP);
 
 const notifyPath = join(dir, 'notify.sock');
 const sock = unix.createSocket('unix_dgram');

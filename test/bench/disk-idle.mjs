@@ -9,10 +9,10 @@
 // There is no plain loop to pair it with: a sync that finds no change needs to write nothing, so
 // the figure is read against zero (r25: one row of sync history, its WAL frames and their sync).
 //   npm run build && BENCH_FS=ext4 node test/bench/disk-idle.mjs
-import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { seedMembers } from './lib/images.mjs';
 import { benchWorkDir, deviceWrittenBytes, settleDisk } from './lib/bench-fs.mjs';
 import { indexEntries, procWriteBytes, spawnDaemon, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
@@ -23,7 +23,6 @@ const SETTLE_SECONDS = Number(process.env.SETTLE_SECONDS ?? 20);
 const SYNC = process.env.SYNC ?? '15s';
 const syncMs = Number(/^(\d+)s$/.exec(SYNC)?.[1] ?? NaN) * 1000;
 if (!Number.isFinite(syncMs)) throw new Error(`SYNC=${SYNC}: give seconds, e.g. 15s`);
-const jpeg = (n) => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(n - 6), Buffer.from([0xff, 0xd9])]);
 
 const workDir = benchWorkDir('ta-bench-disk-idle-');
 if (!workDir) process.exit(0);
@@ -36,9 +35,7 @@ for (const group of GROUPS) {
   let daemon;
   try {
     const terminal = emulator.terminals[0];
-    for (let i = 0; i < group; i += 500) {
-      emulator.seedFaces(terminal.group_id, Array.from({ length: Math.min(500, group - i) }, (_, j) => ({ name: `member-${i + j}`, image: jpeg(2048) })));
-    }
+    seedMembers(emulator, terminal.group_id, group);
     mkdirSync(dir);
     daemon = spawnDaemon(dir, writeDaemonConfig(dir, emulator, terminal, `faces:\n  sync_interval: ${SYNC}\n`), { stdout: 'pipe' });
     daemon.child.stdout.on('data', (b) => appendFileSync(join(dir, 'daemon.log'), b));

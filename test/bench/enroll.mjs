@@ -33,6 +33,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { benchWorkDir, createCost, deviceWrittenBytes, settleDisk } from './lib/bench-fs.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
+import { randomJpeg, seedMembers } from './lib/images.mjs';
 import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, procRssMb, procWriteBytes, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
@@ -56,10 +57,9 @@ const names = Array.from({ length: COUNT }, (_, i) => `person-${String(i).padSta
 const WARM = Number(process.env.BENCH_WARM ?? 0);
 const GROUP = Number(process.env.BENCH_GROUP ?? 0);
 const TLS = process.env.BENCH_TLS === '1';
-const smallJpeg = () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(2042), Buffer.from([0xff, 0xd9])]);
 const warmNames = Array.from({ length: WARM }, (_, i) => `warm-${String(i).padStart(4, '0')}`);
 for (const n of [...names, ...warmNames]) {
-  await writeFile(join(source, `${n}.jpg`), Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(IMAGE_BYTES - 6), Buffer.from([0xff, 0xd9])]));
+  await writeFile(join(source, `${n}.jpg`), randomJpeg(IMAGE_BYTES));
 }
 
 /** The longest gap between `[start, end]` intervals (ms), from the first start to the last end. */
@@ -118,9 +118,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const plain = await runPlainLoop(service, budget, tlsEnv);
     const plainHandshakes = front ? { ...front.handshakes } : undefined;
 
-    for (let i = 0; i < GROUP; i += 500) {
-      emulator.seedFaces(terminals[1].group_id, Array.from({ length: Math.min(500, GROUP - i) }, (_, j) => ({ name: `member-${i + j}`, image: smallJpeg() })));
-    }
+    seedMembers(emulator, terminals[1].group_id, GROUP);
     const config = writeDaemonConfig(dir, served, terminals[1]);
     const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: tlsEnv });

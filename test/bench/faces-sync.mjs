@@ -25,7 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createPiBudget, indexEntries, procCpuSplitMs, procPeakRssMb, procThreadCpuMs, spawnDaemon, spawnNode, spread, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { benchWorkDir, createCost, settleDisk } from './lib/bench-fs.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
-import { randomBytes } from 'node:crypto';
+import { randomJpeg } from './lib/images.mjs';
 import { writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -42,7 +42,6 @@ const serviceConfig = (emu) => ({
   ca_file: '', allow_insecure_http: false, retries: 4, other_auth: 'none',
 });
 
-const jpeg = (size) => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(size - 6), Buffer.from([0xff, 0xd9])]);
 const imageSize = (base) => base - 2048 + Math.floor(Math.random() * 4096); // ~base bytes, varied
 
 // ---------------- child: the plain loop ----------------
@@ -150,7 +149,7 @@ async function main() {
   try {
     let t0 = performance.now();
     for (let i = 0; i < n; i += 500) {
-      emu.seedFaces(GROUP, Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ name: `face-${i + j}`, image: jpeg(imageSize(size)) })));
+      emu.seedFaces(GROUP, Array.from({ length: Math.min(500, n - i) }, (_, j) => ({ name: `face-${i + j}`, image: randomJpeg(imageSize(size)) })));
     }
     console.log(`seeded ${n} faces of ~${Math.round(size / 1024)} KB in ${((performance.now() - t0) / 1000).toFixed(1)} s; concurrency ${concurrency}`);
     const imageReqs = () => emu.requests.filter((r) => r.path.endsWith('/image'));
@@ -221,7 +220,7 @@ async function main() {
         const img = join(work, 'change.jpg');
         const added = [];
         for (let i = 0; i < 3; i++) {
-          writeFileSync(img, jpeg(imageSize(size)));
+          writeFileSync(img, randomJpeg(imageSize(size)));
           await client.createFace({ name: `added-${i}`, image: { path: img, contentType: 'image/jpeg' } });
         }
         const after = await client.listFaces();
@@ -231,7 +230,7 @@ async function main() {
         for (const f of faces.slice(2, 4)) await client.updateFace(f.face_id, { name: `${f.name}-renamed` });
         const refresh = faces.slice(4, 7).map((f) => f.face_id);
         for (const id of refresh) {
-          writeFileSync(img, jpeg(imageSize(size)));
+          writeFileSync(img, randomJpeg(imageSize(size)));
           await client.updateFace(id, { name: 'replaced', image: { path: img, contentType: 'image/jpeg' } });
         }
         await client.close();

@@ -24,6 +24,7 @@
 // after the warm-up (+2), and nothing lost: every dropped file in done/faces/ (none in failed/),
 // the knowledge entries equal to the files, index.json naming exactly the group, exit 0 on SIGTERM.
 import { randomBytes } from 'node:crypto';
+import { randomJpeg } from './lib/images.mjs';
 import { createServer, request } from 'node:http';
 import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +48,6 @@ const GROUP_SIZE = Number(process.env.SOAK_GROUP ?? 300);
 const LIGHT_CHAOS = { errorRate: 0.02, dropRate: 0.01, latencyMs: 2, latencyJitterMs: 8, seed: 11 };
 
 const dir = mkdtempSync(join(tmpdir(), 'ta-bench-soak-'));
-const jpeg = (bytes) => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(bytes - 6), Buffer.from([0xff, 0xd9])]);
 const freePort = () => new Promise((resolve) => {
   const s = createServer().listen(0, '127.0.0.1', () => {
     const { port } = s.address();
@@ -57,7 +57,7 @@ const freePort = () => new Promise((resolve) => {
 
 const emulator = await startEmulator({ port: 0, tts: 'tone', chaos: LIGHT_CHAOS, requestLogLimit: 1000 });
 const terminal = emulator.terminals[0];
-emulator.seedFaces(terminal.group_id, Array.from({ length: GROUP_SIZE }, (_, i) => ({ name: `seed-${i}`, image: jpeg(2048) })));
+emulator.seedFaces(terminal.group_id, Array.from({ length: GROUP_SIZE }, (_, i) => ({ name: `seed-${i}`, image: randomJpeg(2048) })));
 const [metricsPort, consolePort] = [await freePort(), await freePort()];
 const config = writeDaemonConfig(dir, emulator, terminal, `faces:
   sync_interval: 15s
@@ -141,7 +141,7 @@ for (let c = 0; c < CYCLES; c++) {
   const names = Array.from({ length: FILES - 3 }, (_, i) => `c${c}-p${i}`);
   const again = c >= 2 ? enrolledBy[c - 1].slice(0, 3) : Array.from({ length: 3 }, (_, i) => `c${c}-x${i}`);
   for (const n of [...names, ...again]) {
-    writeFileSync(join(enroll, `.${n}.part`), jpeg(30 * 1024));
+    writeFileSync(join(enroll, `.${n}.part`), randomJpeg(30 * 1024));
     // A whole file appears under its name at once, as an operator's `mv` or scp's rename does.
     renameSync(join(enroll, `.${n}.part`), join(enroll, 'faces', `${n}.jpg`));
     dropped += 1;

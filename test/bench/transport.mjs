@@ -13,6 +13,7 @@
 // Old, new and plain run in alternation, ROUNDS times; medians are printed (µs of CPU per request).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { randomJpeg } from './lib/images.mjs';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,10 +26,6 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 4);
 const WARMUP = Math.min(200, COUNT);
 const KINDS = (process.env.KINDS ?? 'get,list,post').split(',');
-
-function jpeg(bytes) {
-  return Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(bytes - 6), Buffer.from([0xff, 0xd9])]);
-}
 
 async function pool(n, fn) {
   let next = 0;
@@ -108,7 +105,7 @@ async function agentClient(args) {
 async function child() {
   const args = JSON.parse(process.env.BENCH_ARGS);
   const c = args.root ? await agentClient(args) : await plainClient(args);
-  const image = jpeg(30 * 1024);
+  const image = randomJpeg(30 * 1024);
   const out = {};
   for (const kind of KINDS) {
     const run = (n, tag) => pool(n, (i) => (kind === 'post' ? c.post(`${tag}-${args.label}-${args.round}-${i}`, image) : c[kind](args.ids[i % args.ids.length])));
@@ -142,7 +139,7 @@ async function main() {
   const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
   const emulator = await startEmulator({ port: 0 });
   const terminal = emulator.terminals[0];
-  const seeded = emulator.seedFaces(terminal.group_id, Array.from({ length: 200 }, (_, i) => ({ name: `seed-${i}`, image: jpeg(30 * 1024) })));
+  const seeded = emulator.seedFaces(terminal.group_id, Array.from({ length: 200 }, (_, i) => ({ name: `seed-${i}`, image: randomJpeg(30 * 1024) })));
   const service = {
     base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, terminal_secret: terminal.terminal_secret,
     request_timeout: 30_000, ca_file: '', allow_insecure_http: false, retries: 2, other_auth: 'none',
