@@ -47,6 +47,8 @@ export interface Agent {
   status(): Record<string, unknown>;
   progressChecks(): ProgressCheck[];
   listFaces(): unknown[];
+  /** One cached face, undefined when it is not served. */
+  cachedFace(faceId: string): unknown;
   syncFaces(): Promise<unknown>;
   say(body: SayBody, signal?: AbortSignal): Promise<unknown>;
   enrollVoiceprint(body: VoiceprintEnrollBody, signal?: AbortSignal): Promise<unknown>;
@@ -173,6 +175,7 @@ export function createAgent(deps: AgentDeps): Agent {
       return checks;
     },
     listFaces: () => (c.faces ? c.faces.listCached() : missing('faces')),
+    cachedFace: (faceId: string) => (c.faces ? c.faces.cachedFace(faceId) : missing('faces')),
     syncFaces: () => (c.faces ? c.faces.syncNow('manual') : missing('faces')),
     async say(body, signal) {
       if (stopping) throw new AbortedError('the agent is stopping and takes no new work');

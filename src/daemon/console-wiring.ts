@@ -36,6 +36,7 @@ export async function startConsole(
     handlers: {
       status: () => buildStatus(state, d),
       faces: () => state.agent.listFaces(),
+      face: (faceId) => state.agent.cachedFace(faceId),
       syncFaces: () => control.syncFaces(),
       say: (body, signal) => control.say(body, signal),
       enrollVoiceprint: (body, signal) => control.enrollVoiceprint(body, signal),

@@ -74,6 +74,10 @@ export function createFaceStore(db: Db) {
   const all = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces`).raw(true);
   const batch = db.prepare<[number, number], RawRow>(`SELECT rowid, ${ROW_COLUMNS} FROM faces WHERE rowid > ? ORDER BY rowid LIMIT ?`).raw(true);
   const served = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`).raw(true);
+  // What `listCached` shows, read straight into its shape: through rowOf and toCachedFace a console
+  // visit of 10,000 faces made 10,000 rows of 14 fields first.
+  const cached = db.prepare<[], RawRow>('SELECT face_id, group_id, id, name, image_file, image_sha256, image_bytes, updated_at FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id').raw(true);
+  const cachedOne = db.prepare<[string], RawRow>('SELECT face_id, group_id, id, name, image_file, image_sha256, image_bytes, updated_at FROM faces WHERE face_id = ? AND image_file IS NOT NULL').raw(true);
   const countServed = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM faces WHERE image_file IS NOT NULL');
   const upsert = db.prepare<FaceRow>(`INSERT INTO faces (${ROW_COLUMNS}) VALUES (@face_id, @group_id, @id, @name, @image_file, @image_sha256, @image_etag, @image_last_modified, @image_bytes, @image_checked_at, @image_recheck_at, @error, @error_code, @updated_at)
     ON CONFLICT(face_id) DO UPDATE SET group_id = excluded.group_id, id = excluded.id, name = excluded.name,
@@ -89,6 +93,8 @@ export function createFaceStore(db: Db) {
   const lastRun = db.prepare<[], SyncRunRow>('SELECT started_at, finished_at, duration_ms, ok, added, updated, removed, failed, image_requests, error, error_code FROM sync_runs ORDER BY id DESC LIMIT 1');
   const lastOk = db.prepare<[], { finished_at: number }>('SELECT finished_at FROM sync_runs WHERE ok = 1 ORDER BY id DESC LIMIT 1');
   const named = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM faces WHERE image_file = ?');
+  // No index on image_file (it would cost every commit a write): one scan for a whole list.
+  const namedIn = db.prepare<[string], [string]>('SELECT image_file FROM faces WHERE image_file IN (SELECT value FROM json_each(?))').raw(true);
   const failedRows = db.prepare<[number], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE error IS NOT NULL ORDER BY name LIMIT ?`).raw(true);
 
   function recordRun(run: SyncReport): void {
@@ -116,6 +122,9 @@ export function createFaceStore(db: Db) {
   let mirror: Map<string, FaceRow> | undefined;
   /** Bumped by every write: a loadRows that saw one meanwhile does not keep what it read. */
   let writes = 0;
+  /** The last failedRows answer and the writes it saw: status asks at every watchdog tick, and each
+   * ask scanned the whole table (no index on error), 2 ms with 10,000 faces here. */
+  let failed: { writes: number; limit: number; rows: FaceRow[] } | undefined;
   const rowMap = (): Map<string, FaceRow> => (mirror ??= new Map(all.all().map((r) => [r[0] as string, rowOf(r, 0)])));
 
   return {
@@ -161,6 +170,15 @@ export function createFaceStore(db: Db) {
     servedRows(): ReadonlyArray<Readonly<FaceRow>> {
       return mirror ? servedOf(mirror.values()) : served.all().map((r) => rowOf(r, 0));
     },
+    /** The served faces as the console, the control socket and `faces list --cached` show them. */
+    cachedFaces(): CachedFace[] {
+      return mirror ? servedOf(mirror.values()).map(toCachedFace) : cached.all().map(cachedFaceOf);
+    },
+    /** One served face by its face_id (the console's thumbnail and image): a lookup, not the list. */
+    cachedFace(faceId: string): CachedFace | undefined {
+      const r = cachedOne.get(faceId);
+      return r ? cachedFaceOf(r) : undefined;
+    },
     /** What servedRows() will give once `changes` are committed: the index is written meanwhile (sync-run.ts). */
     servedRowsAfter(changes: FaceChanges): ReadonlyArray<Readonly<FaceRow>> {
       const after = new Map(rowMap());
@@ -176,11 +194,23 @@ export function createFaceStore(db: Db) {
       for (const r of mirror.values()) if (r.image_file !== null) n++;
       return n;
     },
-    failedRows(limit: number): FaceRow[] {
-      return failedRows.all(limit).map((r) => rowOf(r, 0));
+    failedRows(limit: number): readonly FaceRow[] {
+      if (failed?.writes !== writes || failed.limit !== limit) failed = { writes, limit, rows: failedRows.all(limit).map((r) => rowOf(r, 0)) };
+      return failed.rows;
     },
     isNamed(file: string): boolean {
       return named.get(file) !== undefined;
+    },
+    /** Which of `files` a row names: one look at the table (each isNamed scans it, 10,000 rows). */
+    namedAmong(files: readonly string[]): Set<string> {
+      if (files.length === 0) return new Set();
+      if (mirror) {
+        const wanted = new Set(files);
+        const found = new Set<string>();
+        for (const r of mirror.values()) if (r.image_file !== null && wanted.has(r.image_file)) found.add(r.image_file);
+        return found;
+      }
+      return new Set(namedIn.all(JSON.stringify(files)).map((r) => r[0]));
     },
     lastRun(): SyncRunRow | undefined {
       return lastRun.get();
@@ -242,6 +272,14 @@ function byIdThenFaceId(a: FaceRow, b: FaceRow): number {
     return a.id - b.id;
   }
   return a.face_id < b.face_id ? -1 : a.face_id > b.face_id ? 1 : 0;
+}
+
+function cachedFaceOf(r: RawRow): CachedFace {
+  return {
+    face_id: r[0] as string, group_id: r[1] as string, id: (r[2] as number | null) ?? 0, name: r[3] as string,
+    image: (r[4] as string | null) ?? '', image_sha256: (r[5] as string | null) ?? '', image_bytes: r[6] as number | null,
+    updated_at: isoTime(r[7] as number),
+  };
 }
 
 export function toCachedFace(row: Pick<FaceRow, 'face_id' | 'group_id' | 'id' | 'name' | 'image_file' | 'image_sha256' | 'image_bytes' | 'updated_at'>): CachedFace {

@@ -7,7 +7,7 @@ import { faceSyncDeadlineMs } from './sync-deadline.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
-import { createFaceStore, toCachedFace } from './face-store.js';
+import { createFaceStore } from './face-store.js';
 import { createStaging, STAGING_DIR } from './staging.js';
 import { runSyncPass, type SyncPassResult, type SyncProgress } from './sync-run.js';
 import { combinePasses, runSeedPass, type FaceSeed } from './seed-pass.js';
@@ -294,7 +294,10 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       };
     },
     listCached() {
-      return store.servedRows().map(toCachedFace);
+      return store.cachedFaces();
+    },
+    cachedFace(faceId: string) {
+      return store.cachedFace(faceId);
     },
   };
 }

@@ -19,7 +19,9 @@ export function createRetiredFiles(deps: { files: CacheFiles; store: FaceStore; 
       const due = retired.filter((r) => now - r.at >= deps.graceMs);
       if (due.length === 0) return;
       retired = retired.filter((r) => now - r.at < deps.graceMs);
-      await deps.files.removeFiles(due.map((r) => r.file).filter((f) => !deps.store.isNamed(f)));
+      const files = due.map((r) => r.file);
+      const named = deps.store.namedAmong(files);
+      await deps.files.removeFiles(files.filter((f) => !named.has(f)));
     },
   };
 }

@@ -156,4 +156,6 @@ export interface FaceSync {
   reload(update?: { client?: ServiceClient; faces?: FaceSyncConfig['faces'] }): void;
   status(): FaceSyncStatus;
   listCached(): CachedFace[];
+  /** One face of listCached(), or undefined when it is not served. */
+  cachedFace(faceId: string): CachedFace | undefined;
 }

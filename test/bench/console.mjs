@@ -1,6 +1,10 @@
 // Web console server benchmark: response times of the pages' requests against the built daemon
 // (`node dist/main.js run`, console on loopback) and the emulator, with 200 cached faces.
 //   npm run build && node test/bench/console.mjs          (ROUNDS=30 by default)
+//   BENCH_FACES=10000 node test/bench/console.mjs         a large group (each face's image 64 px then)
+//   BENCH_MAIN=other/main.js                              another build of the daemon (an A/B of two trees)
+// The daemon runs as the unit runs it (its node flags and environment, lib/daemon-run.mjs).
+//   BENCH_NODE_ARGS="--trace-gc" BENCH_DAEMON_LOG=FILE    node flags for the daemon; its output kept in FILE
 // Each request kind is timed ROUNDS times in two phases of the same run and the same daemon:
 //   baseline   the daemon unconfined (this machine's cores, shared with whatever else runs)
 //   1/4 core   the daemon moved into a CPU cgroup with a quota of 25 ms per 100 ms (cgroup v2
@@ -10,8 +14,9 @@
 // "first screen" = what the Overview and the gallery's first screen fetch, 6 at a time like a
 // browser: session, status, faces, then 24 thumbnails. Thumbnails are timed cold (made from the
 // 320 px originals) and warm (from the disk cache). Figures: median and p90 in ms, and the ratio
-// of the 1/4-core median to the baseline median.
-import { spawn } from 'node:child_process';
+// of the 1/4-core median to the baseline median; and the daemon's CPU per request (utime + stime
+// from /proc over the unconfined rounds of each kind: in 10 ms ticks, so read it over many rounds).
+import { spawnDaemon } from './lib/daemon-run.mjs';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -21,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ROUNDS = Number(process.env.ROUNDS ?? 30);
-const FACES = 200;
+const FACES = Number(process.env.BENCH_FACES ?? 200);
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { faceImagePng } = await import(join(ROOT, 'dist/daemon/sample-images.js'));
 
@@ -60,7 +65,7 @@ function quarterCore(pid) {
 
 const dir = mkdtempSync(join(tmpdir(), 'ta-bench-console-api-'));
 const emulator = await startEmulator({ port: 0 });
-emulator.seedFaces(emulator.terminals[0].group_id, Array.from({ length: FACES }, (_, i) => ({ name: `Person ${i}`, image: faceImagePng([i % 250, 120, 200 - (i % 200)], 320) })));
+emulator.seedFaces(emulator.terminals[0].group_id, Array.from({ length: FACES }, (_, i) => ({ name: `Person ${i}`, image: faceImagePng([i % 250, 120, 200 - (i % 200)], FACES > 1000 ? 64 : 320) })));
 writeFileSync(join(dir, 'secret'), emulator.terminals[0].terminal_secret);
 writeFileSync(join(dir, 'key'), emulator.apiKey);
 const config = join(dir, 'config.yaml');
@@ -70,9 +75,11 @@ writeFileSync(config, [
   'control:', `  socket: ${join(dir, 'ctl.sock')}`, 'console:', '  listen: 127.0.0.1:0', 'log:', '  level: info', '',
 ].join('\n'));
 
-const daemon = spawn(process.execPath, [join(ROOT, 'dist/main.js'), 'run', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] });
+// As the unit runs it (its node flags and environment: lib/daemon-run.mjs).
+const handle = spawnDaemon(dir, config, { stdout: 'pipe', extraArgs: (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean) });
+const daemon = { child: handle.child, pid: handle.pid };
 let out = '';
-daemon.stdout.on('data', (b) => (out += b));
+daemon.child.stdout.on('data', (b) => (out += b));
 let base;
 for (let i = 0; i < 200 && !base; i++) {
   await sleep(100);
@@ -96,7 +103,7 @@ function get(path, headers = {}) {
 const session = await get('/api/session');
 cookie = String(session.res.headers['set-cookie']).split(';')[0];
 let faces;
-for (let i = 0; i < 300; i++) {
+for (let i = 0; i < 300 + FACES / 10; i++) {
   faces = JSON.parse(await new Promise((resolve) => request(new URL('/api/faces', base), { headers: { cookie } }, (r) => {
     let s = '';
     r.on('data', (b) => (s += b));
@@ -108,6 +115,14 @@ for (let i = 0; i < 300; i++) {
 if (faces.total !== FACES) throw new Error(`only ${faces.total} faces synced`);
 const thumbs = faces.faces.slice(0, 24).map((f) => f.thumb_url);
 const thumbDir = join(dir, 'state', 'console', 'thumbs');
+
+/** The daemon's utime + stime so far, ms (/proc/PID/stat, in clock ticks of 10 ms). */
+function daemonCpuMs() {
+  const f = readFileSync(`/proc/${daemon.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+/** CPU ms of the daemon over each kind's unconfined rounds. */
+const cpu = {};
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const p90 = (xs) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * 0.9) - 1)];
@@ -137,7 +152,7 @@ const kinds = {
   'GET / (gzip)': () => get('/'),
   'GET /assets/app.js (gzip)': () => get('/assets/app.js?v=1'),
   'GET /api/status': () => get('/api/status'),
-  'GET /api/faces (200 faces)': () => get('/api/faces'),
+  [`GET /api/faces (${FACES} faces)`]: () => get('/api/faces'),
   'GET /api/faces?q=person 1': () => get('/api/faces?q=person%201'),
   'GET /api/enroll': () => get('/api/enroll'),
   'GET thumb (warm)': () => get(thumbs[0]),
@@ -152,7 +167,9 @@ async function measure(cg) {
     b[k] ??= [];
     c[k] ??= [];
     cg?.out();
+    const cpu0 = daemonCpuMs();
     b[k].push(await fn());
+    cpu[k] = (cpu[k] ?? 0) + daemonCpuMs() - cpu0;
     if (cg) {
       cg.in();
       c[k].push(await fn());
@@ -179,15 +196,18 @@ if (cg) console.log(`confined rounds: ${cg.how}`);
 else console.log('could not confine the daemon to 1/4 core here (no writable CPU cgroup): baseline only');
 const [baseline, confined] = await measure(cg);
 
-console.log(`\n${'request'.padEnd(32)} ${'baseline med / p90'.padStart(20)} ${'1/4 core med / p90'.padStart(20)} ${'ratio'.padStart(7)}`);
+console.log(`\n${'request'.padEnd(32)} ${'baseline med / p90'.padStart(20)} ${'1/4 core med / p90'.padStart(20)} ${'ratio'.padStart(7)} ${'CPU ms/req'.padStart(11)}`);
 for (const k of Object.keys(baseline)) {
   const b = baseline[k];
   const c = confined?.[k];
   const f = (xs) => (xs ? `${median(xs).toFixed(1)} / ${p90(xs).toFixed(1)}` : '-');
-  console.log(`${k.padEnd(32)} ${f(b).padStart(20)} ${f(c).padStart(20)} ${(c ? (median(c) / median(b)).toFixed(1) + 'x' : '-').padStart(7)}`);
+  console.log(`${k.padEnd(32)} ${f(b).padStart(20)} ${f(c).padStart(20)} ${(c ? (median(c) / median(b)).toFixed(1) + 'x' : '-').padStart(7)} ${(cpu[k] / b.length).toFixed(2).padStart(11)}`);
 }
-daemon.kill('SIGTERM');
-await new Promise((r) => daemon.once('close', r));
+const status = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
+const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
+console.log(`\nthe daemon's peak RSS ${(kb('VmHWM') / 1024).toFixed(1)} MB, RSS at the end ${(kb('VmRSS') / 1024).toFixed(1)} MB`);
+await handle.stop();
+if (process.env.BENCH_DAEMON_LOG) writeFileSync(process.env.BENCH_DAEMON_LOG, out);
 cg?.undo();
 await emulator.close();
 rmSync(dir, { recursive: true, force: true });

@@ -126,6 +126,15 @@ describe('web console API', () => {
     expect(again.status).toBe(304);
   });
 
+  it('answers 404, saying why, for the thumbnail or image of a face the cache does not hold', async () => {
+    const gone = 'f'.repeat(32);
+    for (const kind of ['thumb', 'image']) {
+      const r = await c.call('GET', `/api/faces/${gone}/${kind}?v=0`);
+      expect(r.status).toBe(404);
+      expect(JSON.stringify(r.json())).toContain(`no face ${gone} in the local cache`);
+    }
+  });
+
   it('refuses changes without the CSRF token or from another origin', async () => {
     const noToken = await c.call('POST', '/api/enroll/upload?kind=faces&name=Csrf.png', { body: faceImagePng([1, 2, 3]), noCsrf: true });
     expect(noToken.status).toBe(403);

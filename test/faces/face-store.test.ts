@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.js';
-import { createFaceStore, type FaceRow } from '../../src/faces/face-store.js';
+import { createFaceStore, toCachedFace, type FaceRow } from '../../src/faces/face-store.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { faceRow } from './face-fixtures.js';
 
@@ -70,15 +70,26 @@ describe('face store rows in memory', () => {
     expect(store.servedRows()).toEqual(table);
     expect(store.failedRows(10)).toEqual([failed]);
     expect(store.countServed()).toBe(4);
+    // What the console, the control socket and `faces list --cached` show: read straight into that shape.
+    const shown = table.map(toCachedFace);
+    expect(shown[1]).toEqual({ face_id: row(2).face_id, group_id: 'g', id: 2, name: 'face-2', image: `${row(2).face_id}.jpg`, image_sha256: 'a'.repeat(64), image_bytes: 2048, updated_at: '1970-01-01T00:00:00.001Z' });
+    expect(store.cachedFaces()).toEqual(shown);
     // At once (a caller that needs them before loadRows ran), then in steps.
     expect(store.allRows().sort((a, b) => (a.id ?? 0) - (b.id ?? 0))).toEqual([failed, ...table]);
     store.release();
     await store.loadRows();
     expect(store.rowMap().get(failed.face_id)).toEqual(failed);
     expect(store.servedRows()).toEqual(table);
+    expect(store.cachedFaces()).toEqual(shown);
     expect(store.countServed()).toBe(4);
     store.commit({ upserts: [row(6)], deletes: [row(1).face_id] });
     expect(store.countServed()).toBe(4);
+    // Asked again after a commit, failedRows reads the table again (status asks it at every tick).
+    expect(store.failedRows(10)).toEqual([failed]);
+    const another: FaceRow = { ...failed, face_id: 'e'.repeat(32), name: 'another' };
+    store.commit({ upserts: [another], deletes: [] });
+    expect(store.failedRows(10)).toEqual([another, failed]);
+    expect(store.failedRows(1)).toEqual([another]);
     db.close();
   });
 });
