@@ -49,6 +49,10 @@ export interface FaceChanges {
 
 const ROW_COLUMNS = 'face_id, group_id, id, name, image_file, image_sha256, image_etag, image_last_modified, image_bytes, image_checked_at, image_recheck_at, error, error_code, updated_at';
 const KEEP_RUNS = 200;
+/** A CachedFace's columns (all of schema 1: `faces list --cached` reads them read-only, unmigrated). */
+const CACHED_COLUMNS = 'face_id, group_id, id, name, image_file, image_sha256, image_bytes, updated_at';
+/** The served faces in CachedFace's columns, as index.json orders them; rows for cachedFaceOf (raw). */
+export const CACHED_FACES_SQL = `SELECT ${CACHED_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`;
 /** Rows read per step of loadRows: about 2 ms of the event loop here, between two steps it runs other work. */
 const LOAD_BATCH = 500;
 
@@ -76,8 +80,8 @@ export function createFaceStore(db: Db) {
   const served = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`).raw(true);
   // What `listCached` shows, read straight into its shape: through rowOf and toCachedFace a console
   // visit of 10,000 faces made 10,000 rows of 14 fields first.
-  const cached = db.prepare<[], RawRow>('SELECT face_id, group_id, id, name, image_file, image_sha256, image_bytes, updated_at FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id').raw(true);
-  const cachedOne = db.prepare<[string], RawRow>('SELECT face_id, group_id, id, name, image_file, image_sha256, image_bytes, updated_at FROM faces WHERE face_id = ? AND image_file IS NOT NULL').raw(true);
+  const cached = db.prepare<[], RawRow>(CACHED_FACES_SQL).raw(true);
+  const cachedOne = db.prepare<[string], RawRow>(`SELECT ${CACHED_COLUMNS} FROM faces WHERE face_id = ? AND image_file IS NOT NULL`).raw(true);
   const countServed = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM faces WHERE image_file IS NOT NULL');
   const upsert = db.prepare<FaceRow>(`INSERT INTO faces (${ROW_COLUMNS}) VALUES (@face_id, @group_id, @id, @name, @image_file, @image_sha256, @image_etag, @image_last_modified, @image_bytes, @image_checked_at, @image_recheck_at, @error, @error_code, @updated_at)
     ON CONFLICT(face_id) DO UPDATE SET group_id = excluded.group_id, id = excluded.id, name = excluded.name,
@@ -274,7 +278,8 @@ function byIdThenFaceId(a: FaceRow, b: FaceRow): number {
   return a.face_id < b.face_id ? -1 : a.face_id > b.face_id ? 1 : 0;
 }
 
-function cachedFaceOf(r: RawRow): CachedFace {
+/** A raw row of CACHED_FACES_SQL as the face it shows. */
+export function cachedFaceOf(r: RawRow): CachedFace {
   return {
     face_id: r[0] as string, group_id: r[1] as string, id: (r[2] as number | null) ?? 0, name: r[3] as string,
     image: (r[4] as string | null) ?? '', image_sha256: (r[5] as string | null) ?? '', image_bytes: r[6] as number | null,

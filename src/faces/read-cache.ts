@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openAgentDbReadOnly } from '../db/read-only.js';
 import { AgentError } from '../errors.js';
-import { toCachedFace, type FaceRow } from './face-store.js';
+import { CACHED_FACES_SQL, cachedFaceOf } from './face-store.js';
 import type { CachedFace } from './types.js';
 
 // `faces list --cached`: what the terminal would use right now, with no network and without
@@ -28,11 +28,8 @@ export function readCachedFaces(stateDir: string): CachedFaceView[] {
     if (!hasTable) return [];
     // Only columns of schema 1: this connection is read-only and does not migrate, so the CLI of a
     // newer agent can read the cache of a daemon that has not restarted yet.
-    const rows = db.prepare<[], Pick<FaceRow, 'face_id' | 'group_id' | 'id' | 'name' | 'image_file' | 'image_sha256' | 'image_bytes' | 'updated_at'>>(
-      'SELECT face_id, group_id, id, name, image_file, image_sha256, image_bytes, updated_at FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id',
-    ).all();
-    return rows.map((row) => {
-      const face = toCachedFace(row);
+    return db.prepare<[], unknown[]>(CACHED_FACES_SQL).raw(true).all().map((r) => {
+      const face = cachedFaceOf(r);
       return { ...face, image_path: join(stateDir, 'faces', face.image) };
     });
   } finally {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The README's Performance table, "now" column: every command behind it, one after another, each
 # benchmark's output in its own file under OUT (default: a new folder under /tmp, printed).
-# About 26 minutes on the 2-core development machine; as root (the Pi budget needs a cgroup,
+# About 29 minutes on the 2-core development machine; as root (the Pi budget needs a cgroup,
 # BENCH_FS a loop mount). Nothing else should run meanwhile: the figures are CPU and wall times.
 #   bash test/bench/readme-figures.sh [OUT]
 set -u
@@ -29,5 +29,6 @@ run disk-idle BENCH_FS=ext4 node test/bench/disk-idle.mjs
 run speech node test/bench/speech.mjs
 run syncfs node test/bench/syncfs.mjs
 run tls-cipher node test/bench/tls-cipher.mjs
+run console-10k BENCH_FACES=10000 ROUNDS=20 node test/bench/console.mjs
 printf '%s  done; the summaries:\n' "$(date -u +%H:%M:%S)"
-grep -H -E '=>|median|RSS median|within|OUTSIDE|CPU [0-9.]+x|re-sync|thread|handshakes|a sync' "$out"/*.txt | grep -v '"level"' | awk '!seen[$0]++'
+grep -H -E '=>|median|RSS median|within|OUTSIDE|CPU [0-9.]+x|re-sync|thread|handshakes|a sync|GET /api/faces|thumb \(warm|first screen|peak RSS' "$out"/*.txt | grep -v '"level"' | awk '!seen[$0]++'
