@@ -46,11 +46,7 @@ export class ConsoleHttpError extends AgentError {
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  sendJsonText(res, status, JSON.stringify(body ?? null), headers);
+  sendJsonText(res, status, res.headersSent ? '' : JSON.stringify(body ?? null), headers);
 }
 
 function sendJsonText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {

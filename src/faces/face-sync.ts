@@ -17,7 +17,7 @@ import { reconcileCache } from './cache-reconcile.js';
 import { createRetiredFiles } from './retired-files.js';
 import { createRefreshQueue } from './refresh-queue.js';
 import { isoTime } from '../util/iso-time.js';
-import { linkedSignal } from '../util/linked-signal.js';
+import { linkedSignal, withLinkedSignal } from '../util/linked-signal.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
@@ -196,14 +196,11 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   }
 
   async function waitOrWake(ms: number): Promise<'timeout' | 'woken' | 'stopped'> {
-    const link = linkedSignal([lifecycle.signal, wake.signal]);
-    try {
+    await withLinkedSignal([lifecycle.signal, wake.signal], async (signal) => {
       for (let left = ms; left > 0; left -= MAX_WAIT_MS) {
-        if (!(await wait(Math.min(left, MAX_WAIT_MS), link.signal))) break;
+        if (!(await wait(Math.min(left, MAX_WAIT_MS), signal))) break;
       }
-    } finally {
-      link.dispose();
-    }
+    });
     if (lifecycle.signal.aborted) return 'stopped';
     if (wake.signal.aborted) {
       wake = new AbortController();

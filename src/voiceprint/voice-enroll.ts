@@ -21,7 +21,7 @@ import { createLevelMeter } from './level-meter.js';
 import { audioDeviceErrors } from '../audio/speech-metrics.js';
 import { isoTime } from '../util/iso-time.js';
 import { performance } from '../util/monotonic.js';
-import { linkedSignal } from '../util/linked-signal.js';
+import { withLinkedSignal } from '../util/linked-signal.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
 // before the microphone opens, one recording at a time, playback paused while it records, the
@@ -107,12 +107,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
 
   async function run(req: EnrollRequest): Promise<EnrollResult> {
     // The caller's signal and the agent's stop, unlinked from the agent's once done (linked-signal.ts).
-    const link = req.signal ? linkedSignal([stopping.signal, req.signal]) : undefined;
-    try {
-      return await record(req, link?.signal ?? stopping.signal);
-    } finally {
-      link?.dispose();
-    }
+    return req.signal ? withLinkedSignal([stopping.signal, req.signal], (signal) => record(req, signal)) : record(req, stopping.signal);
   }
 
   async function record(req: EnrollRequest, signal: AbortSignal): Promise<EnrollResult> {

@@ -14,9 +14,10 @@
 // "first screen" = what the Overview and the gallery's first screen fetch, 6 at a time like a
 // browser: session, status, faces, then 24 thumbnails. Thumbnails are timed cold (made from the
 // 320 px originals) and warm (from the disk cache). Figures: median and p90 in ms, and the ratio
-// of the 1/4-core median to the baseline median; and the daemon's CPU per request (utime + stime
-// from /proc over the unconfined rounds of each kind: in 10 ms ticks, so read it over many rounds).
-import { spawnDaemon } from './lib/daemon-run.mjs';
+// of the 1/4-core median to the baseline median; and the daemon's CPU per request (utime + stime,
+// its children's included, from /proc over the unconfined rounds of each kind: in 10 ms ticks, so
+// read it over many rounds).
+import { procCpuMs, procPeakRssMb, procRssMb, spawnDaemon } from './lib/daemon-run.mjs';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -116,11 +117,7 @@ if (faces.total !== FACES) throw new Error(`only ${faces.total} faces synced`);
 const thumbs = faces.faces.slice(0, 24).map((f) => f.thumb_url);
 const thumbDir = join(dir, 'state', 'console', 'thumbs');
 
-/** The daemon's utime + stime so far, ms (/proc/PID/stat, in clock ticks of 10 ms). */
-function daemonCpuMs() {
-  const f = readFileSync(`/proc/${daemon.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
-}
+const daemonCpuMs = () => procCpuMs(daemon.pid);
 /** CPU ms of the daemon over each kind's unconfined rounds. */
 const cpu = {};
 
@@ -203,9 +200,7 @@ for (const k of Object.keys(baseline)) {
   const f = (xs) => (xs ? `${median(xs).toFixed(1)} / ${p90(xs).toFixed(1)}` : '-');
   console.log(`${k.padEnd(32)} ${f(b).padStart(20)} ${f(c).padStart(20)} ${(c ? (median(c) / median(b)).toFixed(1) + 'x' : '-').padStart(7)} ${(cpu[k] / b.length).toFixed(2).padStart(11)}`);
 }
-const status = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
-const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
-console.log(`\nthe daemon's peak RSS ${(kb('VmHWM') / 1024).toFixed(1)} MB, RSS at the end ${(kb('VmRSS') / 1024).toFixed(1)} MB`);
+console.log(`\nthe daemon's peak RSS ${procPeakRssMb(daemon.pid).toFixed(1)} MB, RSS at the end ${procRssMb(daemon.pid).toFixed(1)} MB`);
 await handle.stop();
 if (process.env.BENCH_DAEMON_LOG) writeFileSync(process.env.BENCH_DAEMON_LOG, out);
 cg?.undo();

@@ -136,7 +136,7 @@ for (let i = 0; i < PLAY_RUNS; i++) playedMs += (await speech.say({ text: TEXT(i
 const agentMsPerSec = (agentCpu() - c0) / (playedMs / 1000);
 const timed = spawnSync('bash', ['-c', `TIMEFORMAT='%U %S'; time (for i in $(seq ${PLAY_RUNS}); do aplay -q -D default "$0"; done)`, cacheFile], { env, encoding: 'utf8' });
 const [u, sy] = timed.stderr.trim().split('\n').at(-1).split(' ').map(Number);
-const aplayMsPerSec = timed.status === 0 && Number.isFinite(u + sy) ? ((u + sy) * 1000) / ((playedMs / PLAY_RUNS / 1000) * PLAY_RUNS) : undefined;
+const aplayMsPerSec = timed.status === 0 && Number.isFinite(u + sy) ? ((u + sy) * 1000) / (playedMs / 1000) : undefined;
 console.log(`CPU per second of audio played (cache hits, ${PLAY_RUNS} phrases of ${(playedMs / PLAY_RUNS / 1000).toFixed(1)} s): the agent ${agentMsPerSec.toFixed(2)} ms (its process and its player's)` +
   (aplayMsPerSec === undefined ? `; aplay: could not be timed (${timed.stderr.trim().split('\n')[0]})` : `, aplay of the same file ${aplayMsPerSec.toFixed(2)} ms: ${(agentMsPerSec / aplayMsPerSec).toFixed(1)}x; on a core a quarter of this one, ${((agentMsPerSec * 4) / 10).toFixed(2)} % of it while speaking`));
 
