@@ -123,10 +123,10 @@ export function facesApi(core: HttpCore): FacesApi {
 
     async createFace(input, opts) {
       const name = checkName(input.name, 'face');
-      await checkUpload('image', input.image);
+      const image = await checkUpload('image', input.image);
       const res = await core.send({
         ...face, operation: 'POST /faces', subject: `name ${JSON.stringify(name)}`, method: 'POST', path: '/faces', opts,
-        body: multipartBody({ name }, { image: input.image }),
+        body: multipartBody({ name }, { image }),
       });
       return returnCode(res.json);
     },
@@ -141,10 +141,10 @@ export function facesApi(core: HttpCore): FacesApi {
     async updateFace(faceId, input, opts) {
       const id = checkFaceId(faceId);
       const name = checkName(input.name, 'face');
-      if (input.image) await checkUpload('image', input.image);
+      const image = input.image && await checkUpload('image', input.image);
       const res = await core.send({
         ...face, operation: 'PUT /faces/{face_id}', subject: `face ${id}`, method: 'PUT', path: `/faces/${id}`, opts,
-        body: multipartBody({ name }, { image: input.image }),
+        body: multipartBody({ name }, { image }),
       });
       return returnCode(res.json);
     },

@@ -1,6 +1,6 @@
 import { IMAGE_EXTENSIONS, IMAGE_MIMES, sniffImageType, type ImageMime } from '../util/media-sniff.js';
 
-export { readHead } from '../util/media-sniff.js';
+export { readHead, readHeadOrWhole } from '../util/media-sniff.js';
 
 // What a file really is, from its first bytes. The service rejects images that are not really
 // JPEG, PNG, BMP or WebP, and a multipart part must carry the Content-Type of its bytes, so both

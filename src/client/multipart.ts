@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { InvalidInputError } from '../errors.js';
 import type { FileUpload } from './types.js';
 import type { StreamBody } from './transport.js';
-import { readHead, sniffMediaType } from './media-types.js';
+import { readHeadOrWhole, sniffMediaType } from './media-types.js';
 
 // Multipart bodies with their length known in advance (sent with Content-Length). Parts held in
 // memory (text fields, enrollment's small images) are sent as pieces written at once: no copy
@@ -22,13 +22,27 @@ export interface EncodedBody {
   data: Buffer | readonly Buffer[] | StreamBody;
 }
 
-/** Checks once, before any attempt, that the file exists and its bytes match its declared type. */
-export async function checkUpload(field: string, file: FileUpload): Promise<void> {
+/**
+ * A file given by path up to this size is read whole when it is checked and sent from memory, like
+ * a caller's `bytes`: one open and read instead of a look at its head, a stat and a stream (on this
+ * machine the client's CPU per 30 KB upload by path went from 1.06 to about 0.6 ms, test/bench/transport.mjs
+ * `postfile`). Every attempt then sends the same bytes. Larger files (a long WAV) are streamed.
+ */
+export const WHOLE_READ_MAX = 256 * 1024;
+
+/**
+ * Checks once, before any attempt, that the file exists and its bytes match its declared type.
+ * Returns the upload to send: a small file given by path comes back with its `bytes`.
+ */
+export async function checkUpload(field: string, file: FileUpload): Promise<FileUpload> {
   let head: Buffer;
+  let whole: Buffer | undefined;
   try {
-    head = file.bytes ? file.bytes.subarray(0, 64) : await readHead(file.path, 64);
+    if (file.bytes) head = file.bytes.subarray(0, 64);
+    else ({ head, whole } = await readHeadOrWhole(file.path, 64, WHOLE_READ_MAX));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    if (code === 'ECHANGED') throw new InvalidInputError(`${field}: ${file.path} changed while it was being read; upload a file nothing else writes to`, { cause: err, details: { path: file.path } });
     throw new InvalidInputError(`${field}: cannot read ${file.path} (${code})`, { cause: err, details: { path: file.path } });
   }
   const sniffed = sniffMediaType(head);
@@ -41,6 +55,7 @@ export async function checkUpload(field: string, file: FileUpload): Promise<void
       { details: { path: file.path, declared, sniffed: sniffed ?? null } },
     );
   }
+  return whole ? { ...file, bytes: whole } : file;
 }
 
 const escapeQuoted = (s: string) => s.replace(/\n/g, '%0A').replace(/\r/g, '%0D').replace(/"/g, '%22');

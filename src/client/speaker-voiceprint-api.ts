@@ -26,10 +26,10 @@ export function speakerVoiceprintApi(core: HttpCore): SpeakerVoiceprintApi {
     async trainSpeaker(request, opts) {
       need(request.model, 'speaker model');
       need(request.audioText, 'the text spoken in the audio (audio_text)');
-      await checkUpload('audio', request.audio);
+      const audio = await checkUpload('audio', request.audio);
       const spec = {
         ...other, operation: 'POST /train_speaker', method: 'POST', path: '/train_speaker', opts,
-        body: multipartBody({ model: request.model, audio_text: request.audioText }, { audio: request.audio }),
+        body: multipartBody({ model: request.model, audio_text: request.audioText }, { audio }),
       } as const;
       const res = await core.send(spec);
       const result = codeResult(res);
@@ -64,7 +64,7 @@ export function speakerVoiceprintApi(core: HttpCore): SpeakerVoiceprintApi {
 
     async registerVoiceprint(request, opts) {
       const name = checkName(request.name, 'voiceprint', VOICEPRINT_NAME_MAX_BYTES);
-      await checkUpload('audio', request.audio);
+      const audio = await checkUpload('audio', request.audio);
       const fields = {
         name,
         sample_rate: request.sampleRate,
@@ -74,7 +74,7 @@ export function speakerVoiceprintApi(core: HttpCore): SpeakerVoiceprintApi {
       };
       const spec = {
         ...other, operation: 'POST /voiceprint', subject: `name ${JSON.stringify(name)}`, method: 'POST', path: '/voiceprint', opts,
-        body: multipartBody(fields, { audio: request.audio }),
+        body: multipartBody(fields, { audio }),
       } as const;
       const res = await core.send(spec);
       const result = codeResult(res);

@@ -45,3 +45,25 @@ export async function readHead(path: string, bytes = 64): Promise<Buffer> {
     await fh.close();
   }
 }
+
+/**
+ * The first `bytes` of a file, and the whole file when it is no larger than `wholeMax`: one open,
+ * fstat and read serve both (a small upload then goes from memory, see client/multipart.ts).
+ * A file that is shorter than its fstat said by the time it is read is refused, not sent cut.
+ */
+export async function readHeadOrWhole(path: string, bytes: number, wholeMax: number): Promise<{ head: Buffer; whole?: Buffer }> {
+  const { fh, st } = await openRegularFile(path);
+  try {
+    if (st.size > wholeMax) {
+      const buf = Buffer.alloc(bytes);
+      const { bytesRead } = await fh.read(buf, 0, bytes, 0);
+      return { head: buf.subarray(0, bytesRead) };
+    }
+    const whole = Buffer.allocUnsafe(st.size);
+    const { bytesRead } = await fh.read(whole, 0, st.size, 0);
+    if (bytesRead !== st.size) throw Object.assign(new Error(`${path} changed while it was read (${bytesRead} of ${st.size} bytes)`), { code: 'ECHANGED' });
+    return { head: whole.subarray(0, bytes), whole };
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,22 +1,25 @@
 // HTTP client transport micro-benchmark: the client's own CPU per request, against the real
 // emulator over loopback, beside a plain node:http loop doing the same requests (the floor).
 //   npm run build && node test/bench/transport.mjs
-//   env COUNT=1000 (requests per kind), ROUNDS=3, KINDS=get,list,post, OLD=/tmp/old (another checkout, built: its
+//   env COUNT=1000 (requests per kind), ROUNDS=3, KINDS=get,list,post,postfile, OLD=/tmp/old (another checkout, built: its
 //   client is run in turn with this one), CONCURRENCY=4, BENCH_PROF=DIR (--cpu-prof of each child)
 // Each client runs in a child process of its own (the emulator stays in this one), so its CPU
 // (process.cpuUsage: user + sys) and its peak RSS are the client's alone. Kinds:
 //   get:  GET /faces/{id}/image of a 30 KB image, streamed and read to the end (face downloads);
 //   list: GET /faces/{id}, a small buffered JSON answer (listings, status calls);
 //   post: POST /faces multipart with a 30 KB image held in memory (enrollment uploads);
+//   postfile: the same image given by path: the agent's client checks its head and streams it from
+//         disk (what `faces add` and the plain loops of enroll.mjs do; the daemon's uploads mostly send
+//         the bytes their claim read), the plain loop reads it whole and posts the buffer;
 //   tls:  GET /faces over https with service.ca_file set, a new connection each time (the server
 //         closes it): the cost of a TLS connection with a private CA (not in the default KINDS).
 // Old, new and plain run in alternation, ROUNDS times; medians are printed (µs of CPU per request).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { randomJpeg } from './lib/images.mjs';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -25,7 +28,7 @@ const COUNT = Number(process.env.COUNT ?? 1000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 4);
 const WARMUP = Math.min(200, COUNT);
-const KINDS = (process.env.KINDS ?? 'get,list,post').split(',');
+const KINDS = (process.env.KINDS ?? 'get,list,post,postfile').split(',');
 
 async function pool(n, fn) {
   let next = 0;
@@ -39,6 +42,7 @@ async function plainClient(args) {
   const http = await import('node:http');
   const https = await import('node:https');
   const { readFileSync } = await import('node:fs');
+  const { readFile } = await import('node:fs/promises');
   const agent = new http.Agent({ keepAlive: true });
   const base = new URL(args.service.face_base_url);
   const auth = `Bearer ${args.service.terminal_secret}`;
@@ -53,7 +57,7 @@ async function plainClient(args) {
     req.on('error', reject);
     req.end(body);
   });
-  return {
+  const plain = {
     get: (id) => call('GET', `/faces/${id}/image`),
     list: (id) => call('GET', `/faces/${id}`),
     tls: () => new Promise((resolve, reject) => {
@@ -64,6 +68,7 @@ async function plainClient(args) {
       req.on('error', reject);
       req.end();
     }),
+    postfile: async (name, file) => plain.post(name, await readFile(file)),
     post: (name, image) => {
       const b = `----bench${randomBytes(8).toString('hex')}`;
       const body = Buffer.concat([
@@ -75,6 +80,7 @@ async function plainClient(args) {
     },
     close: async () => agent.destroy(),
   };
+  return plain;
 }
 
 async function agentClient(args) {
@@ -98,6 +104,7 @@ async function agentClient(args) {
     list: (id) => client.getFace(id),
     tls: () => tlsClient.listFaces(),
     post: (name, image) => client.createFace({ name, image: { path: `${name}.jpg`, contentType: 'image/jpeg', bytes: image } }, { retries: 0 }),
+    postfile: (name, file) => client.createFace({ name, image: { path: file, contentType: 'image/jpeg' } }, { retries: 0 }),
     close: () => Promise.all([client.close(), tlsClient?.close()]),
   };
 }
@@ -106,9 +113,13 @@ async function child() {
   const args = JSON.parse(process.env.BENCH_ARGS);
   const c = args.root ? await agentClient(args) : await plainClient(args);
   const image = randomJpeg(30 * 1024);
+  // postfile's image on disk (read from the page cache after the first upload, as a fresh drop is).
+  const file = join(mkdtempSync(join(tmpdir(), 'ta-bench-transport-')), 'image.jpg');
+  writeFileSync(file, image);
   const out = {};
   for (const kind of KINDS) {
-    const run = (n, tag) => pool(n, (i) => (kind === 'post' ? c.post(`${tag}-${args.label}-${args.round}-${i}`, image) : c[kind](args.ids[i % args.ids.length])));
+    const name = (tag, i) => `${tag}-${args.label}-${args.round}-${i}`;
+    const run = (n, tag) => pool(n, (i) => (kind === 'post' ? c.post(name(tag, i), image) : kind === 'postfile' ? c.postfile(name(tag, i), file) : c[kind](args.ids[i % args.ids.length])));
     // A TLS connection with a private CA cost ~40 ms with undici: 100 of them are plenty.
     const count = kind === 'tls' ? Math.min(100, args.count) : args.count;
     await run(kind === 'tls' ? 10 : WARMUP, 'warm');
@@ -119,6 +130,7 @@ async function child() {
     out[kind] = { cpuUs: (cpu.user + cpu.system) / count, wallUs: ((performance.now() - t0) * 1000) / count };
   }
   await c.close();
+  rmSync(dirname(file), { recursive: true, force: true });
   out.maxRssMb = process.resourceUsage().maxRSS / 1024;
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
@@ -176,11 +188,11 @@ async function main() {
   }
   const { loadavg } = await import('node:os');
   console.log(`transport: ${COUNT} requests per kind, concurrency ${CONCURRENCY}, ${ROUNDS} rounds, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log('client | GET 30 KB image (CPU µs/req) | GET small JSON | POST 30 KB multipart | new TLS connection with ca_file + GET | max RSS MB');
+  console.log('client | GET 30 KB image (CPU µs/req) | GET small JSON | POST 30 KB multipart | the same by path | new TLS connection with ca_file + GET | max RSS MB');
   for (const [label] of variants) {
     const rs = results[label];
     const cell = (k) => `${median(rs.map((r) => r[k].cpuUs)).toFixed(0)} (${Math.min(...rs.map((r) => r[k].cpuUs)).toFixed(0)}-${Math.max(...rs.map((r) => r[k].cpuUs)).toFixed(0)})`;
-    console.log(`${label} | ${['get', 'list', 'post', 'tls'].map((k) => (KINDS.includes(k) ? cell(k) : '-')).join(' | ')} | ${median(rs.map((r) => r.maxRssMb)).toFixed(1)}`);
+    console.log(`${label} | ${['get', 'list', 'post', 'postfile', 'tls'].map((k) => (KINDS.includes(k) ? cell(k) : '-')).join(' | ')} | ${median(rs.map((r) => r.maxRssMb)).toFixed(1)}`);
   }
 }
 

@@ -1,15 +1,16 @@
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { JPEG_BYTES, writeFixture, writeWav } from './fixtures.js';
 import { tmpDirManual } from '../helpers/tmp.js';
 import { clientFor, json, startHostileService } from '../helpers/hostile-service.js';
 import { InvalidInputError } from '../../src/errors.js';
-import { multipartBody } from '../../src/client/multipart.js';
+import { multipartBody, WHOLE_READ_MAX } from '../../src/client/multipart.js';
 
 // What goes on the wire for an upload, read byte for byte by a plain node:http server: the length
 // is announced (no chunked encoding), every file part carries a filename and the Content-Type of
-// its bytes, text fields are plain parts, and a file on disk is sent as it was when the upload began.
+// its bytes, text fields are plain parts, and a file on disk is sent as it was when the upload began
+// (a small one read whole at once, a large one streamed and checked against its size and mtime).
 
 let tmp: { dir: string; remove(): void };
 beforeAll(() => { tmp = tmpDirManual('ta-client-multipart-'); });
@@ -57,8 +58,9 @@ describe('multipart uploads on the wire', () => {
     expect(image!.data.equals(JPEG_BYTES)).toBe(true);
   });
 
-  it('a file given by path is read from disk as it is sent, with its length announced and its bytes intact', async () => {
-    const wav = writeWav(tmp.dir, 'voice sample.wav', 3);
+  it('a file larger than WHOLE_READ_MAX given by path is read from disk as it is sent, with its length announced and its bytes intact', async () => {
+    const wav = writeWav(tmp.dir, 'voice sample.wav', 12);
+    expect(statSync(wav).size).toBeGreaterThan(WHOLE_READ_MAX);
     const seen: Seen[] = [];
     const svc = await startHostileService({ '/train_speaker': capture(seen, { code: 0, message: 'ok', speaker_id: 'spk-1' }) });
     const { client } = clientFor(svc, { request_timeout: 10_000 });
@@ -76,7 +78,36 @@ describe('multipart uploads on the wire', () => {
     expect(byName.audio!.data.equals(readFileSync(wav))).toBe(true);
   });
 
-  it('a file that changes after the body was built fails the upload as bad input, not as a mix of two versions', async () => {
+  it('a small file given by path is read once, when the upload begins: a retry sends the same bytes though the file changed meanwhile', async () => {
+    const path = writeFixture(tmp.dir, 'retried.jpg', JPEG_BYTES);
+    const faceId = 'a'.repeat(32);
+    const seen: Seen[] = [];
+    const svc = await startHostileService({
+      [`/v1/api/faces/${faceId}`]: async (req, res) => {
+        const chunks: Buffer[] = [];
+        for await (const c of req) chunks.push(c as Buffer);
+        seen.push({ headers: req.headers, body: Buffer.concat(chunks) });
+        if (seen.length === 1) {
+          // The operator's tool rewrites the file while the first attempt is answered 503.
+          appendFileSync(path, Buffer.alloc(100, 1));
+          res.writeHead(503, { 'retry-after': '0' }).end();
+          return;
+        }
+        json(res, { return_code: 0, return_message: 'ok' });
+      },
+    });
+    const { client } = clientFor(svc, { retries: 2 });
+    await client.updateFace(faceId, { name: 'Bob', image: { path, contentType: 'image/jpeg' } });
+
+    expect(seen).toHaveLength(2);
+    for (const attempt of seen) {
+      const image = parts(attempt).find((p) => p.headers['content-disposition']!.includes('name="image"'))!;
+      expect(image.data.equals(JPEG_BYTES)).toBe(true);
+    }
+    expect(statSync(path).size).toBe(JPEG_BYTES.length + 100);
+  });
+
+  it('a large file that changes after the body was built fails the upload as bad input, not as a mix of two versions', async () => {
     const path = writeFixture(tmp.dir, 'growing.jpg', JPEG_BYTES);
     const body = await multipartBody({ name: 'x' }, { image: { path, contentType: 'image/jpeg' } })();
     appendFileSync(path, Buffer.alloc(10));
