@@ -141,6 +141,15 @@ describe('face calls', () => {
       .rejects.toThrow(/cannot read .*missing\.png \(ENOENT\)/);
   });
 
+  it('a file that reads shorter than its size says so and sends nothing (a sysfs file: 4096 bytes by fstat, a few by read)', async () => {
+    // Stands in for a file truncated between its fstat and its read, which no test can time.
+    const before = rig.emu.requests.length;
+    const path = '/sys/devices/system/cpu/online';
+    await expect(rig.client.createFace({ name: 'Short', image: { path, contentType: 'image/png' } }))
+      .rejects.toThrow(`image: ${path} changed while it was being read; upload a file nothing else writes to`);
+    expect(rig.emu.requests.length).toBe(before);
+  });
+
   it('sends exactly the fields of the spec, each file part with a filename and its type', async () => {
     // The emulator parses the form strictly; here the raw bytes are checked through a local echo.
     const png = writeFixture(dir, 'dee.png', PNG_BYTES);
