@@ -42,7 +42,7 @@ export async function checkUpload(field: string, file: FileUpload): Promise<File
     else ({ head, whole } = await readHeadOrWhole(file.path, 64, WHOLE_READ_MAX));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    if (code === 'ECHANGED') throw new InvalidInputError(`${field}: ${file.path} changed while it was being read; upload a file nothing else writes to`, { cause: err, details: { path: file.path } });
+    if (code === 'ECHANGED') throw fileChanged(field, file.path, 'read', err);
     throw new InvalidInputError(`${field}: cannot read ${file.path} (${code})`, { cause: err, details: { path: file.path } });
   }
   const sniffed = sniffMediaType(head);
@@ -56,6 +56,11 @@ export async function checkUpload(field: string, file: FileUpload): Promise<File
     );
   }
   return whole ? { ...file, bytes: whole } : file;
+}
+
+/** A file that changed under the client: refused as bad input, never sent cut or as a mix of two versions. */
+function fileChanged(field: string, path: string, during: 'read' | 'uploaded', cause?: unknown): InvalidInputError {
+  return new InvalidInputError(`${field}: ${path} changed while it was being ${during}; upload a file nothing else writes to`, { ...(cause === undefined ? {} : { cause }), details: { path } });
 }
 
 const escapeQuoted = (s: string) => s.replace(/\n/g, '%0A').replace(/\r/g, '%0D').replace(/"/g, '%22');
@@ -76,10 +81,7 @@ const CHUNK = 64 * 1024;
  * from a copy nothing else writes.
  */
 async function* diskChunks(part: DiskPart): AsyncGenerator<Buffer> {
-  const changed = () => new InvalidInputError(
-    `${part.field}: ${part.path} changed while it was being uploaded; upload a file nothing else writes to`,
-    { details: { path: part.path } },
-  );
+  const changed = () => fileChanged(part.field, part.path, 'uploaded');
   let fh;
   try {
     fh = await open(part.path, 'r');

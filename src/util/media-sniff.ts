@@ -35,21 +35,14 @@ export function sniffImageType(head: Uint8Array): ImageMime | undefined {
 
 /** Reads at most `bytes` from the start of a file (never the whole file). */
 export async function readHead(path: string, bytes = 64): Promise<Buffer> {
-  // Never blocks on a FIFO given as an image, and refuses anything but a regular file.
-  const { fh } = await openRegularFile(path);
-  try {
-    const buf = Buffer.alloc(bytes);
-    const { bytesRead } = await fh.read(buf, 0, bytes, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
+  return (await readHeadOrWhole(path, bytes, -1)).head;
 }
 
 /**
- * The first `bytes` of a file, and the whole file when it is no larger than `wholeMax`: one open,
- * fstat and read serve both (a small upload then goes from memory, see client/multipart.ts).
- * A file that is shorter than its fstat said by the time it is read is refused, not sent cut.
+ * The first `bytes` of a file, and the whole file when it is no larger than `wholeMax` (-1: never).
+ * Never blocks on a FIFO given as an image, and refuses anything but a regular file (safe-open.ts).
+ * One open, fstat and read serve both (a small upload then goes from memory, client/multipart.ts);
+ * a file shorter than its fstat said by the time it is read is refused, not sent cut.
  */
 export async function readHeadOrWhole(path: string, bytes: number, wholeMax: number): Promise<{ head: Buffer; whole?: Buffer }> {
   const { fh, st } = await openRegularFile(path);
