@@ -116,7 +116,7 @@ export function badResponse(ctx: ErrorContext, status: number, what: string, cau
 }
 
 /**
- * A connect that takes too long. undici's code, which node-transport.ts gives its own connect
+ * A connect that takes too long. undici's code, which direct-transport.ts gives its own connect
  * timeout too: the message an operator sees is the same whichever transport ran.
  */
 export const CONNECT_TIMEOUT_CODE = 'UND_ERR_CONNECT_TIMEOUT';

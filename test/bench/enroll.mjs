@@ -20,6 +20,8 @@
 //   BENCH_GROUP=N (the group holds N other faces, 2 KB images, before the daemon starts: its every
 //   listing, which tells enrollment the new faces' ids, carries them; the timed burst starts once
 //   the daemon's first sync has cached them),
+//   BENCH_THREADS=1 (the daemon's CPU by thread, and the service's side: the emulator runs in this
+//   process, so its CPU beside the plain loop tells whether that loop waits on the service),
 //   BENCH_SCHED=other (the daemon without the unit's CPUSchedulingPolicy=batch; lib/daemon-run.mjs),
 //   BENCH_TLS=1 (daemon and plain loop both talk HTTPS to the emulator through lib/tls-front.mjs, as
 //   a terminal talks to its cloud: every upload encrypted, each new connection a TLS handshake),
@@ -74,6 +76,12 @@ function longestGap(intervals) {
   return gap;
 }
 
+/** This process's CPU (user + system) since `from` (a process.cpuUsage()), ms. */
+function cpuMsSince(from) {
+  const d = process.cpuUsage(from);
+  return (d.user + d.system) / 1000;
+}
+
 function runPlainLoop(service, budget, tlsEnv) {
   return new Promise((resolve, reject) => {
     const child = spawnNode([PLAIN, 'post'], { env: { ...process.env, ...tlsEnv, BENCH_ARGS: JSON.stringify({ service, dir: source, names, concurrency: CONCURRENCY }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
@@ -115,7 +123,10 @@ async function oneRun(latencyMs, budget, runNo) {
     const tlsEnv = front ? { NODE_EXTRA_CA_CERTS: front.caFile } : {};
     const service = configSchema.parse({ service: { base_url: served.baseUrl, face_base_url: served.faceBaseUrl, terminal_secret: terminals[0].terminal_secret }, state_dir: '/x' }).service;
     settleDisk(root);
+    // This process's CPU is the emulator's (and this loop's own polling): what bounds the plain loop.
+    const serviceCpu0 = process.cpuUsage();
     const plain = await runPlainLoop(service, budget, tlsEnv);
+    const servicePlainMs = cpuMsSince(serviceCpu0);
     const plainHandshakes = front ? { ...front.handshakes } : undefined;
 
     seedMembers(emulator, terminals[1].group_id, GROUP);
@@ -153,6 +164,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const threads0 = procThreadCpuMs(pid);
     const written0 = procWriteBytes(pid);
     const device0 = deviceWrittenBytes(dir);
+    const serviceCpu1 = process.cpuUsage();
     const t0 = performance.now();
     const epoch0 = Date.now();
     for (const n of names) await copyFile(join(source, `${n}.jpg`), join(inbox, `${n}.jpg`));
@@ -172,6 +184,7 @@ async function oneRun(latencyMs, budget, runNo) {
       if (performance.now() - t0 > 600_000) throw new Error('enrollment did not finish in 10 minutes');
       await sleep(20);
     }
+    const serviceBurstMs = cpuMsSince(serviceCpu1);
     const cpu1 = procCpuSplitMs(pid);
     const threads1 = procThreadCpuMs(pid);
     const written1 = procWriteBytes(pid);
@@ -179,6 +192,7 @@ async function oneRun(latencyMs, budget, runNo) {
     // BENCH_FS loop mount, where the device is the benchmark's own).
     if (device0 !== null) settleDisk(dir);
     const device1 = device0 === null ? null : deviceWrittenBytes(dir);
+    if (process.env.BENCH_THREADS) console.log(`  the service's side (the emulator, in the benchmark's process, with its polling), CPU ms per file: beside the plain loop ${(servicePlainMs / COUNT).toFixed(2)}, beside the daemon ${(serviceBurstMs / COUNT).toFixed(2)}`);
     if (process.env.BENCH_THREADS) console.log(`  CPU by thread, ms per file: ${Object.entries(threads1).map(([k, v]) => [k, (v - (threads0[k] ?? 0)) / COUNT]).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; children ${((cpu1.user + cpu1.sys - cpu0.user - cpu0.sys - Object.values(threads1).reduce((a, b) => a + b, 0) + Object.values(threads0).reduce((a, b) => a + b, 0)) / COUNT).toFixed(2)}`);
     const userMs = cpu1.user - cpu0.user;
     const cpuMs = userMs + cpu1.sys - cpu0.sys;

@@ -1,0 +1,201 @@
+// An HTTP/1.1 response read from a connection's bytes as they come: the head (status line and
+// header fields), then the body as its framing says (Content-Length, chunked, or to the close).
+// Strict where a lenient reading would let a broken or hostile server confuse the agent: a head
+// that is not HTTP, header names that are not tokens, folded lines, a head or a trailer over 16 KB,
+// two differing lengths, a length beside chunked, a chunk size that is not hex: each an error whose
+// code starts HPE_ as node's parser's do (error-mapping.ts reads them as "the answer breaks HTTP").
+
+/** Node's default --max-http-header-size: the whole head (or trailer), line ends included. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+
+/** Header fields a second copy of which is dropped, as node's IncomingMessage does. */
+const SINGLE = new Set([
+  'age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host', 'if-modified-since',
+  'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'referer',
+  'retry-after', 'server', 'user-agent',
+]);
+
+/** RFC 9110 token characters (a header name), by char code. */
+const TOKEN = (() => {
+  const t = new Uint8Array(128);
+  for (const c of "!#$%&'*+-.^_`|~") t[c.charCodeAt(0)] = 1;
+  for (let c = 0x30; c <= 0x39; c++) t[c] = 1;
+  for (let c = 0x41; c <= 0x5a; c++) t[c] = 1;
+  for (let c = 0x61; c <= 0x7a; c++) t[c] = 1;
+  return t;
+})();
+
+export class HttpParseError extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+    this.name = 'HttpParseError';
+  }
+}
+
+export type Framing = { kind: 'length'; remaining: number } | { kind: 'chunked' } | { kind: 'close' } | { kind: 'none' };
+
+export interface ResponseHead {
+  statusCode: number;
+  headers: Record<string, string | string[]>;
+  framing: Framing;
+  /** The connection may carry another request once this answer is read (HTTP/1.1, no `close`). */
+  keepAlive: boolean;
+}
+
+function isToken(name: string): boolean {
+  if (name === '') return false;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c > 127 || !TOKEN[c]) return false;
+  }
+  return true;
+}
+
+/** Field values may not hold control characters but tab (RFC 9110 5.5). */
+function validValue(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09) || c === 0x7f) return false;
+  }
+  return true;
+}
+
+/** Header fields as lines `name: value`, into node's shape (lower-case names, duplicates joined). */
+function parseFields(lines: string[], from: number): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (let i = from; i < lines.length; i++) {
+    const line = lines[i]!;
+    const colon = line.indexOf(':');
+    const name = colon > 0 ? line.slice(0, colon) : '';
+    if (!isToken(name)) throw new HttpParseError('HPE_INVALID_HEADER_TOKEN', `invalid header line ${JSON.stringify(line.slice(0, 40))}`);
+    const value = line.slice(colon + 1).trim();
+    if (!validValue(value)) throw new HttpParseError('HPE_INVALID_HEADER_TOKEN', `invalid character in the value of ${name}`);
+    const key = name.toLowerCase();
+    const had = headers[key];
+    if (had === undefined) headers[key] = key === 'set-cookie' ? [value] : value;
+    else if (key === 'content-length') {
+      if (had !== value) throw new HttpParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'two different Content-Length values');
+    } else if (Array.isArray(had)) had.push(value);
+    else if (!SINGLE.has(key)) headers[key] = `${had}, ${value}`;
+  }
+  return headers;
+}
+
+function hasToken(value: string | string[] | undefined, token: string): boolean {
+  if (value === undefined) return false;
+  return String(value).toLowerCase().split(',').some((t) => t.trim() === token);
+}
+
+/**
+ * The head in `text` (latin1, up to but not including the blank line), for a request made with
+ * `method`. Interim answers (1xx) are returned too: the caller reads the next head after them.
+ */
+export function parseHead(text: string, method: string): ResponseHead {
+  const lines = text.split('\r\n');
+  const status = lines[0]!;
+  const version = status.slice(0, 9);
+  const code = status.slice(9, 12);
+  if ((version !== 'HTTP/1.1 ' && version !== 'HTTP/1.0 ') || !/^[1-9]\d\d$/.test(code) || (status.length > 12 && status[12] !== ' ')) {
+    throw new HttpParseError('HPE_INVALID_CONSTANT', `not an HTTP/1.x status line: ${JSON.stringify(status.slice(0, 40))}`);
+  }
+  for (let i = 1; i < lines.length; i++) {
+    if (lines[i]!.startsWith(' ') || lines[i]!.startsWith('\t')) throw new HttpParseError('HPE_INVALID_HEADER_TOKEN', 'a folded header line');
+  }
+  const statusCode = Number(code);
+  const headers = parseFields(lines, 1);
+  const te = headers['transfer-encoding'];
+  const cl = headers['content-length'] as string | undefined;
+  let framing: Framing;
+  if (statusCode < 200 || statusCode === 204 || statusCode === 304 || method === 'HEAD') framing = { kind: 'none' };
+  else if (te !== undefined) {
+    if (cl !== undefined) throw new HttpParseError('HPE_UNEXPECTED_CONTENT_LENGTH', 'both Content-Length and Transfer-Encoding');
+    const codings = String(te).toLowerCase().split(',').map((t) => t.trim());
+    framing = codings.at(-1) === 'chunked' ? { kind: 'chunked' } : { kind: 'close' };
+  } else if (cl !== undefined) {
+    if (!/^\d{1,15}$/.test(cl)) throw new HttpParseError('HPE_INVALID_CONTENT_LENGTH', `invalid Content-Length ${JSON.stringify(cl.slice(0, 20))}`);
+    framing = { kind: 'length', remaining: Number(cl) };
+  } else framing = { kind: 'close' };
+  const keepAlive = version === 'HTTP/1.1 ' && !hasToken(headers.connection, 'close') && framing.kind !== 'close';
+  return { statusCode, headers, framing, keepAlive };
+}
+
+/**
+ * The body's bytes out of a connection's chunks, by its framing. `feed` hands each piece of body
+ * to `out` and returns how many bytes of `chunk` it used: fewer than its length only once the
+ * body is over (what follows belongs to no answer the agent asked for).
+ */
+export class BodyReader {
+  done: boolean;
+  private remaining: number;
+  /** Chunked: 'size' (reading a size line), 'data', 'crlf' (after data), 'trailer'. */
+  private phase: 'size' | 'data' | 'crlf' | 'trailer' = 'size';
+  /** A size or trailer line split across chunks. */
+  private line = '';
+  private trailerBytes = 0;
+
+  constructor(private readonly framing: Framing) {
+    this.done = framing.kind === 'none' || (framing.kind === 'length' && framing.remaining === 0);
+    this.remaining = framing.kind === 'length' ? framing.remaining : 0;
+  }
+
+  feed(chunk: Buffer, out: (piece: Buffer) => void): number {
+    if (this.done) return 0;
+    if (this.framing.kind === 'close') {
+      out(chunk);
+      return chunk.length;
+    }
+    if (this.framing.kind === 'length') {
+      const n = Math.min(chunk.length, this.remaining);
+      out(n === chunk.length ? chunk : chunk.subarray(0, n));
+      this.remaining -= n;
+      this.done = this.remaining === 0;
+      return n;
+    }
+    return this.chunked(chunk, out);
+  }
+
+  /** The connection closed: a body read to the close is whole, any other is cut. */
+  closed(): boolean {
+    if (this.framing.kind === 'close') this.done = true;
+    return this.done;
+  }
+
+  private chunked(chunk: Buffer, out: (piece: Buffer) => void): number {
+    let at = 0;
+    while (at < chunk.length && !this.done) {
+      if (this.phase === 'data') {
+        const n = Math.min(chunk.length - at, this.remaining);
+        out(chunk.subarray(at, at + n));
+        at += n;
+        this.remaining -= n;
+        if (this.remaining === 0) this.phase = 'crlf';
+        continue;
+      }
+      const nl = chunk.indexOf(10, at);
+      const end = nl < 0 ? chunk.length : nl + 1;
+      this.line += chunk.toString('latin1', at, end);
+      at = end;
+      if (this.line.length > MAX_HEAD_BYTES) {
+        throw new HttpParseError('HPE_HEADER_OVERFLOW', 'a chunk line or trailer longer than 16 KB');
+      }
+      if (nl < 0) break;
+      if (!this.line.endsWith('\r\n')) throw new HttpParseError('HPE_STRICT', 'a bare LF in a chunked body');
+      const line = this.line.slice(0, -2);
+      this.line = '';
+      if (this.phase === 'crlf') {
+        if (line !== '') throw new HttpParseError('HPE_STRICT', 'no CRLF after a chunk\'s data');
+        this.phase = 'size';
+      } else if (this.phase === 'size') {
+        const hex = line.split(';', 1)[0]!.trim();
+        if (!/^[0-9a-fA-F]{1,12}$/.test(hex)) throw new HttpParseError('HPE_INVALID_CHUNK_SIZE', `invalid chunk size ${JSON.stringify(hex.slice(0, 20))}`);
+        this.remaining = parseInt(hex, 16);
+        this.phase = this.remaining === 0 ? 'trailer' : 'data';
+      } else if (line === '') this.done = true;
+      else {
+        this.trailerBytes += line.length + 2;
+        if (this.trailerBytes > MAX_HEAD_BYTES) throw new HttpParseError('HPE_HEADER_OVERFLOW', 'a trailer longer than 16 KB');
+      }
+    }
+    return at;
+  }
+}
