@@ -1,9 +1,9 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
-import { Readable } from 'node:stream';
 import { connect as tlsConnect, createSecureContext, type SecureContext } from 'node:tls';
-import type { RequestBody, StreamBody, Target, TlsOptions, Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { Target, TlsOptions, Transport, TransportRequest, TransportResponse } from './transport.js';
+import { requestHead, send } from './http1-request.js';
 import { CONNECT_TIMEOUT_CODE } from './error-mapping.js';
-import { BodyReader, HttpParseError, MAX_HEAD_BYTES, parseHead, type ResponseHead } from './http1-response.js';
+import { BodyReader, HttpParseError, MAX_HEAD_BYTES, ResponseBody, parseHead, type ResponseHead } from './http1-response.js';
 
 // Direct connections (no proxy): HTTP/1.1 over node:net and node:tls, with a keep-alive pool per
 // origin. Not node:http's client: its request and response objects, agent bookkeeping and
@@ -26,11 +26,6 @@ const IDLE_SOCKET_MS = 4_000;
 
 /** How every answer begins. */
 const STATUS_PREFIX = Buffer.from('HTTP/1.', 'latin1');
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** What node:http lets through in a header value (its checkInvalidHeaderChar). */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-/** What node:http lets through in a path (its INVALID_PATH_REGEX, inverted). */
-const REQUEST_PATH = /^[\x21-\xff]+$/;
 
 function abortError(): Error {
   return Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
@@ -45,39 +40,10 @@ function hangUp(): Error {
   return Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
 }
 
-/** The request line and header fields, checked as node:http checks them (a value with CR or LF would split the head). */
-function requestHead(base: URL, path: string, r: TransportRequest): string {
-  if (!REQUEST_PATH.test(path)) throw Object.assign(new TypeError('Request path contains unescaped characters'), { code: 'ERR_UNESCAPED_CHARACTERS' });
-  let head = `${r.method} ${path} HTTP/1.1\r\nhost: ${base.host}\r\n`;
-  for (const name in r.headers) {
-    const value = r.headers[name]!;
-    if (!HEADER_NAME.test(name)) throw Object.assign(new TypeError(`Header name must be a valid HTTP token ["${name}"]`), { code: 'ERR_INVALID_HTTP_TOKEN' });
-    if (!HEADER_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: 'ERR_INVALID_CHAR' });
-    head += `${name}: ${value}\r\n`;
-  }
-  return `${head}\r\n`;
-}
-
 /** How long a connection may wait for its next request: 4 s, or less when the server said so. */
 function keepFor(head: ResponseHead): number {
   const hint = /(?:^|[\s,])timeout=(\d+)/i.exec(String(head.headers['keep-alive'] ?? ''))?.[1];
   return hint === undefined ? IDLE_SOCKET_MS : Math.min(IDLE_SOCKET_MS, Number(hint) * 1000 - 1000);
-}
-
-/** An answer's body as a stream: pauses the connection when its reader falls behind. */
-class ResponseBody extends Readable {
-  constructor(private readonly onRead: () => void, private readonly onDestroy: () => void) {
-    super();
-  }
-
-  override _read(): void {
-    this.onRead();
-  }
-
-  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    this.onDestroy();
-    callback(err);
-  }
 }
 
 /** What the connection's events are passed to while it carries an exchange. */
@@ -315,43 +281,4 @@ export function directTransport(options: DirectTransportOptions): Transport {
       return closing;
     },
   };
-}
-
-/**
- * Writes the head and the body: bytes (or pieces) in one corked write, a streamed body piece by
- * piece, waiting for the socket to drain. `sent` is called once all of it is with the kernel.
- */
-function send(socket: Socket, head: string, body: RequestBody | undefined, sent: () => void, fail: (err: Error) => void, over: () => boolean): void {
-  if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body) || Array.isArray(body)) {
-    const pieces: Array<string | Buffer> = body === undefined ? [] : typeof body === 'string' || Buffer.isBuffer(body) ? [body] : [...(body as readonly Buffer[])];
-    socket.cork();
-    socket.write(head, 'latin1', pieces.length === 0 ? sent : undefined);
-    pieces.forEach((piece, i) => socket.write(piece, i === pieces.length - 1 ? sent : undefined));
-    socket.uncork();
-    return;
-  }
-  const stream = body as StreamBody;
-  void (async () => {
-    try {
-      socket.write(head, 'latin1');
-      // Each piece is written once the next is read, so that the last carries `sent`.
-      let last: Buffer | undefined;
-      for await (const chunk of stream.chunks()) {
-        if (over()) return; // leaving the loop closes the source (its `finally`)
-        if (last && !socket.write(last)) {
-          await new Promise<void>((resolve) => {
-            const done = () => { socket.off('drain', done); socket.off('close', done); resolve(); };
-            socket.on('drain', done);
-            socket.on('close', done);
-          });
-        }
-        last = chunk;
-      }
-      if (over()) return;
-      if (last) socket.write(last, sent);
-      else sent();
-    } catch (err) {
-      fail(err as Error);
-    }
-  })();
 }

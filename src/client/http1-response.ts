@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+
 // An HTTP/1.1 response read from a connection's bytes as they come: the head (status line and
 // header fields), then the body as its framing says (Content-Length, chunked, or to the close).
 // Strict where a lenient reading would let a broken or hostile server confuse the agent: a head
@@ -197,5 +199,21 @@ export class BodyReader {
       }
     }
     return at;
+  }
+}
+
+/** An answer's body as a stream: pauses the connection when its reader falls behind. */
+export class ResponseBody extends Readable {
+  constructor(private readonly onRead: () => void, private readonly onDestroy: () => void) {
+    super();
+  }
+
+  override _read(): void {
+    this.onRead();
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    this.onDestroy();
+    callback(err);
   }
 }

@@ -70,7 +70,7 @@ const LOADER_EXTRAS = ['module'];
 const DAEMON = /^src\/(daemon\/(daemon|agent|components)|cli\/daemon-env)\.ts$/;
 const EMULATOR = /^src\/emulator\//;
 const UNDICI = /^node_modules\/undici\//;
-const HTTP_CLIENT = /^src\/client\/(http-core|direct-transport|http1-response|proxy-transport)\.ts$/;
+const HTTP_CLIENT = /^src\/client\/(http-core|direct-transport|http1-request|http1-response|proxy-transport)\.ts$/;
 const HEAVY = [DAEMON, EMULATOR, UNDICI, HTTP_CLIENT, /^src\/enroll\/enrollment\.ts$/, /^src\/faces\/face-sync\.ts$/, /^node_modules\/(prom-client|chokidar)\//];
 
 function loadedOf(modules: string[], patterns: RegExp[]): string[] {
