@@ -248,8 +248,8 @@ export function directTransport(options: DirectTransportOptions): Transport {
         // unhandled 'error' event; readers that iterate, pipe or listen still get it.
         body.on('error', () => {});
         resolve({ statusCode: parsed.statusCode, headers: parsed.headers, body });
-        if (reader.done) feed(Buffer.alloc(0));
-        else if (rest.length > 0) feed(rest);
+        // An answer with no body ends here; bytes after it keep the connection from being reused.
+        if (reader.done || rest.length > 0) feed(rest);
       };
       conn.exchange = {
         data: (chunk) => (reader ? feed(chunk) : onHead(chunk)),

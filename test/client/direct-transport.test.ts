@@ -165,11 +165,11 @@ describe('answers as the server frames them', () => {
     });
   });
 
-  it('bytes after an answer: the call succeeds, and the connection is not trusted with the next one', async () => {
-    await against((_req, socket) => socket.write(`${answer(OK_BODY)}HTTP/1.1 200 OK\r\n`), async ({ service, call }) => {
-      await call();
-      await call();
-      expect(service.requests.map((r) => r.conn)).toEqual([1, 2]);
+  it('bytes after an answer, with a body or without one (204): the call succeeds, and the connection is not trusted with the next one', async () => {
+    const answers = [`${answer(OK_BODY)}HTTP/1.1 200 OK\r\n`, 'HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\n', answer(OK_BODY)];
+    await against((_req, socket, i) => socket.write(answers[i] ?? answer(OK_BODY)), async ({ service, call }) => {
+      for (let i = 0; i < 3; i++) await call();
+      expect(service.requests.map((r) => r.conn)).toEqual([1, 2, 3]);
     });
   });
 });
