@@ -42,7 +42,8 @@ function hangUp(): Error {
 
 /** How long a connection may wait for its next request: 4 s, or less when the server said so. */
 function keepFor(head: ResponseHead): number {
-  const hint = /(?:^|[\s,])timeout=(\d+)/i.exec(String(head.headers['keep-alive'] ?? ''))?.[1];
+  const given = head.headers['keep-alive'];
+  const hint = given === undefined ? undefined : /(?:^|[\s,])timeout=(\d+)/i.exec(String(given))?.[1];
   return hint === undefined ? IDLE_SOCKET_MS : Math.min(IDLE_SOCKET_MS, Number(hint) * 1000 - 1000);
 }
 

@@ -1,14 +1,11 @@
 import type { Socket } from 'node:net';
 import type { RequestBody, StreamBody, TransportRequest } from './transport.js';
+import { isFieldValue, isToken } from './http1-response.js';
 
 // The request side of the client's HTTP/1.1 (direct-transport.ts): the head, checked as node:http
 // checks it (a value with CR or LF would split the head and let a caller's input add headers), and
 // the body, written as the transport's callers hand it over.
 
-/** What node:http lets through in a header name (an RFC 9110 token). */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** What node:http lets through in a header value (its checkInvalidHeaderChar). */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** What node:http lets through in a path (its INVALID_PATH_REGEX, inverted). */
 const REQUEST_PATH = /^[\x21-\xff]+$/;
 
@@ -18,8 +15,8 @@ export function requestHead(base: URL, path: string, r: TransportRequest): strin
   let head = `${r.method} ${path} HTTP/1.1\r\nhost: ${base.host}\r\n`;
   for (const name in r.headers) {
     const value = r.headers[name]!;
-    if (!HEADER_NAME.test(name)) throw Object.assign(new TypeError(`Header name must be a valid HTTP token ["${name}"]`), { code: 'ERR_INVALID_HTTP_TOKEN' });
-    if (!HEADER_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: 'ERR_INVALID_CHAR' });
+    if (!isToken(name)) throw Object.assign(new TypeError(`Header name must be a valid HTTP token ["${name}"]`), { code: 'ERR_INVALID_HTTP_TOKEN' });
+    if (!isFieldValue(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: 'ERR_INVALID_CHAR' });
     head += `${name}: ${value}\r\n`;
   }
   return `${head}\r\n`;
