@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
-import { link, open, writeFile, type FileHandle } from 'node:fs/promises';
+import { open, writeFile, type FileHandle } from 'node:fs/promises';
 import { NotRegularFileError, openRegularFile } from '../util/safe-open.js';
 import { SYNC_READ_MAX, readRegularFileSync } from '../util/state-fs.js';
 import { formatSize } from '../util/units.js';
+import type { EnrollFs } from './enroll-fs.js';
 import { sha256Of } from './staged-body.js';
 import { EnrollInputError } from './validators.js';
 
@@ -73,9 +74,10 @@ export interface StagedRead {
  * frees none: in a burst, inode allocation (ext4 skipping recently deleted inodes) was a sixth of
  * the agent's CPU. An operator who rewrites the original in place rewrites the staged bytes too:
  * the upload checks them against the hash taken here and refuses what changed (staged-body.ts).
+ * The link is made where `fs` makes calls on enroll.dir (enroll-fs.ts).
  */
-export async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean): Promise<StagedRead | undefined> {
-  const linked = canLink && (await link(src, dest).then(() => true, () => false));
+export async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean, fs: Pick<EnrollFs, 'link'>): Promise<StagedRead | undefined> {
+  const linked = canLink && (await fs.link(src, dest).then(() => true, () => false));
   let head: Buffer;
   let after: Stats | undefined;
   if (linked && size < SYNC_READ_MAX) {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
-import { lstat, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { readFile, realpath, rm, stat } from 'node:fs/promises';
 import { NotRegularFileError, fileTypeOf } from '../util/safe-open.js';
 import { join, sep } from 'node:path';
 import type { Commit } from './commit-batcher.js';
@@ -8,6 +8,7 @@ import { isStoreRefusal } from './store-refusal.js';
 import { formatSize } from '../util/units.js';
 import { copyAndHash, readAndStage, readSmallFile, type StagedRead } from './claim-copy.js';
 import type { DirSync } from './dir-sync.js';
+import type { EnrollFs } from './enroll-fs.js';
 import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
 import { performance } from '../util/monotonic.js';
@@ -42,6 +43,8 @@ export interface ClaimDeps {
   syncDir: DirSync;
   /** Where a small face image's bytes wait for its upload (claimed-bytes.ts). */
   claimed?: ClaimedBytes;
+  /** Where the look at the file, its staging link and the look after are made (enroll-fs.ts). */
+  fs: Pick<EnrollFs, 'lstat' | 'stat' | 'link'>;
 }
 
 const NAME_OF: Record<Candidate['kind'], string> = { faces: 'face name', voiceprints: 'voiceprint name', speakers: 'speaker label', knowledge: 'knowledge ID' };
@@ -128,7 +131,7 @@ export function createClaimer(deps: ClaimDeps) {
     const name = nameOf(c);
     let st;
     try {
-      st = look ?? await lstat(abs);
+      st = look ?? await deps.fs.lstat(abs);
     } catch {
       return { outcome: 'ignored' };
     }
@@ -198,7 +201,7 @@ export function createClaimer(deps: ClaimDeps) {
     try {
       // A small face image: read once, staged by a link or from memory, without fsync (staged-body.ts says why).
       copied = stagedInMemory(c.kind, size)
-        ? await readAndStage(abs, st.ino, staged, size, !viaSymlink)
+        ? await readAndStage(abs, st.ino, staged, size, !viaSymlink, deps.fs)
         : await copyAndHash(abs, st.ino, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
     } catch (err) {
       // Replaced by something that is not a file since the lstat: look again after a quiet period.
@@ -210,7 +213,7 @@ export function createClaimer(deps: ClaimDeps) {
     // replaced by rename with the same size and mtime is caught by the inode). A staged link read
     // on the event loop brings its own look (the same inode); one replaced after the link is
     // told apart at the result step, as any replaced later (results.ts, sameFile).
-    const after = copied?.after ?? await stat(abs).catch(() => undefined);
+    const after = copied?.after ?? await deps.fs.stat(abs).catch(() => undefined);
     if (bytes !== size || !after || after.ino !== st.ino || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
       // Still being written after all: wait for another quiet period.
       await rm(staged, { force: true });

@@ -18,6 +18,7 @@ import { createPlacer, finalizeRow } from './results.js';
 import { finalizeRows } from './result-batch.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
+import { createEnrollFs } from './enroll-fs.js';
 import { describeRefusal, isStoreRefusal } from './store-refusal.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
 import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } from './types.js';
@@ -50,6 +51,8 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const commit = createCommitBatcher(db);
   const placer = createPlacer(layout);
   const syncDir = createDirSync();
+  // Where calls on enroll.dir's files are made: decided at each start (enroll-fs.ts).
+  const fs = createEnrollFs();
   const retry = deps.retry ?? DEFAULT_RETRY;
   const requestTimeout = config.service?.request_timeout ?? DEFAULT_REQUEST_TIMEOUT_MS;
   // A request we lost sight of may still be processed after our deadline (a slow server, a queue
@@ -64,7 +67,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged, claimed });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
-  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed });
+  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed, fs });
   const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
   // Files finishing together share their result files' sync and the commit that records them
@@ -81,13 +84,13 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     const failed = new Map<number, unknown>();
     await Promise.all(rows.filter((r) => !batched.includes(r)).map(async (row) => {
       try {
-        publishFinal(row, await finalizeRow(layout, store, commit, placer, row, syncDir));
+        publishFinal(row, await finalizeRow(layout, store, commit, placer, row, syncDir, fs));
       } catch (err) {
         failed.set(row.id, err);
       }
     }));
     if (batched.length > 0) {
-      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger, syncfs: deps.syncfs }, batched);
+      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger, syncfs: deps.syncfs, fs }, batched);
       // Announced once the result file is there to be read.
       for (const f of done.finished) publishFinal(f.row, f.resultFile);
       for (const [id, err] of done.failed) failed.set(id, err);
@@ -159,7 +162,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   }
 
   const tracker = createStabilityTracker({
-    settleMs: settings.settle_time, abs: layout.abs, logger,
+    settleMs: settings.settle_time, abs: layout.abs, logger, fs,
     onStable: (rel, st) => {
       if (st) settledLooks.set(rel, st);
       claimer.push(rel);
@@ -252,6 +255,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
     async start() {
       if (running) return;
       await ensureFolders(layout);
+      const sameFs = await fs.decide(layout, layout.staging);
       await recover();
       loopAc = new AbortController();
       requestAc = new AbortController();
@@ -260,7 +264,9 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       loop = dispatcher.run(loopAc.signal, requestAc.signal);
       tracker.start();
       await watcher.start();
-      logger.info({ dir: settings.dir }, 'enrollment folders watched');
+      logger.info({ dir: settings.dir, on_state_dir_fs: sameFs }, sameFs
+        ? 'enrollment folders watched'
+        : 'enrollment folders watched; they are not all on the file system of state_dir (a USB stick or a share?): calls on their files go through the thread pool');
     },
     async stop() {
       if (!running) return;

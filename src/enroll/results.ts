@@ -1,10 +1,11 @@
 import { constants, existsSync } from 'node:fs';
-import { copyFile, lstat, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, lstat, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../util/fs-atomic.js';
 import { sha256OfFile } from '../util/file-hash.js';
 import { removeStateFile } from '../util/state-fs.js';
 import type { DirSync } from './dir-sync.js';
+import type { EnrollFs } from './enroll-fs.js';
 import type { Layout } from './layout.js';
 import { companionRel, mkdirLikeRoot, splitInner } from './layout.js';
 import { fitName, resultFileFor, resultPathFor } from './result-files.js';
@@ -98,10 +99,10 @@ export function createPlacer(layout: Layout) {
 export type Placer = ReturnType<typeof createPlacer>;
 
 /** True when the path still holds the file that was claimed (an operator may have replaced it). */
-export async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
-  for (const f of [stat, lstat]) {
+export async function sameFile(path: string, row: OutboxRow, fs: Pick<EnrollFs, 'stat' | 'lstat'>): Promise<boolean> {
+  for (const look of [fs.stat, fs.lstat]) {
     try {
-      const st = await f(path);
+      const st = await look(path);
       const ino = parseMeta(row).sourceIno;
       if (st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms && (ino === undefined || st.ino === ino)) return true;
     } catch {
@@ -118,10 +119,11 @@ export async function sameFile(path: string, row: OutboxRow): Promise<boolean> {
  * file (deleting it left a NAME.json naming a file that was nowhere). Not
  * when the name now holds the staged inode itself (rewritten in place under a hard link: those
  * bytes are a new drop, still in the inbox), nor a copy a power failure tore (its hash differs).
+ * The original is looked at and moved where `fs` makes calls on enroll.dir (enroll-fs.ts).
  */
-export async function placeOriginal(source: string, row: OutboxRow, dest: string): Promise<void> {
-  if (await sameFile(source, row)) {
-    await rename(source, dest);
+export async function placeOriginal(source: string, row: OutboxRow, dest: string, fs: Pick<EnrollFs, 'stat' | 'lstat' | 'rename'>): Promise<void> {
+  if (await sameFile(source, row, fs)) {
+    await fs.rename(source, dest);
     return;
   }
   const staged = row.staged_path;
@@ -177,7 +179,7 @@ function writeResultFile(path: string, body: string, syncDir: DirSync): Promise<
 }
 
 /** Moves the original and writes its result file; returns that file's absolute path. */
-export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync): Promise<string> {
+export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync, fs: EnrollFs): Promise<string> {
   const failed = row.state === 'failed';
   const state = failed ? 'failed' : 'done';
   let resultFile: string;
@@ -199,7 +201,7 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
     const source = layout.abs(row.source_path);
     const dest = layout.placed(row.kind, state, target);
     await mkdirLikeRoot(layout.root, dirname(dest));
-    await placeOriginal(source, row, dest);
+    await placeOriginal(source, row, dest, fs);
     const companion = parseMeta(row).companion;
     if (companion) await rename(layout.abs(companion), layout.placed(row.kind, state, companionRel(target))).catch(() => undefined);
     const body = `${JSON.stringify(failed ? errorFileOf({ ...row, final_path: target }) : doneFileOf({ ...row, final_path: target }), null, 2)}\n`;

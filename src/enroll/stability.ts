@@ -1,6 +1,6 @@
-import { lstat, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import type { Logger } from '../log/logger.js';
+import type { EnrollFs } from './enroll-fs.js';
 import { performance } from '../util/monotonic.js';
 
 // A file is taken only once its size and mtime have not changed for settle_time, whatever event
@@ -23,21 +23,25 @@ export interface StabilityTrackerDeps {
    */
   onStable(rel: string, lstat?: Stats): void;
   logger: Logger;
+  /** Where the looks are made (enroll-fs.ts). */
+  fs: LookFs;
 }
+
+type LookFs = Pick<EnrollFs, 'lstat' | 'stat'>;
 
 export type StabilityTracker = ReturnType<typeof createStabilityTracker>;
 
 /** The file's size and mtime (a symbolic link's target's); `own` is its lstat when it is no link. */
-async function look(path: string): Promise<{ size: number; mtimeMs: number; own?: Stats } | undefined> {
+async function look(fs: LookFs, path: string): Promise<{ size: number; mtimeMs: number; own?: Stats } | undefined> {
   let l: Stats;
   try {
-    l = await lstat(path);
+    l = await fs.lstat(path);
   } catch {
     return undefined;
   }
   if (!l.isSymbolicLink()) return { size: l.size, mtimeMs: l.mtimeMs, own: l };
   // A link follows its target; a dangling one is still something to refuse (the claim says why).
-  return stat(path).catch(() => l);
+  return fs.stat(path).catch(() => l);
 }
 
 /**
@@ -96,7 +100,7 @@ export function createStabilityTracker(deps: StabilityTrackerDeps) {
       const lookAll = async () => {
         const rels = due;
         due = [];
-        const found = await Promise.all(rels.map((rel) => look(deps.abs(rel))));
+        const found = await Promise.all(rels.map((rel) => look(deps.fs, deps.abs(rel))));
         for (let i = 0; i < rels.length; i++) apply(rels[i]!, found[i], now);
       };
       // Walked live, not copied (every tick, a thousand entries in a burst): entries deleted or

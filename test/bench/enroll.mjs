@@ -3,6 +3,9 @@
 // are copied at once into enroll/faces/, and the clock stops when the last original is in
 // done/faces/. Beside it, in the same run, a plain loop (its own process) POSTs the same files with
 // the same concurrency (4). Target: end to end <= settle_time + 1.25 x the plain loop.
+// That plain loop uses the agent's own HTTP client, so it gets faster whenever the client does; a
+// second one right after it, on node:http alone (lib/plain-loops.mjs post-node), is a baseline that
+// never moves, and the daemon's ratio against it is printed beside, for information (no target).
 // Also printed: the daemon's own CPU per file (utime+stime from /proc/PID/stat, from the copy to
 // the moment every result file and the face cache are written, so all the work the files caused)
 // and its peak RSS (VmHWM). Beside it, the plain loop's own CPU per file (utime+stime of its
@@ -11,7 +14,7 @@
 // And the bytes written per file (a Pi's SD card wears by them): the daemon's own (/proc/PID/io)
 // and, on a BENCH_FS loop mount, its device's (the inbox copy, the journal and metadata included).
 // Variants: no added latency (the one that counts), 20 ms of service latency, and "Pi budget": the
-// daemon and the plain loop each confined to a quarter of one core (see lib/daemon-run.mjs).
+// daemon and the plain loops each confined to a quarter of one core (see lib/daemon-run.mjs).
 //   npm run build && node test/bench/enroll.mjs [COUNT]
 //   env RUNS=3 (runs per variant), VARIANTS=0,20,pi, BENCH_PROF=DIR (--cpu-prof of the daemon; with BENCH_MAIN, lib/daemon-run.mjs, its frames name src/ modules),
 //   BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs; ext4-nojournal: a new one without),
@@ -82,12 +85,17 @@ function cpuMsSince(from) {
   return (d.user + d.system) / 1000;
 }
 
-function runPlainLoop(service, budget, tlsEnv) {
+/** mode 'post': the loop on the agent's client; 'post-node': on node:http alone. */
+function runPlainLoop(service, budget, tlsEnv, mode = 'post') {
   return new Promise((resolve, reject) => {
-    const child = spawnNode([PLAIN, 'post'], { env: { ...process.env, ...tlsEnv, BENCH_ARGS: JSON.stringify({ service, dir: source, names, concurrency: CONCURRENCY }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
+    const child = spawnNode([PLAIN, mode], { env: { ...process.env, ...tlsEnv, BENCH_ARGS: JSON.stringify({ service, dir: source, names, concurrency: CONCURRENCY }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
-    child.once('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`plain loop exited ${code}`))));
+    child.once('close', (code) => {
+      if (code !== 0) return reject(new Error(`plain loop (${mode}) exited ${code}`));
+      const r = JSON.parse(out);
+      return r.count === COUNT ? resolve(r) : reject(new Error(`plain loop (${mode}) uploaded ${r.count} of ${COUNT} files`));
+    });
   });
 }
 
@@ -128,6 +136,9 @@ async function oneRun(latencyMs, budget, runNo) {
     const plain = await runPlainLoop(service, budget, tlsEnv);
     const servicePlainMs = cpuMsSince(serviceCpu0);
     const plainHandshakes = front ? { ...front.handshakes } : undefined;
+    settleDisk(root);
+    const nodePlain = await runPlainLoop(service, budget, tlsEnv, 'post-node');
+    const nodeHandshakes = front ? { ...front.handshakes } : undefined;
 
     seedMembers(emulator, terminals[1].group_id, GROUP);
     const config = writeDaemonConfig(dir, served, terminals[1]);
@@ -219,20 +230,22 @@ async function oneRun(latencyMs, budget, runNo) {
     const stallMs = longestGap(posts.map((p) => [p.at, p.at + p.durationMs]));
     // Over HTTPS: the TLS sessions each side opened (whole handshakes, resumed ones) and the ciphers.
     const tlsPart = !front ? '' : `; over https: plain loop ${plainHandshakes.full} whole + ${plainHandshakes.resumed} resumed handshakes, ` +
-      `daemon ${front.handshakes.full - plainHandshakes.full} + ${front.handshakes.resumed - plainHandshakes.resumed} (its start-up sync included), ciphers ${Object.keys(front.ciphers).join(', ')}`;
+      `node:http loop ${nodeHandshakes.full - plainHandshakes.full} + ${nodeHandshakes.resumed - plainHandshakes.resumed}, ` +
+      `daemon ${front.handshakes.full - nodeHandshakes.full} + ${front.handshakes.resumed - nodeHandshakes.resumed} (its start-up sync included), ciphers ${Object.keys(front.ciphers).join(', ')}`;
     // What the burst cost the disk (a Pi's SD card wears by the bytes written): the daemon's own
     // writes, and the device's (the copy into the inbox, the journal and metadata included), per file.
     const writtenKb = written0 === null || written1 === null ? undefined : (written1 - written0) / 1024 / COUNT;
     const deviceKb = device0 === null || device1 === null ? undefined : (device1 - device0) / 1024 / COUNT;
     const diskPart = writtenKb === undefined ? '' : `; disk per file: the daemon wrote ${writtenKb.toFixed(1)} KB` +
       (deviceKb === undefined ? '' : `, the device took ${deviceKb.toFixed(1)} KB (the copy into the inbox included)`) + ` for an image of ${(IMAGE_BYTES / 1024).toFixed(0)} KB`;
-    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, rssBeforeMb, rssAfterMb, allOnce, lists, createUs, stallMs, writtenKb, deviceKb };
+    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, nodePlainMs: nodePlain.ms, nodePlainCpuMs: nodePlain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, rssBeforeMb, rssAfterMb, allOnce, lists, createUs, stallMs, writtenKb, deviceKb };
     const afterPart = rssAfterMb === undefined ? '' : `; RSS ${afterSeconds} s after the burst ${rssAfterMb.toFixed(1)} MB (just before it ${rssBeforeMb.toFixed(1)} MB)`;
     r.ratio = endMs / plain.ms;
     r.ok = endMs <= SETTLE_MS + 1.25 * plain.ms;
-    console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
+    r.nodeRatio = endMs / nodePlain.ms;
+    console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; node:http loop ${(nodePlain.ms / 1000).toFixed(2)} s (daemon / node:http ${r.nodeRatio.toFixed(2)}x); daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
       `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
-      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${diskPart}${tlsPart}`);
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}; node:http loop ${(nodePlain.cpuMs / COUNT).toFixed(2)}, its whole process ${(nodePlain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${diskPart}${tlsPart}`);
     return r;
   } finally {
     // The run's files stay until the benchmark ends (workDir.close): deleting 3,000 of them here
@@ -246,7 +259,7 @@ async function oneRun(latencyMs, budget, runNo) {
   }
 }
 
-console.log(`enroll benchmark${TLS ? ' over HTTPS (BENCH_TLS=1)' : ''}: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB copied at once into enroll/faces/ of a running daemon (default settings: settle_time ${SETTLE_MS} ms, upload_concurrency ${CONCURRENCY}); plain loop: POSTs at concurrency ${CONCURRENCY}; ${RUNS} run(s) per variant; this machine is shared, figures are noisy`);
+console.log(`enroll benchmark${TLS ? ' over HTTPS (BENCH_TLS=1)' : ''}: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB copied at once into enroll/faces/ of a running daemon (default settings: settle_time ${SETTLE_MS} ms, upload_concurrency ${CONCURRENCY}); plain loops: POSTs at concurrency ${CONCURRENCY}, through the agent's client, then through node:http alone; ${RUNS} run(s) per variant; this machine is shared, figures are noisy`);
 let failed = false;
 const summary = [];
 for (const v of VARIANTS) {
@@ -260,7 +273,7 @@ for (const v of VARIANTS) {
       continue;
     }
   }
-  const label = pi ? `Pi budget (no added latency; daemon and plain loop each in ${budget.how})` : `${latency} ms service latency${latency === 0 ? ' (the one that counts)' : ''}`;
+  const label = pi ? `Pi budget (no added latency; daemon and plain loops each in ${budget.how})` : `${latency} ms service latency${latency === 0 ? ' (the one that counts)' : ''}`;
   console.log(`${label}:`);
   const rs = [];
   try {
@@ -269,7 +282,8 @@ for (const v of VARIANTS) {
     budget?.close();
   }
   const line = `  => ${pi ? 'Pi budget' : `${latency} ms`}: end to end ${spread(rs.map((r) => r.endMs / 1000), 2, ' s')}; plain loop ${spread(rs.map((r) => r.plainMs / 1000), 2, ' s')}; ratio ${spread(rs.map((r) => r.ratio))}x; ` +
-    `CPU ${spread(rs.map((r) => r.cpuMs / COUNT))} ms/file (plain loop ${spread(rs.map((r) => r.plainCpuMs / COUNT))}); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}` +
+    `node:http loop ${spread(rs.map((r) => r.nodePlainMs / 1000), 2, ' s')} (daemon / node:http ${spread(rs.map((r) => r.nodeRatio))}x); ` +
+    `CPU ${spread(rs.map((r) => r.cpuMs / COUNT))} ms/file (plain loop ${spread(rs.map((r) => r.plainCpuMs / COUNT))}, node:http loop ${spread(rs.map((r) => r.nodePlainCpuMs / COUNT))}); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}` +
     (rs.every((r) => r.rssAfterMb !== undefined) ? `; RSS after the burst ${spread(rs.map((r) => r.rssAfterMb), 1, ' MB')} (before it ${spread(rs.map((r) => r.rssBeforeMb), 1, ' MB')})` : '') +
     (rs.every((r) => r.writtenKb !== undefined) ? `; written per file: daemon ${spread(rs.map((r) => r.writtenKb), 1, ' KB')}` : '') +
     (rs.every((r) => r.deviceKb !== undefined) ? `, device ${spread(rs.map((r) => r.deviceKb), 1, ' KB')} (image ${(IMAGE_BYTES / 1024).toFixed(0)} KB)` : '');

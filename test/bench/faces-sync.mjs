@@ -2,7 +2,7 @@
 // Face sync benchmark: N faces with ~30 KB images seeded on the emulator over loopback.
 //   npm run build && node test/bench/faces-sync.mjs [--faces 10000] [--size 30000] [--concurrency 8]
 //   env RUNS=2 (runs per variant), VARIANTS=0,pi (0 = no added latency; 20 = 20 ms; pi = Pi budget);
-//   profiling: BENCH_PROF=DIR (daemon --cpu-prof), BENCH_PROF_PLAIN=DIR (the plain loop's), BENCH_NODE_ARGS,
+//   profiling: BENCH_PROF=DIR (daemon --cpu-prof), BENCH_PROF_PLAIN=DIR (the plain loops'), BENCH_NODE_ARGS,
 //   BENCH_DAEMON_ENV and BENCH_SCHED=other (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
 //   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio),
 //   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs; ext4-nojournal: a new one without),
@@ -11,8 +11,11 @@
 //   - the first sync end to end as a user sees it: from spawning the real daemon (dist/main.js run,
 //     as the unit runs it, a fresh state_dir) to index.json naming all N faces, against a plain
 //     list + GET loop (its own process, same concurrency, timed from its spawn too) in the same
-//     run; target <= 1.15x. Also the daemon's own CPU (/proc/PID/stat) and peak RSS (VmHWM),
-//     target <= 120 MB. "Pi budget": daemon and plain loop each confined to a quarter of a core;
+//     run; target <= 1.15x. That loop (lib/plain-loops.mjs get) uses the agent's own HTTP client,
+//     so it gets faster whenever the client does: a second one right after it, on node:http alone
+//     (get-node), is a baseline that never moves, its ratio printed beside for information (no
+//     target). Also the daemon's own CPU (/proc/PID/stat) and peak RSS (VmHWM),
+//     target <= 120 MB. "Pi budget": daemon and plain loops each confined to a quarter of a core;
 //   - a re-sync with no changes: time (target <= 500 ms) and image requests (target 0), counted
 //     from the emulator's request log (the sync component in a child process);
 //   - a re-sync after 10 changes (3 added, 2 deleted, 2 renamed, 3 images replaced by this agent and
@@ -26,9 +29,8 @@ import { createPiBudget, indexEntries, procCpuSplitMs, procPeakRssMb, procThread
 import { benchWorkDir, createCost, settleDisk } from './lib/bench-fs.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
 import { randomJpeg } from './lib/images.mjs';
-import { writeFileSync, mkdirSync, createWriteStream } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -43,27 +45,6 @@ const serviceConfig = (emu) => ({
 });
 
 const imageSize = (base) => base - 2048 + Math.floor(Math.random() * 4096); // ~base bytes, varied
-
-// ---------------- child: the plain loop ----------------
-async function childBaseline({ emu, dir, concurrency }) {
-  const { createServiceClient } = await import(join(DIST, 'client/service-client.js'));
-  const { silentLogger } = await import(join(DIST, 'log/logger.js'));
-  const client = createServiceClient({ config: serviceConfig(emu), logger: silentLogger(), userAgent: 'bench-baseline' });
-  const t0 = performance.now();
-  const faces = await client.listFaces();
-  let next = 0;
-  const worker = async () => {
-    while (next < faces.length) {
-      const f = faces[next++];
-      const res = await client.getFaceImage(f.face_id);
-      await pipeline(res.body, createWriteStream(join(dir, `${f.face_id}.jpg`)));
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  const ms = performance.now() - t0;
-  await client.close();
-  return { ms, faces: faces.length, maxRssMb: process.resourceUsage().maxRSS / 1024 };
-}
 
 // ---------------- child: the agent's face sync ----------------
 async function childSync({ emu, stateDir, concurrency, initialOnly }) {
@@ -121,8 +102,8 @@ if (process.argv[2] === '--child') {
   const kind = process.argv[3];
   process.once('message', async (args) => {
     try {
-      if (kind === 'baseline') process.send({ phase: 'result', value: await childBaseline(args) });
-      else await childSync(args);
+      if (kind === 'sync') await childSync(args);
+      else throw new Error(`faces-sync.mjs: no child ${kind}`);
       process.disconnect();
     } catch (err) {
       console.error(err);
@@ -174,25 +155,30 @@ async function main() {
         continue;
       }
       emu.faults.setChaos({ latencyMs: pi ? 0 : Number(v) });
-      console.log(pi ? `Pi budget (no added latency; daemon and plain loop each in ${budget.how}):` : `${v} ms service latency:`);
+      console.log(pi ? `Pi budget (no added latency; daemon and plain loops each in ${budget.how}):` : `${v} ms service latency:`);
       const rs = [];
       try {
         for (let i = 1; i <= runs; i++) {
           const h0 = { ...front?.handshakes };
-          const b = process.env.BENCH_DAEMON_ONLY ? { ms: NaN, cpuMs: NaN } : await plainGetLoop(via, work, concurrency, budget);
+          const skip = { ms: NaN, cpuMs: NaN };
+          const b = process.env.BENCH_DAEMON_ONLY ? skip : await plainGetLoop(via, work, concurrency, budget, n);
           const h1 = { ...front?.handshakes };
+          const bn = process.env.BENCH_DAEMON_ONLY ? skip : await plainGetLoop(via, work, concurrency, budget, n, 'get-node');
+          const h2 = { ...front?.handshakes };
           const d = await daemonFirstSync(emu, via, work, n, budget);
-          if (front) console.log(`  over https: plain loop ${h1.full - h0.full} whole + ${h1.resumed - h0.resumed} resumed handshakes, daemon ${front.handshakes.full - h1.full} + ${front.handshakes.resumed - h1.resumed}; ciphers ${Object.keys(front.ciphers).join(', ')}`);
-          const r = { ...d, plainMs: b.ms, plainCpuMs: b.cpuMs, ratio: d.ms / b.ms };
+          if (front) console.log(`  over https: plain loop ${h1.full - h0.full} whole + ${h1.resumed - h0.resumed} resumed handshakes, node:http loop ${h2.full - h1.full} + ${h2.resumed - h1.resumed}, daemon ${front.handshakes.full - h2.full} + ${front.handshakes.resumed - h2.resumed}; ciphers ${Object.keys(front.ciphers).join(', ')}`);
+          const r = { ...d, plainMs: b.ms, plainCpuMs: b.cpuMs, ratio: d.ms / b.ms, nodePlainMs: bn.ms, nodePlainCpuMs: bn.cpuMs, nodeRatio: d.ms / bn.ms };
           rs.push(r);
-          console.log(`  run ${i}: plain loop (spawn to done) ${(b.ms / 1000).toFixed(2)} s; daemon spawn to index.json naming all ${n}: ${(d.ms / 1000).toFixed(2)} s; ratio ${r.ratio.toFixed(2)}x (target <= 1.15x); ` +
-            `daemon CPU ${(d.cpuMs / 1000).toFixed(2)} s (user ${(d.userMs / 1000).toFixed(2)}), ${(d.cpuMs / n).toFixed(2)} ms per face (plain loop ${(b.cpuMs / n).toFixed(2)}); peak RSS ${d.peakRssMb.toFixed(1)} MB (target <= 120 MB); ${d.imageRequests} image requests; creating a file there: ${d.createUs.toFixed(0)} µs`);
+          console.log(`  run ${i}: plain loop (spawn to done) ${(b.ms / 1000).toFixed(2)} s; node:http loop (spawn to done) ${(bn.ms / 1000).toFixed(2)} s; daemon spawn to index.json naming all ${n}: ${(d.ms / 1000).toFixed(2)} s; ratio ${r.ratio.toFixed(2)}x (target <= 1.15x), daemon / node:http ${r.nodeRatio.toFixed(2)}x; ` +
+            `daemon CPU ${(d.cpuMs / 1000).toFixed(2)} s (user ${(d.userMs / 1000).toFixed(2)}), ${(d.cpuMs / n).toFixed(2)} ms per face (plain loop ${(b.cpuMs / n).toFixed(2)}, node:http loop ${(bn.cpuMs / n).toFixed(2)}); peak RSS ${d.peakRssMb.toFixed(1)} MB (target <= 120 MB); ${d.imageRequests} image requests; creating a file there: ${d.createUs.toFixed(0)} µs`);
           console.log(`    daemon timeline, ms from spawn: ${Object.entries(d.timeline).map(([k, t]) => `${k} ${Math.round(t)}`).join(', ')}`);
         }
       } finally {
         budget?.close();
       }
-      const line = `  => ${pi ? 'Pi budget' : `${v} ms`}: ratio ${spread(rs.map((r) => r.ratio))}x; daemon ${spread(rs.map((r) => r.ms / 1000), 2, ' s')}, plain loop ${spread(rs.map((r) => r.plainMs / 1000), 2, ' s')}; CPU ${spread(rs.map((r) => r.cpuMs / n))} ms/face (plain loop ${spread(rs.map((r) => r.plainCpuMs / n))}); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}`;
+      const line = `  => ${pi ? 'Pi budget' : `${v} ms`}: ratio ${spread(rs.map((r) => r.ratio))}x; daemon ${spread(rs.map((r) => r.ms / 1000), 2, ' s')}, plain loop ${spread(rs.map((r) => r.plainMs / 1000), 2, ' s')}; ` +
+        `node:http loop ${spread(rs.map((r) => r.nodePlainMs / 1000), 2, ' s')} (daemon / node:http ${spread(rs.map((r) => r.nodeRatio))}x); ` +
+        `CPU ${spread(rs.map((r) => r.cpuMs / n))} ms/face (plain loop ${spread(rs.map((r) => r.plainCpuMs / n))}, node:http loop ${spread(rs.map((r) => r.nodePlainCpuMs / n))}); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}`;
       console.log(line);
       summary.push(line);
       if (!pi && v === '0' && !(Math.min(...rs.map((r) => r.ratio)) <= 1.15 && median(rs.map((r) => r.peakRssMb)) <= 120)) firstOk = false;
@@ -264,17 +250,21 @@ function median(xs) {
 // keptUntilEnd: no measured run follows the deletion of another's 10,000 files. On ext4 without a
 // journal (this development VM's disk) each new inode is checked against the inodes deleted in the
 // last 30 s (recently_deleted in `perf record`: a third of the daemon's CPU after such a deletion),
-// so whichever ran right after a deletion paid for it. Disk use: ~600 MB per run and variant.
+// so whichever ran right after a deletion paid for it. Disk use: ~900 MB per run and variant (the
+// daemon's images and each plain loop's).
 
-/** The plain loop in its own process: list, then GET + write each image; ms from its spawn to its answer. */
-async function plainGetLoop(via, work, concurrency, budget) {
-  const dir = join(work, `plain-${Date.now()}`);
+/**
+ * The plain loop in its own process: list, then GET + write each image; ms from its spawn to its
+ * answer. mode 'get': on the agent's client; 'get-node': on node:http alone. Throws unless it wrote `n`.
+ */
+async function plainGetLoop(via, work, concurrency, budget, n, mode = 'get') {
+  const dir = join(work, `plain-${mode}-${Date.now()}`);
   mkdirSync(dir);
   const service = serviceConfig(via.served);
   settleDisk(work);
   const t0 = performance.now();
   const prof = process.env.BENCH_PROF_PLAIN ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF_PLAIN}`] : [];
-  const child = spawnNode([...prof, fileURLToPath(new URL('./lib/plain-loops.mjs', import.meta.url)), 'get'], { env: { ...process.env, ...via.env, BENCH_ARGS: JSON.stringify({ service, dir, concurrency }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
+  const child = spawnNode([...prof, fileURLToPath(new URL('./lib/plain-loops.mjs', import.meta.url)), mode], { env: { ...process.env, ...via.env, BENCH_ARGS: JSON.stringify({ service, dir, concurrency }) }, stdio: ['ignore', 'pipe', 'inherit'] }, budget);
   let out = '';
   let cpuMs = NaN;
   const ms = await new Promise((resolve, reject) => {
@@ -290,11 +280,13 @@ async function plainGetLoop(via, work, concurrency, budget) {
         // already gone
       }
     });
-    child.once('close', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`plain loop exited ${code}`))));
+    child.once('close', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`plain loop (${mode}) exited ${code}`))));
   });
   await new Promise((r) => (child.exitCode !== null ? r() : child.once('close', r)));
   // Its files stay until the end (keptUntilEnd).
-  return { ms, cpuMs, count: JSON.parse(out).count };
+  const { count } = JSON.parse(out);
+  if (count !== n) throw new Error(`plain loop (${mode}) wrote ${count} of ${n} images`);
+  return { ms, cpuMs, count };
 }
 
 /** Spawns the daemon with a fresh state_dir; ms from the spawn until index.json names `n` faces. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { copyAndHash, readAndStage, readSmallFile } from '../../src/enroll/claim-copy.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { jpeg } from './fixtures.js';
+import { enrollFsFor, jpeg } from './fixtures.js';
 
 // How a claim reads the file it takes, on real files: what is staged under state_dir is what was
 // hashed, a name that came to hold another file is not taken, and a speaker's text is never read
@@ -19,18 +19,19 @@ function dirs() {
 }
 
 /** A new face image `name`, staged (by a link when `canLink`); its bytes, its stat and what readAndStage said. */
-async function stageNew(name: string, canLink: boolean) {
+async function stageNew(name: string, canLink: boolean, onLoop: boolean) {
   const d = dirs();
   const bytes = jpeg();
   writeFileSync(d.src(name), bytes);
   const st = statSync(d.src(name));
-  const got = await readAndStage(d.src(name), st.ino, d.staged(name), st.size, canLink);
+  const got = await readAndStage(d.src(name), st.ino, d.staged(name), st.size, canLink, await enrollFsFor(onLoop));
   return { d, bytes, st, got };
 }
 
-describe('readAndStage (small face images)', () => {
+// The link made in place and through the thread pool (enroll-fs.ts): the same behaviour.
+describe.each([['in place', true], ['through the thread pool', false]] as const)('readAndStage (small face images), the link made %s', (_, onLoop) => {
   it('stages by a hard link when it may: the staged name is the original inode, the hash is of its bytes', async () => {
-    const { d, bytes, st, got } = await stageNew('a.jpg', true);
+    const { d, bytes, st, got } = await stageNew('a.jpg', true, onLoop);
     expect(got).toMatchObject({ sha256: sha(bytes), bytes: bytes.length, linked: true });
     expect(got!.head.equals(bytes)).toBe(true);
     expect(statSync(d.staged('a.jpg')).ino).toBe(st.ino);
@@ -40,7 +41,7 @@ describe('readAndStage (small face images)', () => {
   });
 
   it('without a link, writes the bytes it read into a new file of its own (mode 600)', async () => {
-    const { d, bytes, st, got } = await stageNew('b.jpg', false);
+    const { d, bytes, st, got } = await stageNew('b.jpg', false, onLoop);
     expect(got).toMatchObject({ sha256: sha(bytes), linked: false });
     const staged = statSync(d.staged('b.jpg'));
     expect(staged.ino).not.toBe(st.ino);
@@ -56,7 +57,7 @@ describe('readAndStage (small face images)', () => {
     // Replaced by rename, as an editor or a copy tool does.
     writeFileSync(d.src('c.new'), jpeg());
     renameSync(d.src('c.new'), d.src('c.jpg'));
-    expect(await readAndStage(d.src('c.jpg'), first.ino, d.staged('c.jpg'), first.size, false)).toBeUndefined();
+    expect(await readAndStage(d.src('c.jpg'), first.ino, d.staged('c.jpg'), first.size, true, await enrollFsFor(onLoop))).toBeUndefined();
   });
 });
 

@@ -10,11 +10,14 @@ import type { AgentConfig } from '../../src/config/schema.js';
 import { encodeWav } from '../../src/audio/wav.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { createEnrollment } from '../../src/enroll/index.js';
+import { createEnrollFs, type EnrollFs } from '../../src/enroll/enroll-fs.js';
+import { createLayout, ensureFolders } from '../../src/enroll/layout.js';
 import type { FaceSeedImage } from '../../src/enroll/types.js';
 import type { Enrollment } from '../../src/enroll/index.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { makeTestConfig, type DeepPartial } from '../helpers/config.js';
 import { startTestEmulator, terminalOf, type Emulator, type EmulatorOptions } from '../helpers/emulator.js';
+import { tmpDir } from '../helpers/tmp.js';
 
 /** A JPEG as far as any sniffer can tell, unique per call. */
 export function jpeg(seed = randomBytes(8).toString('hex')): Buffer {
@@ -139,4 +142,20 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
   });
   if (opts.start !== false) await rig.enrollment.start();
   return rig;
+}
+
+/**
+ * Calls on enroll.dir made in place (`onLoop`: decided on a layout in a temp dir, all one file
+ * system) or through the thread pool (undecided): enroll-fs.ts. Components that take one are
+ * tested with both.
+ */
+export async function enrollFsFor(onLoop: boolean): Promise<EnrollFs> {
+  const fs = createEnrollFs();
+  if (onLoop) {
+    const root = tmpDir('ta-enroll-fs-');
+    const layout = createLayout(join(root, 'enroll'), root);
+    await ensureFolders(layout);
+    if (!(await fs.decide(layout, layout.staging))) throw new Error(`${root}: its folders are not on one file system`);
+  }
+  return fs;
 }

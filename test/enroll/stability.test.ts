@@ -5,16 +5,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { createStabilityTracker } from '../../src/enroll/stability.js';
 import { tmpDir } from '../helpers/tmp.js';
+import { enrollFsFor } from './fixtures.js';
 
 // The settle check on real files: a file is reported once it kept its size and mtime for
 // settle_time, and the tracker's timer runs only while some file is followed, so an idle daemon
 // is not woken 20 times a second.
 
-describe('stability tracker', () => {
+// With its looks made in place and through the thread pool (enroll-fs.ts): the same behaviour.
+describe.each([['in place', true], ['through the thread pool', false]] as const)('stability tracker, looks made %s', (_, onLoop) => {
   it('reports a file once it has settled, and keeps no timer while nothing is followed', async () => {
     const dir = tmpDir('ta-stability-');
     const stable: string[] = [];
-    const tracker = createStabilityTracker({ settleMs: 200, abs: (rel) => join(dir, rel), onStable: (rel) => stable.push(rel), logger: pino({ level: 'silent' }) });
+    const tracker = createStabilityTracker({ settleMs: 200, abs: (rel) => join(dir, rel), onStable: (rel) => stable.push(rel), logger: pino({ level: 'silent' }), fs: await enrollFsFor(onLoop) });
     tracker.start();
     try {
       expect(tracker.ticking()).toBe(false);
@@ -48,7 +50,7 @@ describe('stability tracker', () => {
     const dir = tmpDir('ta-stability-');
     const looks: string[] = [];
     const stable: string[] = [];
-    const tracker = createStabilityTracker({ settleMs: 100, abs: (rel) => { looks.push(rel); return join(dir, rel); }, onStable: (rel) => stable.push(rel), logger: pino({ level: 'silent' }) });
+    const tracker = createStabilityTracker({ settleMs: 100, abs: (rel) => { looks.push(rel); return join(dir, rel); }, onStable: (rel) => stable.push(rel), logger: pino({ level: 'silent' }), fs: await enrollFsFor(onLoop) });
     tracker.start();
     try {
       writeFileSync(join(dir, 'a.jpg'), 'bytes');
@@ -75,7 +77,7 @@ describe('stability tracker', () => {
     // 50 files: more than one tick's window of looks made together (16), and a last partial one.
     const dir = tmpDir('ta-stability-');
     const stable: string[] = [];
-    const tracker = createStabilityTracker({ settleMs: 150, abs: (rel) => join(dir, rel), onStable: (rel) => stable.push(rel), logger: pino({ level: 'silent' }) });
+    const tracker = createStabilityTracker({ settleMs: 150, abs: (rel) => join(dir, rel), onStable: (rel) => stable.push(rel), logger: pino({ level: 'silent' }), fs: await enrollFsFor(onLoop) });
     const names = Array.from({ length: 50 }, (_, i) => `f${String(49 - i).padStart(2, '0')}.jpg`);
     for (const n of names) writeFileSync(join(dir, n), `bytes of ${n}`);
     tracker.start();
