@@ -58,10 +58,13 @@ export function createEnrollFs(): EnrollFs & { decide(layout: Layout, stateFolde
     get onLoop() {
       return onLoop;
     },
-    /** Decides where calls are made from now on (at each start of the enrollment folders). */
+    /**
+     * Decides where calls are made from now on (at each start of the enrollment folders). A
+     * state_dir folder that cannot be looked at leaves them on the pool: never a reason not to start.
+     */
     async decide(layout, stateFolder) {
       onLoop = false;
-      onLoop = await onStateFileSystem(layout, stateFolder);
+      onLoop = await onStateFileSystem(layout, stateFolder).catch(() => false);
       return onLoop;
     },
     // async functions: an error thrown in place reaches the caller as a rejection, as from the pool.
