@@ -2,7 +2,7 @@ import { linkSync, lstatSync, renameSync, statSync, writeFile, writeFileSync, ty
 import { link, lstat, rename, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
-import type { Layout } from './layout.js';
+import { kindFolders, type Layout } from './layout.js';
 import { KINDS } from './types.js';
 
 // The calls a burst makes on every file under enroll.dir: the stability look, the staging link,
@@ -36,8 +36,7 @@ export interface EnrollFs {
 
 /** Each folder under enroll.dir the agent takes files from or puts them in. */
 function workedFolders(layout: Layout): string[] {
-  const kinds = KINDS.flatMap((k) => [layout.inbox(k), layout.done(k), layout.failed(k)]);
-  return [layout.root, dirname(layout.done(KINDS[0])), dirname(layout.failed(KINDS[0])), ...kinds];
+  return [layout.root, dirname(layout.done(KINDS[0])), dirname(layout.failed(KINDS[0])), ...kindFolders(layout)];
 }
 
 /**

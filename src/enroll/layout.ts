@@ -84,15 +84,16 @@ export function createLayout(dir: string, stateDir: string): Layout {
   };
 }
 
+/** Each kind's folders of the contract under enroll.dir: its inbox, done/<kind>, failed/<kind>. */
+export function kindFolders(layout: Layout): string[] {
+  return KINDS.flatMap((kind) => [layout.inbox(kind), layout.done(kind), layout.failed(kind)]);
+}
+
 /** Creates every folder of the contract that is missing (operators find them ready to use). */
 export async function ensureFolders(layout: Layout): Promise<void> {
   try {
     await makeDir(layout.root);
-    for (const kind of KINDS) {
-      await mkdirLikeRoot(layout.root, layout.inbox(kind));
-      await mkdirLikeRoot(layout.root, layout.done(kind));
-      await mkdirLikeRoot(layout.root, layout.failed(kind));
-    }
+    for (const folder of kindFolders(layout)) await mkdirLikeRoot(layout.root, folder);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new AgentError(`enroll.dir ${layout.root} cannot be used: ${describeError(err)}; if it lives on a USB stick or a network share, mount it (a dangling symlink gives ENOENT), else create it writable by the agent's user`, {

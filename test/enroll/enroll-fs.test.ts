@@ -5,9 +5,8 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createEnrollFs } from '../../src/enroll/enroll-fs.js';
-import { createLayout, ensureFolders } from '../../src/enroll/layout.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { jpeg, put, readJson, startRig, waitFor } from './fixtures.js';
+import { jpeg, layoutIn, put, readJson, startRig, waitFor } from './fixtures.js';
 
 // Where the calls on enroll.dir's files are made (enroll-fs.ts): on the event loop when every
 // folder is on state_dir's file system, else through libuv's thread pool, so that a USB stick or
@@ -47,13 +46,6 @@ async function stickThreadPool(): Promise<() => Promise<void>> {
     }
     for (const fh of await Promise.all(opened)) await fh.close();
   };
-}
-
-/** An enroll.dir with its folders made, state_dir beside it or `stateDir`. */
-async function layoutIn(enrollDir: string, stateDir: string) {
-  const layout = createLayout(enrollDir, stateDir);
-  await ensureFolders(layout);
-  return layout;
 }
 
 describe('calls on enroll.dir (enroll-fs.ts)', () => {

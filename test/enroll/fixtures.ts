@@ -11,7 +11,7 @@ import { encodeWav } from '../../src/audio/wav.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { createEnrollment } from '../../src/enroll/index.js';
 import { createEnrollFs, type EnrollFs } from '../../src/enroll/enroll-fs.js';
-import { createLayout, ensureFolders } from '../../src/enroll/layout.js';
+import { createLayout, ensureFolders, type Layout } from '../../src/enroll/layout.js';
 import type { FaceSeedImage } from '../../src/enroll/types.js';
 import type { Enrollment } from '../../src/enroll/index.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
@@ -153,9 +153,15 @@ export async function enrollFsFor(onLoop: boolean): Promise<EnrollFs> {
   const fs = createEnrollFs();
   if (onLoop) {
     const root = tmpDir('ta-enroll-fs-');
-    const layout = createLayout(join(root, 'enroll'), root);
-    await ensureFolders(layout);
+    const layout = await layoutIn(join(root, 'enroll'), root);
     if (!(await fs.decide(layout, layout.staging))) throw new Error(`${root}: its folders are not on one file system`);
   }
   return fs;
+}
+
+/** The layout of `enrollDir` with state_dir `stateDir`, its folders made. */
+export async function layoutIn(enrollDir: string, stateDir: string): Promise<Layout> {
+  const layout = createLayout(enrollDir, stateDir);
+  await ensureFolders(layout);
+  return layout;
 }
