@@ -1,4 +1,4 @@
-import { close, fdatasync, open, write } from 'node:fs';
+import { closeSync, fdatasync, open, write } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setMaxListeners } from 'node:events';
 import type { Readable } from 'node:stream';
@@ -132,8 +132,8 @@ const WRITE_BATCH = 64 * 1024;
  * read in batches of 64 KB (image-body.ts), the file is opened once the first batch (or the whole
  * image) is in, callback fs instead of a FileHandle, and in a large pass no fsync: the sync makes
  * the whole batch durable at once before any rename (durability.ts), then fsyncs the folder once
- * after the renames. The file calls stay on the thread pool, also for a small image: see
- * image-body.ts for why they are not made on the event loop.
+ * after the renames. The file's creation and writes stay on the thread pool, also for a small
+ * image: see image-body.ts for why they are not made on the event loop.
  */
 async function writeTemp(
   dir: string, faceId: string, source: Readable, tap: ImageTap, disk: DiskFloor | undefined, room: Reservation | undefined, sync: boolean,
@@ -141,6 +141,7 @@ async function writeTemp(
   let tmp = '';
   let fd: number | undefined;
   let done = false;
+  let closeError: unknown;
   const makeRoom = async (bytes: number) => {
     const beyond = bytes - (room?.left ?? 0);
     if (beyond > 0) await disk?.assertRoom(beyond, 'face image downloads');
@@ -164,11 +165,19 @@ async function writeTemp(
     done = true;
   } finally {
     if (fd !== undefined) {
-      const f = fd;
-      await new Promise<void>((resolve, reject) => close(f, (err) => (err && done ? reject(err) : resolve())));
+      // In place: closing a file just created (not truncated) writes nothing on ext4, and costs
+      // a few µs here against a thread-pool trip's tens (util/state-fs.ts makes every call under
+      // state_dir in place; only the creation and the writes above stay on the pool).
+      try {
+        closeSync(fd);
+      } catch (err) {
+        closeError = err;
+      }
     }
     if (!done && tmp) await rm(tmp, { force: true });
   }
+  // Reached only when the writes succeeded (else their error is on its way out).
+  if (closeError !== undefined) throw closeError;
   return { tmp, bytes: tap.bytes };
 }
 

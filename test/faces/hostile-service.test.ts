@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { Registry } from 'prom-client';
 import { openDatabase } from '../../src/db/database.js';
 import { createLogger } from '../../src/log/logger.js';
 import { createFaceSync } from '../../src/faces/face-sync.js';
@@ -11,42 +9,13 @@ import { tmpDir } from '../helpers/tmp.js';
 import { writeFileSync } from 'node:fs';
 import { runCliProcess } from '../helpers/cli.js';
 import { TEST_TERMINAL_SECRET } from '../helpers/config.js';
-import { clientFor, drip, json, startHostileService, type HostileService, type Route } from '../helpers/hostile-service.js';
+import { clientFor, drip, json, startHostileService, type Route } from '../helpers/hostile-service.js';
 import { jpeg, readIndex } from './face-fixtures.js';
+import { ID, imageRoutes, rec, syncAgainst } from './hostile-fixtures.js';
 
 // Face sync against a service that misbehaves (test/helpers/hostile-service.ts): one bad record or
 // one slow image costs that face, never the pass; what was skipped is said in the report, the
 // status, the log and the metrics.
-
-const ID = (n: number) => n.toString(16).padStart(32, '0');
-const rec = (n: number, name = `face-${n}`) => ({ face_id: ID(n), group_id: 'g', id: n, name });
-
-function imageRoutes(images: Map<string, Route>, fallback: Buffer): (path: string) => Route | undefined {
-  return (path) => {
-    const m = /^\/v1\/api\/faces\/([0-9a-f]{32})\/image$/.exec(path);
-    if (!m) return undefined;
-    return images.get(m[1]!) ?? ((_req, res) => {
-      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': fallback.length }).end(fallback);
-    });
-  };
-}
-
-async function syncAgainst(svc: HostileService, opts: { request_timeout?: number; retries?: number } = {}) {
-  const stateDir = tmpDir('ta-hostile-');
-  const { client, config } = clientFor(svc, opts, stateDir);
-  const db = openDatabase({ path: join(stateDir, 'agent.db') });
-  const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({ write(chunk: Buffer, _e, cb) { for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l)); cb(); } });
-  const registry = new Registry();
-  const sync = createFaceSync({ config, db, client, logger: createLogger({ level: 'debug', destination: sink }), metrics: registry, deleteGraceMs: 0, backoff: { initialMs: 20, maxMs: 50 } });
-  return {
-    sync, registry, lines, facesDir: join(stateDir, 'faces'),
-    async close() {
-      await sync.stop();
-      db.close();
-    },
-  };
-}
 
 describe('a listing with malformed records', () => {
   it('skips each bad record, syncs every good one, and says how many and why in the report, status, log and metrics', async () => {
