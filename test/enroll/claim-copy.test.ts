@@ -50,14 +50,16 @@ describe.each([['in place', true], ['through the thread pool', false]] as const)
     expect(got!.after).toBeUndefined(); // the claim looks at the original again
   });
 
-  it('takes nothing when the name now holds another file than the one looked at', async () => {
-    const d = dirs();
-    writeFileSync(d.src('c.jpg'), jpeg());
-    const first = statSync(d.src('c.jpg'));
-    // Replaced by rename, as an editor or a copy tool does.
-    writeFileSync(d.src('c.new'), jpeg());
-    renameSync(d.src('c.new'), d.src('c.jpg'));
-    expect(await readAndStage(d.src('c.jpg'), first.ino, d.staged('c.jpg'), first.size, true, await enrollFsFor(onLoop))).toBeUndefined();
+  it('takes nothing when the name now holds another file than the one looked at, staged by a link or not', async () => {
+    for (const canLink of [true, false]) {
+      const d = dirs();
+      writeFileSync(d.src('c.jpg'), jpeg());
+      const first = statSync(d.src('c.jpg'));
+      // Replaced by rename, as an editor or a copy tool does.
+      writeFileSync(d.src('c.new'), jpeg());
+      renameSync(d.src('c.new'), d.src('c.jpg'));
+      expect(await readAndStage(d.src('c.jpg'), first.ino, d.staged('c.jpg'), first.size, canLink, await enrollFsFor(onLoop))).toBeUndefined();
+    }
   });
 });
 

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createEnrollFs } from '../../src/enroll/enroll-fs.js';
@@ -14,8 +15,6 @@ import { jpeg, layoutIn, put, readJson, startRig, waitFor } from './fixtures.js'
 // every thread is stuck can (each in an open of a FIFO nobody writes to): a call made in place
 // answers through it, one made through the pool waits for it, with the event loop free meanwhile.
 // "Another file system" is /dev/shm (a tmpfs), against the OS temp dir.
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A folder on /dev/shm, removed after the test; the test fails if it is not another file system. */
 function otherFileSystem(than: string): string {
