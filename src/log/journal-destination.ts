@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { existsSync, fstatSync } from 'node:fs';
+import { isatty } from 'node:tty';
 import { encodeJournalEntry, journalFields, syslogPrefixedLine } from './journal-format.js';
 
 // Where the daemon's log goes under systemd. JSON lines on stdout reach the journal as one string
@@ -109,11 +110,8 @@ export function stdoutIsJournal(journalStream: string | undefined, fd: number | 
   }
 }
 
+// A terminal, not any character device: /dev/null is one too, and a unit with StandardOutput=null
+// (stdout on /dev/null, INVOCATION_ID set) had every line written there instead of the journal.
 function stdoutIsTty(fd: number | undefined): boolean {
-  if (fd === undefined) return false;
-  try {
-    return fstatSync(fd).isCharacterDevice();
-  } catch {
-    return false;
-  }
+  return fd !== undefined && isatty(fd);
 }

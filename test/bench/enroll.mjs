@@ -26,6 +26,8 @@
 //   BENCH_THREADS=1 (the daemon's CPU by thread, and the service's side: the emulator runs in this
 //   process, so its CPU beside the plain loop tells whether that loop waits on the service),
 //   BENCH_SCHED=other (the daemon without the unit's CPUSchedulingPolicy=batch; lib/daemon-run.mjs),
+//   BENCH_JOURNAL=1 (the daemon logs through the journal's native socket, as under systemd, to a
+//   receiver in its own process: lib/daemon-run.mjs startJournalReceiver),
 //   BENCH_TLS=1 (daemon and plain loop both talk HTTPS to the emulator through lib/tls-front.mjs, as
 //   a terminal talks to its cloud: every upload encrypted, each new connection a TLS handshake),
 //   AFTER_SECONDS=N (default 15 in the no-latency runs, 0 in the others): how long the daemon is
@@ -40,7 +42,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { benchWorkDir, createCost, deviceWrittenBytes, settleDisk } from './lib/bench-fs.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
 import { randomJpeg, seedMembers } from './lib/images.mjs';
-import { createPiBudget, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, procRssMb, procWriteBytes, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
+import { createPiBudget, startJournalReceiver, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, procRssMb, procWriteBytes, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { configSchema } = await import(join(ROOT, 'dist/config/schema.js'));
@@ -173,6 +175,7 @@ async function oneRun(latencyMs, budget, runNo) {
   const emulator = await startEmulator({ port: 0, terminals, tts: 'tone', chaos: { latencyMs } });
   const front = TLS ? await startTlsFront(emulator.baseUrl, dir) : undefined;
   let daemon;
+  let journal;
   try {
     if (front?.error) throw new Error(`BENCH_TLS=1: ${front.error}`);
     // What the daemon and the plain loop are told the service is: the emulator, or its HTTPS front.
@@ -192,7 +195,8 @@ async function oneRun(latencyMs, budget, runNo) {
     seedMembers(emulator, terminals[1].group_id, GROUP);
     const config = writeDaemonConfig(dir, served, terminals[1]);
     const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-    daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: tlsEnv });
+    journal = await startJournalReceiver(dir);
+    daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: { ...tlsEnv, ...journal.env } });
     await daemon.ready;
     const inbox = join(dir, 'enroll', 'faces');
     const doneDir = join(dir, 'enroll', 'done', 'faces');
@@ -268,6 +272,7 @@ async function oneRun(latencyMs, budget, runNo) {
       rssAfterMb = procRssMb(pid);
     }
     await daemon.stop();
+    const journalEntries = await journal.stop();
     const faces = emulator.state.faces(terminals[1].group_id).filter((f) => !f.name.startsWith('warm-') && !f.name.startsWith('member-'));
     const perName = new Map();
     for (const f of faces) perName.set(f.name, (perName.get(f.name) ?? 0) + 1);
@@ -298,7 +303,7 @@ async function oneRun(latencyMs, budget, runNo) {
     r.nodeRatio = endMs / nodePlain.ms;
     console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; node:http loop ${(nodePlain.ms / 1000).toFixed(2)} s (daemon / node:http ${r.nodeRatio.toFixed(2)}x); daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
       `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
-      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}; node:http loop ${(nodePlain.cpuMs / COUNT).toFixed(2)}, its whole process ${(nodePlain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${diskPart}${tlsPart}`);
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}; node:http loop ${(nodePlain.cpuMs / COUNT).toFixed(2)}, its whole process ${(nodePlain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${diskPart}${tlsPart}${journalEntries === undefined ? '' : `; entries the journal socket took: ${journalEntries}`}`);
     return r;
   } finally {
     // The run's files stay until the benchmark ends (workDir.close): deleting 3,000 of them here
@@ -307,12 +312,13 @@ async function oneRun(latencyMs, budget, runNo) {
     // A run that threw leaves its daemon running, and the emulator's close would wait for the
     // daemon's kept-alive connections: stopped first (a no-op once it has stopped).
     await daemon?.stop();
+    await journal?.stop();
     await front?.close?.();
     await emulator.close();
   }
 }
 
-console.log(`enroll benchmark${TLS ? ' over HTTPS (BENCH_TLS=1)' : ''}: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB copied at once into enroll/faces/ of a running daemon (default settings: settle_time ${SETTLE_MS} ms, upload_concurrency ${CONCURRENCY}); plain loops: POSTs at concurrency ${CONCURRENCY}, through the agent's client, then through node:http alone; ${RUNS} run(s) per variant; this machine is shared, figures are noisy`);
+console.log(`enroll benchmark${TLS ? ' over HTTPS (BENCH_TLS=1)' : ''}${process.env.BENCH_JOURNAL ? ', the daemon logging to a journal socket (BENCH_JOURNAL=1)' : ''}: ${COUNT} face images of ${IMAGE_BYTES / 1024} KB copied at once into enroll/faces/ of a running daemon (default settings: settle_time ${SETTLE_MS} ms, upload_concurrency ${CONCURRENCY}); plain loops: POSTs at concurrency ${CONCURRENCY}, through the agent's client, then through node:http alone; ${RUNS} run(s) per variant; this machine is shared, figures are noisy`);
 let failed = false;
 const summary = [];
 for (const v of VARIANTS) {

@@ -173,6 +173,44 @@ describe('the daemon logger under systemd', () => {
     expect(j.entries().at(-1)).toMatchObject({ MESSAGE: 'stopped', PRIORITY: '6' });
   });
 
+  it('a real daemon run as a service with stdout on /dev/null (StandardOutput=null) logs to the journal socket', async () => {
+    // /dev/null is a character device, as a terminal is: it was taken for one, and every line went
+    // to /dev/null instead of the journal.
+    const j = fakeJournal();
+    const emulator = await startTestEmulator();
+    const child = spawn(process.execPath, [CLI_ENTRY, 'run', '--config', agentConfig(emulator)], {
+      env: { PATH: process.env.PATH, INVOCATION_ID: 'f00dfeed0123456789abcdef01234567', TERMINAL_AGENT_JOURNAL_SOCKET: j.path },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    try {
+      await until(() => j.entries().some((e) => e.MESSAGE === 'terminal-agent is ready'));
+      expect(j.entries().find((e) => e.MESSAGE === 'terminal-agent is ready')).toMatchObject({ PRIORITY: '6', COMPONENT: 'daemon' });
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      await emulator.close();
+    }
+  });
+
+  it('a service whose stdout is a terminal writes JSON lines there, not to the journal socket', async () => {
+    const j = fakeJournal();
+    const emulator = await startTestEmulator();
+    const config = agentConfig(emulator);
+    // script(1) gives the daemon a pseudo-terminal as its stdout; it ends the daemon after 3 s.
+    const run = `INVOCATION_ID=f00dfeed0123456789abcdef01234567 TERMINAL_AGENT_JOURNAL_SOCKET='${j.path}' timeout -s TERM 3 '${process.execPath}' '${CLI_ENTRY}' run --config '${config}'`;
+    const child = spawn('script', ['-qec', run, '/dev/null'], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (t: string) => (out += t));
+    try {
+      await new Promise((r) => child.once('exit', r));
+      expect(out).toMatch(/"msg":"terminal-agent is ready"/);
+      expect(j.raw).toHaveLength(0);
+    } finally {
+      child.kill('SIGKILL');
+      await emulator.close();
+    }
+  });
+
   it('under a real systemd-journald, journalctl shows sentences, filters by priority and by field, and no secret', async () => {
     // systemd-journald runs in a private mount namespace (unshare -m, as root; a tmpfs over /run):
     // the host's /run is not touched. See real-journald.sh.

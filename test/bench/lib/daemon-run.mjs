@@ -221,6 +221,41 @@ ${extra}`);
 }
 
 /**
+ * BENCH_JOURNAL=1: the daemon logs as under systemd, through the journal's native socket
+ * (src/log/journal-destination.ts, chosen because INVOCATION_ID is set and stdout is no terminal),
+ * to a receiver in a process of its own that takes every entry and drops it, as journald takes
+ * them in another process on a terminal. Without it the benchmarks' daemons log JSON lines to
+ * /dev/null, which costs the daemon less per line (docs/performance-history.md, r31).
+ * Returns the environment to give the daemon, and `stop` for the receiver.
+ */
+export async function startJournalReceiver(dir) {
+  if (!process.env.BENCH_JOURNAL) return { env: {}, stop: async () => undefined };
+  const path = join(dir, `journal-${process.hrtime.bigint()}.sock`);
+  // It counts the entries, and says how many when stopped: proof that the daemon logged there.
+  const code = `let n = 0;
+const s = require(${JSON.stringify(require.resolve('unix-dgram'))}).createSocket('unix_dgram', () => { n++; });
+s.bind(${JSON.stringify(path)}); process.stdout.write('bound\\n');
+process.on('SIGTERM', () => { process.stdout.write(n + '\\n'); process.exit(0); });`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
+  await Promise.race([
+    new Promise((resolveBound) => child.stdout.once('data', resolveBound)),
+    exited.then((c) => { throw new Error(`BENCH_JOURNAL: the journal receiver exited (${c}) before it was bound`); }),
+  ]);
+  return {
+    env: { INVOCATION_ID: 'bench0000000000000000000000000000', TERMINAL_AGENT_JOURNAL_SOCKET: path },
+    /** Stops the receiver; resolves to the number of entries it took. */
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+      return Number(out.split('\n').at(-2));
+    },
+  };
+}
+
+/**
  * Spawns `terminal-agent run --config CONFIG` as systemd would (NOTIFY_SOCKET, the unit's
  * environment); `ready` resolves at READY=1. `extraArgs` go to node (e.g. --cpu-prof), `env` is
  * added to its environment (NODE_EXTRA_CA_CERTS for lib/tls-front.mjs); `stdout: 'pipe'` gives its log to the caller.
