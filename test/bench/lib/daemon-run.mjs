@@ -225,7 +225,8 @@ ${extra}`);
  * (src/log/journal-destination.ts, chosen because INVOCATION_ID is set and stdout is no terminal),
  * to a receiver in a process of its own that takes every entry and drops it, as journald takes
  * them in another process on a terminal. Without it the benchmarks' daemons log JSON lines to
- * /dev/null, which costs the daemon less per line (docs/performance-history.md, r31).
+ * /dev/null: another path, which costs the daemon the same within the noise of a burst
+ * (docs/performance-history.md, r31).
  * Returns the environment to give the daemon, and `stop` for the receiver.
  */
 export async function startJournalReceiver(dir) {
