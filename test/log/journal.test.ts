@@ -10,6 +10,7 @@ import { decodeJournalEntry, encodeJournalEntry, fieldName, priorityOf } from '.
 import { AuthError } from '../../src/errors.js';
 import { needRoot, tmpDir } from '../helpers/tmp.js';
 import { CLI_ENTRY } from '../helpers/cli.js';
+import { runCliInPty } from '../helpers/pty.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 
 // What journald would receive: a unix datagram socket bound here stands in for
@@ -195,18 +196,14 @@ describe('the daemon logger under systemd', () => {
   it('a service whose stdout is a terminal writes JSON lines there, not to the journal socket', async () => {
     const j = fakeJournal();
     const emulator = await startTestEmulator();
-    const config = agentConfig(emulator);
-    // script(1) gives the daemon a pseudo-terminal as its stdout; it ends the daemon after 3 s.
-    const run = `INVOCATION_ID=f00dfeed0123456789abcdef01234567 TERMINAL_AGENT_JOURNAL_SOCKET='${j.path}' timeout -s TERM 3 '${process.execPath}' '${CLI_ENTRY}' run --config '${config}'`;
-    const child = spawn('script', ['-qec', run, '/dev/null'], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (t: string) => (out += t));
     try {
-      await new Promise((r) => child.once('exit', r));
-      expect(out).toMatch(/"msg":"terminal-agent is ready"/);
+      // On a pseudo-terminal (script(1), helpers/pty.ts), ended after 3 s.
+      const r = await runCliInPty(['run', '--config', agentConfig(emulator)], {
+        INVOCATION_ID: 'f00dfeed0123456789abcdef01234567', TERMINAL_AGENT_JOURNAL_SOCKET: j.path,
+      }, 'timeout -s TERM 3');
+      expect(r.output).toMatch(/"msg":"terminal-agent is ready"/);
       expect(j.raw).toHaveLength(0);
     } finally {
-      child.kill('SIGKILL');
       await emulator.close();
     }
   });
