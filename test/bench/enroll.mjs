@@ -234,20 +234,18 @@ async function oneRun(latencyMs, budget, runNo) {
     const epoch0 = Date.now();
     for (const n of names) await copyFile(join(source, `${n}.jpg`), join(inbox, `${n}.jpg`));
     const copyMs = performance.now() - t0;
-    let endMs;
+    try {
+      await arrivals.all;
+    } finally {
+      arrivals.close();
+    }
+    const endMs = performance.now() - t0;
     let doneAllMs;
     for (;;) {
-      if (endMs === undefined) {
-        await arrivals.all;
-        endMs = performance.now() - t0;
-        arrivals.close();
-      }
-      if (endMs !== undefined) {
-        const results = await countFiles(doneDir, (f) => f.endsWith('.json') && !f.startsWith('warm-'));
-        if (results >= COUNT && (await indexCount(index)) >= COUNT + WARM + GROUP) {
-          doneAllMs = performance.now() - t0;
-          break;
-        }
+      const results = await countFiles(doneDir, (f) => f.endsWith('.json') && !f.startsWith('warm-'));
+      if (results >= COUNT && (await indexCount(index)) >= COUNT + WARM + GROUP) {
+        doneAllMs = performance.now() - t0;
+        break;
       }
       if (performance.now() - t0 > 600_000) throw new Error('enrollment did not finish in 10 minutes');
       await sleep(20);
