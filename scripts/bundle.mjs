@@ -71,6 +71,14 @@ const sqliteBindings = {
   },
 };
 
+/** `yaml` from its ES module build, which esbuild can tree-shake (the CommonJS one it bundles whole). */
+const esmYaml = {
+  name: 'esm-yaml',
+  setup(b) {
+    b.onResolve({ filter: /^yaml$/ }, () => ({ path: join(ROOT, 'node_modules', 'yaml', 'browser', 'dist', 'index.js') }));
+  },
+};
+
 /** `undici` is scripts/undici-slim.cjs: the parts of undici the agent uses (see that file). */
 const slimUndici = {
   name: 'slim-undici',
@@ -83,7 +91,7 @@ const slimUndici = {
 // chunk-loader.cjs): the config reader, with zod and the YAML parser (read at start and on SIGHUP),
 // and the YAML parser on its own (`status` reads the control socket's path with it when the config
 // is unusual). Source files only the CLI runs import them with `await import()`, as the daemon does.
-const TRANSIENT = ['src/config/load-config.ts', 'node_modules/yaml/dist/index.js'];
+const TRANSIENT = ['src/config/load-config.ts', 'src/config/yaml-plain.ts'];
 
 /**
  * { chunk of each TRANSIENT module: [chunks only it imports] }: the chunks its static imports
@@ -177,7 +185,7 @@ const result = await build({
   define: { __TA_PACKAGE_VERSION__: JSON.stringify(JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).version) },
   metafile: true,
   logLevel: 'warning',
-  plugins: [tscUrls, slimUndici, sqliteBindings, slimPino],
+  plugins: [tscUrls, slimUndici, sqliteBindings, slimPino, esmYaml],
 });
 
 // esbuild's CommonJS interop, for chunks that only the loader requires (every `exports` object is

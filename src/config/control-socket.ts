@@ -26,7 +26,7 @@ export async function controlSocketOf(configPath: string, cwd: string): Promise<
     if (text === undefined) return undefined;
     let socket: unknown = scanControlSocket(text);
     if (socket === undefined) {
-      const { parse } = await import('yaml');
+      const { parse } = await import('./yaml-plain.js');
       const raw: unknown = parse(text, { maxAliasCount: 100 });
       const control = isRecord(raw) ? raw.control : undefined;
       socket = control === undefined || control === null ? null : isRecord(control) ? control.socket ?? null : undefined;

@@ -5,7 +5,8 @@ import { access } from 'node:fs';
 import { promisify } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
 import { LineCounter, parseDocument, visit, type Document } from 'yaml';
-import type { z } from 'zod';
+import { config as zodConfig, type z } from 'zod/mini';
+import zodEnglish from 'zod/v4/locales/en.js';
 import { ConfigError, type ConfigProblem } from '../errors.js';
 import { unknownKeyMessage } from './did-you-mean.js';
 import { configSchema, type AgentConfig } from './schema.js';
@@ -71,6 +72,8 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
 
   // jitless: zod would compile a fast path for each object schema with `new Function` (code no
   // cache keeps), and a config is parsed once per start or reload: interpreting it is cheaper.
+  // zod/mini has no locale of its own: English for any issue a field's own message does not cover.
+  zodConfig(zodEnglish());
   const parsed = configSchema.safeParse(raw, { jitless: true });
   releaseZodGlobals();
   if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, doc, counter, file));

@@ -1,7 +1,7 @@
 // Field builders for the config schema. Each one accepts what an operator writes in YAML, turns it
 // into what the code wants (milliseconds, bytes, a URL without trailing slash) and, when it cannot,
 // says how to write it correctly. Messages never quote secret values.
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { formatDuration, formatSize, parseDuration, parseSize } from '../util/units.js';
 import { hasControlChar } from './plain-checks.js';
 import { parseListenAddress } from './listen-address.js';
@@ -28,8 +28,10 @@ export function text(example = 'a text value') {
 export function secretText() {
   return z
     .string({ error: (iss) => `must be a quoted text value, got ${iss.input === null ? 'an empty value' : `a ${Array.isArray(iss.input) ? 'list' : typeof iss.input}`} (put it in quotes)` })
-    .refine((s) => s.length > 0, 'is empty: set the secret or remove the key')
-    .refine((s) => !hasControlChar(s), 'contains a line break or control character: it cannot be sent in an HTTP header; check the value');
+    .check(
+      z.refine((s) => s.length > 0, 'is empty: set the secret or remove the key'),
+      z.refine((s) => !hasControlChar(s), 'contains a line break or control character: it cannot be sent in an HTTP header; check the value'),
+    );
 }
 
 export function bool() {
@@ -42,25 +44,25 @@ export function choice<const T extends readonly [string, ...string[]]>(values: T
 }
 
 export function integer(min: number, max: number) {
-  return z
-    .number({ error: expected(`a whole number from ${min} to ${max}`) })
-    .int({ error: (iss) => `must be a whole number from ${min} to ${max}, got ${String(iss.input)}` })
-    .min(min, { error: (iss) => `${String(iss.input)} is too small: use a value from ${min} to ${max}` })
-    .max(max, { error: (iss) => `${String(iss.input)} is too large: use a value from ${min} to ${max}` });
+  return z.number({ error: expected(`a whole number from ${min} to ${max}`) }).check(
+    z.int({ error: (iss) => `must be a whole number from ${min} to ${max}, got ${String(iss.input)}` }),
+    z.gte(min, { error: (iss) => `${String(iss.input)} is too small: use a value from ${min} to ${max}` }),
+    z.lte(max, { error: (iss) => `${String(iss.input)} is too large: use a value from ${min} to ${max}` }),
+  );
 }
 
 export function decimal(min: number, max: number) {
-  return z
-    .number({ error: expected(`a number from ${min} to ${max}`) })
-    .min(min, { error: (iss) => `${String(iss.input)} is too small: use a value from ${min} to ${max}` })
-    .max(max, { error: (iss) => `${String(iss.input)} is too large: use a value from ${min} to ${max}` });
+  return z.number({ error: expected(`a number from ${min} to ${max}`) }).check(
+    z.gte(min, { error: (iss) => `${String(iss.input)} is too small: use a value from ${min} to ${max}` }),
+    z.lte(max, { error: (iss) => `${String(iss.input)} is too large: use a value from ${min} to ${max}` }),
+  );
 }
 
 /** A duration with a unit (`500ms`, `30s`, `5m`, `1h`), returned in milliseconds. A bare number is
  * refused: `sync_interval: 300` could mean seconds to one operator and milliseconds to another. */
 export function duration(minMs: number, maxMs: number) {
   const range = `from ${formatDuration(minMs)} to ${formatDuration(maxMs)}`;
-  return z.union([z.string(), z.number()], { error: expected(`a duration such as 500ms, 30s, 5m or 1h`) }).transform((v, ctx) => {
+  return z.pipe(z.union([z.string(), z.number()], { error: expected(`a duration such as 500ms, 30s, 5m or 1h`) }), z.transform((v, ctx) => {
     const raw = String(v).trim();
     if (!/[a-z]\s*$/i.test(raw)) {
       ctx.issues.push({ code: 'custom', input: v, message: `"${raw}" has no unit: write it as ${raw}s, ${raw}m or ${raw}ms (units: ms, s, m, h, d)` });
@@ -76,13 +78,13 @@ export function duration(minMs: number, maxMs: number) {
       return z.NEVER;
     }
     return ms;
-  });
+  }));
 }
 
 /** A size (`512KB`, `20MB`, `1GB`, binary multiples; a bare number is bytes), returned in bytes. */
 export function size(minBytes: number, maxBytes: number) {
   const range = `from ${formatSize(minBytes)} to ${formatSize(maxBytes)}`;
-  return z.union([z.string(), z.number()], { error: expected('a size such as 512KB, 20MB or 1GB') }).transform((v, ctx) => {
+  return z.pipe(z.union([z.string(), z.number()], { error: expected('a size such as 512KB, 20MB or 1GB') }), z.transform((v, ctx) => {
     const bytes = parseSize(v);
     if (bytes === undefined) {
       ctx.issues.push({ code: 'custom', input: v, message: `"${String(v)}" is not a size: write a number and a unit, e.g. 512KB, 20MB, 1GB` });
@@ -93,12 +95,12 @@ export function size(minBytes: number, maxBytes: number) {
       return z.NEVER;
     }
     return bytes;
-  });
+  }));
 }
 
 /** An absolute http(s) URL, without trailing slash, query or fragment. */
 export function baseUrl(example: string, opts: { mustEndWith?: string } = {}) {
-  return z.string({ error: expected(`the service URL, e.g. ${example}`) }).transform((v, ctx) => {
+  return z.pipe(z.string({ error: expected(`the service URL, e.g. ${example}`) }), z.transform((v, ctx) => {
     const raw = v.trim();
     let url: URL;
     try {
@@ -122,7 +124,7 @@ export function baseUrl(example: string, opts: { mustEndWith?: string } = {}) {
       return z.NEVER;
     }
     return clean;
-  });
+  }));
 }
 
 /**
@@ -130,7 +132,7 @@ export function baseUrl(example: string, opts: { mustEndWith?: string } = {}) {
  * Resolved to src/disk/disk-floor.ts MinFree.
  */
 export function minFree() {
-  return z.union([z.string(), z.number()], { error: expected('auto, a size such as 64MB, or a percentage such as 5%') }).transform((v, ctx): { bytes: number } | { percent: number } | 'auto' => {
+  return z.pipe(z.union([z.string(), z.number()], { error: expected('auto, a size such as 64MB, or a percentage such as 5%') }), z.transform((v, ctx): { bytes: number } | { percent: number } | 'auto' => {
     if (v === 'auto') return 'auto';
     const pct = typeof v === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(v) : null;
     if (pct) {
@@ -147,12 +149,12 @@ export function minFree() {
       return z.NEVER;
     }
     return { bytes };
-  });
+  }));
 }
 
 /** The text form of a listen address, validated; `port` 0 takes a free port (for tests). */
 export function listenAddress(example: string) {
-  return text(`host:port, e.g. ${example}`).refine((v) => parseListenAddress(v) !== undefined, {
+  return text(`host:port, e.g. ${example}`).check(z.refine((v) => parseListenAddress(v) !== undefined, {
     error: (iss) => `${JSON.stringify(iss.input)} is not host:port: use e.g. ${example} ([::1]:PORT for IPv6), port 0 to 65535`,
-  });
+  }));
 }

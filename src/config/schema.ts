@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { DEFAULT_CONTROL_SOCKET } from './control-socket.js';
 import { DEFAULT_STATE_DIR } from './state-dir.js';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { baseUrl, bool, choice, decimal, duration, integer, listenAddress, minFree, secretText, size, text } from './schema-fields.js';
 import { isLoopbackHost } from './plain-checks.js';
 import { parsePasswordHash } from '../util/password-hash-format.js';
@@ -29,106 +29,113 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 const serviceShape = {
   base_url: baseUrl('https://api.example.com'),
   face_base_url: baseUrl('https://api.example.com/v1/api', { mustEndWith: '/v1/api' }),
-  terminal_secret: secretText().optional(),
-  terminal_secret_file: text('the path of a file holding the terminal secret').min(1, 'is empty: set a path or remove the key').optional(),
-  api_key: secretText().optional(),
-  api_key_file: text('the path of a file holding the API key').min(1, 'is empty: set a path or remove the key').optional(),
-  request_timeout: duration(100, 10 * MINUTE).default(15 * SECOND),
-  ca_file: text('the path of a PEM CA bundle, or "" for none').default(''),
-  allow_insecure_http: bool().default(false),
-  retries: integer(0, 10).default(4),
-  other_auth: choice(['none', 'terminal_secret', 'api_key']).default('none'),
+  terminal_secret: z.optional(secretText()),
+  terminal_secret_file: z.optional(text('the path of a file holding the terminal secret').check(z.minLength(1, 'is empty: set a path or remove the key'))),
+  api_key: z.optional(secretText()),
+  api_key_file: z.optional(text('the path of a file holding the API key').check(z.minLength(1, 'is empty: set a path or remove the key'))),
+  request_timeout: z._default(duration(100, 10 * MINUTE), 15 * SECOND),
+  ca_file: z._default(text('the path of a PEM CA bundle, or "" for none'), ''),
+  allow_insecure_http: z._default(bool(), false),
+  retries: z._default(integer(0, 10), 4),
+  other_auth: z._default(choice(['none', 'terminal_secret', 'api_key']), 'none'),
 };
 
 const facesShape = {
-  sync_interval: duration(1 * SECOND, 7 * DAY).default(5 * MINUTE),
-  image_recheck_interval: duration(1 * MINUTE, 30 * DAY).default(6 * HOUR),
-  download_concurrency: integer(1, 64).default(8),
+  sync_interval: z._default(duration(1 * SECOND, 7 * DAY), 5 * MINUTE),
+  image_recheck_interval: z._default(duration(1 * MINUTE, 30 * DAY), 6 * HOUR),
+  download_concurrency: z._default(integer(1, 64), 8),
 };
 
 const enrollShape = {
   /** Absent: `<state_dir>/enroll`, filled in by the top-level transform. */
-  dir: text('a folder path').min(1, 'is empty: set a folder or remove the key for <state_dir>/enroll').optional(),
-  on_existing_face: choice(['update', 'create', 'skip']).default('update'),
-  max_file_size: size(1 * KB, 1 * GB).default(20 * MB),
-  rescan_interval: duration(1 * SECOND, 1 * DAY).default(30 * SECOND),
-  settle_time: duration(0, 10 * MINUTE).default(1 * SECOND),
-  upload_concurrency: integer(1, 32).default(4),
-  knowledge_debounce: duration(0, 10 * MINUTE).default(2 * SECOND),
+  dir: z.optional(text('a folder path').check(z.minLength(1, 'is empty: set a folder or remove the key for <state_dir>/enroll'))),
+  on_existing_face: z._default(choice(['update', 'create', 'skip']), 'update'),
+  max_file_size: z._default(size(1 * KB, 1 * GB), 20 * MB),
+  rescan_interval: z._default(duration(1 * SECOND, 1 * DAY), 30 * SECOND),
+  settle_time: z._default(duration(0, 10 * MINUTE), 1 * SECOND),
+  upload_concurrency: z._default(integer(1, 32), 4),
+  knowledge_debounce: z._default(duration(0, 10 * MINUTE), 2 * SECOND),
 };
 
 const ttsShape = {
-  voice: text('a voice name, or "" for the service default').default(''),
-  volume_ratio: decimal(0, 100).default(50),
-  speed_ratio: decimal(0, 100).default(50),
-  pitch_ratio: decimal(0, 100).default(50),
-  cache_size: size(0, 10 * GB).default(64 * MB),
+  voice: z._default(text('a voice name, or "" for the service default'), ''),
+  volume_ratio: z._default(decimal(0, 100), 50),
+  speed_ratio: z._default(decimal(0, 100), 50),
+  pitch_ratio: z._default(decimal(0, 100), 50),
+  cache_size: z._default(size(0, 10 * GB), 64 * MB),
 };
 
 const audioShape = {
-  output_device: text('an ALSA PCM name such as default or plughw:1,0').min(1, 'is empty: use default or an ALSA PCM name').default('default'),
-  input_device: text('an ALSA PCM name such as default or plughw:1,0').min(1, 'is empty: use default or an ALSA PCM name').default('default'),
+  output_device: z._default(text('an ALSA PCM name such as default or plughw:1,0').check(z.minLength(1, 'is empty: use default or an ALSA PCM name')), 'default'),
+  input_device: z._default(text('an ALSA PCM name such as default or plughw:1,0').check(z.minLength(1, 'is empty: use default or an ALSA PCM name')), 'default'),
 };
 
 const voiceprintShape = {
-  model: text('a voiceprint model name').min(1, 'is empty: e.g. voiceprint-turbo').default('voiceprint-turbo'),
-  sample_rate: integer(8000, 48000).default(16000),
-  seconds: decimal(1, 60).default(8),
-  recorder: choice(['arecord', 'sox']).default('arecord'),
+  model: z._default(text('a voiceprint model name').check(z.minLength(1, 'is empty: e.g. voiceprint-turbo')), 'voiceprint-turbo'),
+  sample_rate: z._default(integer(8000, 48000), 16000),
+  seconds: z._default(decimal(1, 60), 8),
+  recorder: z._default(choice(['arecord', 'sox']), 'arecord'),
 };
 
 const speakerTrainingShape = {
-  model: text('a TTS model name').min(1, 'is empty: e.g. tts-turbo').default('tts-turbo'),
-  poll_interval: duration(100, 10 * MINUTE).default(2 * SECOND),
-  poll_timeout: duration(1 * SECOND, 1 * DAY).default(10 * MINUTE),
+  model: z._default(text('a TTS model name').check(z.minLength(1, 'is empty: e.g. tts-turbo')), 'tts-turbo'),
+  poll_interval: z._default(duration(100, 10 * MINUTE), 2 * SECOND),
+  poll_timeout: z._default(duration(1 * SECOND, 1 * DAY), 10 * MINUTE),
 };
 
 const controlShape = {
-  socket: text('a unix socket path')
-    .min(1, 'is empty: e.g. /run/terminal-agent/control.sock')
-    .refine((s) => Buffer.byteLength(s) <= MAX_SOCKET_PATH, `is longer than ${MAX_SOCKET_PATH} bytes, the limit of a unix socket path: choose a shorter path`)
-    .default(DEFAULT_CONTROL_SOCKET),
+  socket: z._default(
+    text('a unix socket path').check(
+      z.minLength(1, 'is empty: e.g. /run/terminal-agent/control.sock'),
+      z.refine((s) => Buffer.byteLength(s) <= MAX_SOCKET_PATH, `is longer than ${MAX_SOCKET_PATH} bytes, the limit of a unix socket path: choose a shorter path`),
+    ),
+    DEFAULT_CONTROL_SOCKET,
+  ),
 };
 
 const consoleShape = {
   /** '' = off. Checked against a login in load-config (a systemd credential may give the password). */
-  listen: text('an address such as 127.0.0.1:8080, or "" for off').default('').refine((v) => v.trim() === '' || typeof parseConsoleListen(v) !== 'string', {
+  listen: z._default(text('an address such as 127.0.0.1:8080, or "" for off'), '').check(z.refine((v) => v.trim() === '' || typeof parseConsoleListen(v) !== 'string', {
     error: (iss) => String(parseConsoleListen(String(iss.input))),
-  }),
-  password_hash: text('an scrypt hash from terminal-agent console hash-password').default('').refine((v) => v === '' || parsePasswordHash(v) !== undefined, {
+  })),
+  password_hash: z._default(text('an scrypt hash from terminal-agent console hash-password'), '').check(z.refine((v) => v === '' || parsePasswordHash(v) !== undefined, {
     error: 'is not a password hash made by `terminal-agent console hash-password` ($scrypt$ln=...,r=...,p=...$SALT$HASH); never write the password itself here',
-  }),
-  tls_cert_file: text('the path of a PEM certificate (chain), or "" for plain http').default(''),
-  tls_key_file: text('the path of the PEM private key of tls_cert_file, or ""').default(''),
-  session_ttl: duration(1 * MINUTE, 30 * DAY).default(12 * HOUR),
+  })),
+  tls_cert_file: z._default(text('the path of a PEM certificate (chain), or "" for plain http'), ''),
+  tls_key_file: z._default(text('the path of the PEM private key of tls_cert_file, or ""'), ''),
+  session_ttl: z._default(duration(1 * MINUTE, 30 * DAY), 12 * HOUR),
 };
 
-const consoleSchema = z
-  .strictObject(consoleShape, { error: () => 'must be a mapping of keys (e.g. console:\n  listen: 127.0.0.1:8080), or be removed for the defaults' })
-  .refine((c) => (c.tls_cert_file === '') === (c.tls_key_file === ''), {
-    path: ['tls_key_file'],
-    error: 'tls_cert_file and tls_key_file go together: set both for https, or neither for plain http',
-  })
-  // Filled in by load-config from $CREDENTIALS_DIRECTORY/console_password (never from the YAML).
-  .transform((c) => ({ ...c, password_credential: null as string | null }))
-  .prefault({} as never);
+const consoleSchema = z.prefault(
+  z.pipe(
+    z.strictObject(consoleShape, { error: () => 'must be a mapping of keys (e.g. console:\n  listen: 127.0.0.1:8080), or be removed for the defaults' }).check(
+      z.refine((c) => (c.tls_cert_file === '') === (c.tls_key_file === ''), {
+        path: ['tls_key_file'],
+        error: 'tls_cert_file and tls_key_file go together: set both for https, or neither for plain http',
+      }),
+    ),
+    // Filled in by load-config from $CREDENTIALS_DIRECTORY/console_password (never from the YAML).
+    z.transform((c) => ({ ...c, password_credential: null as string | null })),
+  ),
+  {} as never,
+);
 
 const metricsShape = {
   /** Absent: no TCP listener (the control socket still serves /metrics). */
-  listen: listenAddress('127.0.0.1:9464').optional(),
-  allow_remote: bool().default(false),
+  listen: z.optional(listenAddress('127.0.0.1:9464')),
+  allow_remote: z._default(bool(), false),
 };
 
 // /metrics tells whoever reaches it what this terminal holds and does: off the loopback interface
 // only when the operator says so in the same file.
-const metricsSchema = section(metricsShape, 'metrics').refine((m) => m.listen === undefined || m.allow_remote || isLoopbackListen(m.listen), {
+const metricsSchema = section(metricsShape, 'metrics').check(z.refine((m) => m.listen === undefined || m.allow_remote || isLoopbackListen(m.listen), {
   path: ['listen'],
   error: (iss) => `${(iss.input as { listen?: string }).listen} is not a loopback address: /metrics would be open to the network; listen on 127.0.0.1:PORT, or set metrics.allow_remote: true to serve it there (and restrict who can reach the port)`,
-});
+}));
 
 const logShape = {
-  level: choice(LOG_LEVELS).default('info'),
-  format: choice(['auto', 'json', 'journal'] as const).default('auto'),
+  level: z._default(choice(LOG_LEVELS), 'info'),
+  format: z._default(choice(['auto', 'json', 'journal'] as const), 'auto'),
 };
 
 type UrlKey = 'base_url' | 'face_base_url';
@@ -158,20 +165,23 @@ function insecureCheck(key: UrlKey) {
   };
 }
 
-const serviceSchema = z
-  .strictObject(serviceShape, { error: (iss) => (iss.input === undefined ? 'is required: add a service: section with base_url and face_base_url' : 'must be a mapping of keys (base_url: ..., face_base_url: ...)') })
-  .refine((s) => !insecureHost(s, 'base_url'), insecureCheck('base_url'))
-  .refine((s) => !insecureHost(s, 'face_base_url'), insecureCheck('face_base_url'))
-  .transform(({ terminal_secret_file: _tf, api_key_file: _af, ...rest }) => rest);
+const serviceSchema = z.pipe(
+  z.strictObject(serviceShape, { error: (iss) => (iss.input === undefined ? 'is required: add a service: section with base_url and face_base_url' : 'must be a mapping of keys (base_url: ..., face_base_url: ...)') }).check(
+    z.refine((s) => !insecureHost(s, 'base_url'), insecureCheck('base_url')),
+    z.refine((s) => !insecureHost(s, 'face_base_url'), insecureCheck('face_base_url')),
+  ),
+  z.transform(({ terminal_secret_file: _tf, api_key_file: _af, ...rest }) => rest),
+);
 
 function section<T extends z.core.$ZodLooseShape>(shape: T, name: string) {
-  return z.strictObject(shape, { error: () => `must be a mapping of keys (e.g. ${name}:\\n  ${Object.keys(shape)[0]}: ...), or be removed for the defaults` }).prefault({} as never); // every key has a default, so {} is valid input
+  // every key has a default, so {} is valid input
+  return z.prefault(z.strictObject(shape, { error: () => `must be a mapping of keys (e.g. ${name}:\\n  ${Object.keys(shape)[0]}: ...), or be removed for the defaults` }), {} as never);
 }
 
 const rootShape = {
   service: serviceSchema,
-  state_dir: text('a folder path').min(1, 'is empty: e.g. /var/lib/terminal-agent').default(DEFAULT_STATE_DIR),
-  state_min_free: minFree().default('auto'),
+  state_dir: z._default(text('a folder path').check(z.minLength(1, 'is empty: e.g. /var/lib/terminal-agent')), DEFAULT_STATE_DIR),
+  state_min_free: z._default(minFree(), 'auto'),
   faces: section(facesShape, 'faces'),
   enroll: section(enrollShape, 'enroll'),
   tts: section(ttsShape, 'tts'),
@@ -184,9 +194,10 @@ const rootShape = {
   metrics: metricsSchema,
 };
 
-export const configSchema = z
-  .strictObject(rootShape, { error: () => 'the file must be a YAML mapping of sections (service:, state_dir:, ...)' })
-  .transform((c) => ({ ...c, enroll: { ...c.enroll, dir: c.enroll.dir ?? join(c.state_dir, 'enroll') } }));
+export const configSchema = z.pipe(
+  z.strictObject(rootShape, { error: () => 'the file must be a YAML mapping of sections (service:, state_dir:, ...)' }),
+  z.transform((c) => ({ ...c, enroll: { ...c.enroll, dir: c.enroll.dir ?? join(c.state_dir, 'enroll') } })),
+);
 
 /** The resolved configuration every component codes against. `file` is the YAML it came from. */
 export type AgentConfig = z.output<typeof configSchema> & { file?: string };

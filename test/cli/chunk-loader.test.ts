@@ -148,10 +148,15 @@ describe('the chunk loader', () => {
     const meta = JSON.parse(readFileSync(join(REPO_ROOT, 'dist', 'bundle-meta.json'), 'utf8')) as { outputs: Record<string, { entryPoint?: string; inputs: Record<string, unknown> }> };
     const chunk = (name: string) => Object.entries(meta.outputs).find(([path]) => path.endsWith(`/${name}`))![1];
     const roots = Object.keys(transient).map((name) => chunk(name).entryPoint);
-    expect(roots.sort()).toEqual(['node_modules/yaml/dist/index.js', 'src/config/load-config.ts']);
+    expect(roots.sort()).toEqual(['src/config/load-config.ts', 'src/config/yaml-plain.ts']);
     // zod and the schema live in the config reader's own chunks, YAML in both groups: nothing else loads them.
     const inputsOf = (root: string) => [root, ...transient[root]!].flatMap((name) => Object.keys(chunk(name).inputs));
-    const configRoot = Object.keys(transient).find((name) => chunk(name).entryPoint === 'src/config/load-config.ts')!;
-    expect(inputsOf(configRoot)).toEqual(expect.arrayContaining(['src/config/schema.ts', 'node_modules/zod/v4/core/core.js', 'node_modules/yaml/dist/compose/composer.js']));
+    const rootOf = (entry: string) => Object.keys(transient).find((name) => chunk(name).entryPoint === entry)!;
+    const config = inputsOf(rootOf('src/config/load-config.ts'));
+    expect(config).toEqual(expect.arrayContaining(['src/config/schema.ts', 'node_modules/zod/v4/core/core.js', 'node_modules/zod/v4/mini/schemas.js', 'node_modules/yaml/browser/dist/compose/composer.js']));
+    // zod/mini, not the classic API (a third of its cost to load and build the schema); YAML's ES
+    // module build, which esbuild trims (its CommonJS build comes whole).
+    expect(config.filter((i) => /^node_modules\/(zod\/v4\/classic|yaml\/dist)\//.test(i))).toEqual([]);
+    expect(inputsOf(rootOf('src/config/yaml-plain.ts'))).toContain('node_modules/yaml/browser/dist/compose/composer.js');
   });
 });
