@@ -32,7 +32,7 @@ export async function clientFromConfig(args: ParsedArgs, ctx: CliContext, opts: 
     import('../log/logger.js'),
     import('../client/service-client.js'),
   ]);
-  const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: opts.requireSecrets ?? true });
+  const config = await loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: opts.requireSecrets ?? true, blocking: true });
   // Commands print their own results; the log only carries warnings (or debug when asked for).
   const level = config.log.level === 'debug' || config.log.level === 'trace' ? config.log.level : 'warn';
   const logger = createLogger({

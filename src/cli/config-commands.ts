@@ -47,7 +47,7 @@ async function check(ctx: CliContext, configPath: string, json: boolean): Promis
   let loaded: LoadedConfig;
   try {
     const { loadConfigDetailed } = await import('../config/load-config.js');
-    loaded = await loadConfigDetailed({ path: configPath, env: ctx.env, cwd: ctx.cwd });
+    loaded = await loadConfigDetailed({ path: configPath, env: ctx.env, cwd: ctx.cwd, blocking: true });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     return reportProblems(ctx, json, err.problems[0]?.file ?? configPath, err.problems);

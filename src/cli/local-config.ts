@@ -7,5 +7,5 @@ import type { AgentConfig } from '../config/schema.js';
 /** Loads the config for a command that only needs local settings (secrets not required). */
 export async function loadLocalConfig(args: ParsedArgs, ctx: CliContext): Promise<AgentConfig> {
   const { loadConfig } = await import('../config/load-config.js');
-  return loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: false });
+  return loadConfig({ path: args.global.configPath, env: ctx.env, cwd: ctx.cwd, requireSecrets: false, blocking: true });
 }

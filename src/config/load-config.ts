@@ -1,7 +1,7 @@
 // Reads the YAML config, resolves secrets, validates everything through the schema and reports
 // EVERY problem at once as a ConfigError whose problems carry file, line, key path and the fix.
 // `env` is passed in (only src/main.ts reads process.env).
-import { access } from 'node:fs';
+import { access, accessSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
 import { LineCounter, parseDocument, visit, type Document } from 'yaml';
@@ -12,7 +12,7 @@ import { unknownKeyMessage } from './did-you-mean.js';
 import { configSchema, type AgentConfig } from './schema.js';
 import { resolveSecret, secretEnvName, type ResolvedSecret, type SecretName, type SecretProblem } from './secrets.js';
 import { keyLine, valueLine } from './yaml-locate.js';
-import { readConfigFile } from './read-config-file.js';
+import { readConfigFile, readConfigFileSync } from './read-config-file.js';
 import { parseConsoleListen } from './listen-address.js';
 
 export interface LoadConfigOptions {
@@ -28,6 +28,14 @@ export interface LoadConfigOptions {
    * that needs it fails later with a ConfigError naming the key. Default true.
    */
   requireSecrets?: boolean;
+  /**
+   * True for CLI commands: the file and the secrets are read with blocking calls. They wait for
+   * them anyway, and the first call through libuv's thread pool starts its threads (about 2.5 ms
+   * of a 40 ms `config check` here). False for the daemon, whose SIGHUP reload must not hold the
+   * event loop on a slow disk. The config file is opened O_NONBLOCK either way (a FIFO is refused,
+   * not waited on).
+   */
+  blocking?: boolean;
 }
 
 export interface LoadedConfig {
@@ -44,7 +52,8 @@ export { configSecrets } from './secrets.js';
 
 export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<LoadedConfig> {
   const file = opts.cwd === undefined ? resolve(opts.path) : resolve(opts.cwd, opts.path);
-  const text = await readConfigFile(file);
+  const blocking = opts.blocking ?? false;
+  const text = blocking ? readConfigFileSync(file) : await readConfigFile(file);
 
   const counter = new LineCounter();
   const { doc, raw } = parseYaml(text, file, counter);
@@ -55,8 +64,8 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   const service = isRecord(raw) && isRecord(raw.service) ? raw.service : undefined;
   const secretProblems: SecretProblem[] = [];
   const baseDir = dirname(file);
-  const terminal = await resolveSecret('terminal_secret', service, opts.env, baseDir, secretProblems);
-  const apiKey = await resolveSecret('api_key', service, opts.env, baseDir, secretProblems);
+  const terminal = await resolveSecret('terminal_secret', service, opts.env, baseDir, secretProblems, blocking);
+  const apiKey = await resolveSecret('api_key', service, opts.env, baseDir, secretProblems, blocking);
   const requireSecrets = opts.requireSecrets ?? true;
   for (const p of requireSecrets ? secretProblems : []) {
     problems.push(p.file ? { path: p.path, message: p.message, file: p.file } : { path: p.path, message: p.message, ...at(p.path) });
@@ -88,7 +97,7 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
 
   let consoleCredential: string | null = null;
   if (parsed.success && requireSecrets) {
-    consoleCredential = await consolePasswordCredential(opts.env);
+    consoleCredential = await consolePasswordCredential(opts.env, blocking);
     const p = consoleLoginProblem(parsed.data.console, consoleCredential);
     if (p) problems.push({ path: 'console.listen', message: p, ...at('console.listen') });
   }
@@ -108,12 +117,13 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
 }
 
 /** $CREDENTIALS_DIRECTORY/console_password when systemd passed one (LoadCredential=console_password:PATH). */
-async function consolePasswordCredential(env: LoadConfigOptions['env']): Promise<string | null> {
+async function consolePasswordCredential(env: LoadConfigOptions['env'], blocking: boolean): Promise<string | null> {
   const dir = env.CREDENTIALS_DIRECTORY;
   if (!dir) return null;
   const path = join(dir, 'console_password');
   try {
-    await promisify(access)(path);
+    if (blocking) accessSync(path);
+    else await promisify(access)(path);
     return path;
   } catch {
     return null;

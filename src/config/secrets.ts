@@ -7,7 +7,7 @@
 // Giving both the inline value and the *_file in the YAML is a problem (which one is meant?).
 // One trailing line break is removed from files (`echo secret > file`). Messages name the source
 // and the file, never the value.
-import { readFile } from 'node:fs';
+import { readFile, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { isAbsolute, join, resolve } from 'node:path';
 import { hasControlChar } from './plain-checks.js';
@@ -43,10 +43,10 @@ export function secretEnvName(name: SecretName): string {
 
 type ReadResult = { ok: true; value: string } | { ok: false; code: string };
 
-async function readSecretFile(path: string): Promise<ReadResult> {
+async function readSecretFile(path: string, blocking: boolean): Promise<ReadResult> {
   try {
     // node:fs's callback: node:fs/promises would cost `config check` about 5 M instructions to load.
-    const text = await promisify(readFile)(path, 'utf8');
+    const text = blocking ? readFileSync(path, 'utf8') : await promisify(readFile)(path, 'utf8');
     return { ok: true, value: text.replace(/\r?\n$/, '') };
   } catch (err) {
     return { ok: false, code: (err as NodeJS.ErrnoException).code ?? 'EIO' };
@@ -78,7 +78,8 @@ function checkValue(name: SecretName, value: string, via: string): string | unde
 
 /**
  * Resolves one secret. `service` is the raw YAML service mapping (or undefined); `baseDir` is the
- * folder relative *_file paths are taken from.
+ * folder relative *_file paths are taken from; `blocking`: files are read with blocking calls
+ * (load-config.ts LoadConfigOptions.blocking).
  */
 export async function resolveSecret(
   name: SecretName,
@@ -86,6 +87,7 @@ export async function resolveSecret(
   env: Readonly<Record<string, string | undefined>>,
   baseDir: string,
   problems: SecretProblem[],
+  blocking = false,
 ): Promise<ResolvedSecret> {
   const fileKey = `${name}_file`;
   const inline = service?.[name];
@@ -110,7 +112,7 @@ export async function resolveSecret(
   const credDir = env.CREDENTIALS_DIRECTORY;
   if (credDir) {
     const credFile = join(credDir, name);
-    const r = await readSecretFile(credFile);
+    const r = await readSecretFile(credFile, blocking);
     // An empty api_key credential means "none": the unit always loads both credentials (a missing
     // file fails the unit), and the package installs them empty, so a terminal that makes no
     // knowledge calls leaves this one empty. The terminal secret is required: empty stays a problem.
@@ -124,7 +126,7 @@ export async function resolveSecret(
 
   if (typeof fileRaw === 'string' && fileRaw.length > 0) {
     const file = isAbsolute(fileRaw) ? fileRaw : resolve(baseDir, fileRaw);
-    const r = await readSecretFile(file);
+    const r = await readSecretFile(file, blocking);
     if (!r.ok) {
       problems.push({ path: `service.${fileKey}`, message: readFailure(name, file, r.code, `service.${fileKey}`) });
       return { source: 'file', origin: file, failed: true };

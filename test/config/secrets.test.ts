@@ -30,10 +30,11 @@ function setup(opts: { inline?: boolean; file?: boolean; creds?: boolean } = {})
 
 const ENV = { TERMINAL_AGENT_TERMINAL_SECRET: 'from-env-ts', TERMINAL_AGENT_API_KEY: 'from-env-key' };
 
-describe('secret sources and their precedence: env > credentials dir > *_file > inline', () => {
+// blocking: how the CLI reads the file and the secrets (readFileSync); not: how the daemon does.
+describe.each([false, true])('secret sources and their precedence: env > credentials dir > *_file > inline (blocking reads: %s)', (blocking) => {
   it('environment wins over everything', async () => {
     const { path, credDir } = setup();
-    const { config, secrets } = await loadConfigDetailed({ path, env: { ...ENV, CREDENTIALS_DIRECTORY: credDir } });
+    const { config, secrets } = await loadConfigDetailed({ path, blocking, env: { ...ENV, CREDENTIALS_DIRECTORY: credDir } });
     expect(config.service.terminal_secret).toBe('from-env-ts');
     expect(config.service.api_key).toBe('from-env-key');
     expect(secrets.terminal_secret).toEqual({ source: 'env', origin: 'TERMINAL_AGENT_TERMINAL_SECRET' });
@@ -41,7 +42,7 @@ describe('secret sources and their precedence: env > credentials dir > *_file > 
 
   it('systemd credentials win over *_file, with a trailing newline trimmed', async () => {
     const { path, credDir } = setup();
-    const { config, secrets } = await loadConfigDetailed({ path, env: { CREDENTIALS_DIRECTORY: credDir } });
+    const { config, secrets } = await loadConfigDetailed({ path, blocking, env: { CREDENTIALS_DIRECTORY: credDir } });
     expect(config.service.terminal_secret).toBe('from-creds-ts');
     expect(config.service.api_key).toBe('from-creds-key');
     expect(secrets.api_key).toEqual({ source: 'credentials', origin: join(credDir, 'api_key') });
@@ -49,7 +50,7 @@ describe('secret sources and their precedence: env > credentials dir > *_file > 
 
   it('a credentials dir without the file falls through to *_file (relative to the config, CRLF trimmed)', async () => {
     const { path, credDir, dir } = setup({ creds: false });
-    const { config, secrets } = await loadConfigDetailed({ path, env: { CREDENTIALS_DIRECTORY: credDir } });
+    const { config, secrets } = await loadConfigDetailed({ path, blocking, env: { CREDENTIALS_DIRECTORY: credDir } });
     expect(config.service.terminal_secret).toBe('from-file-ts');
     expect(config.service.api_key).toBe('from-file-key');
     expect(secrets.terminal_secret).toEqual({ source: 'file', origin: join(dir, 'terminal_secret') });
@@ -57,7 +58,7 @@ describe('secret sources and their precedence: env > credentials dir > *_file > 
 
   it('inline values are used when nothing else is given', async () => {
     const { path } = setup({ file: false, inline: true, creds: false });
-    const cfg = await loadConfig({ path, env: {} });
+    const cfg = await loadConfig({ path, blocking, env: {} });
     expect(cfg.service.terminal_secret).toBe('from-inline-ts');
     expect(cfg.service.api_key).toBe('from-inline-key');
     expect(configSecrets(cfg).sort()).toEqual(['from-inline-key', 'from-inline-ts']);
@@ -65,7 +66,7 @@ describe('secret sources and their precedence: env > credentials dir > *_file > 
 
   it('an empty environment variable does not count as set', async () => {
     const { path } = setup({ file: false, inline: true, creds: false });
-    const cfg = await loadConfig({ path, env: { TERMINAL_AGENT_TERMINAL_SECRET: '' } });
+    const cfg = await loadConfig({ path, blocking, env: { TERMINAL_AGENT_TERMINAL_SECRET: '' } });
     expect(cfg.service.terminal_secret).toBe('from-inline-ts');
   });
 
@@ -73,7 +74,7 @@ describe('secret sources and their precedence: env > credentials dir > *_file > 
     const dir = tmpDir();
     const path = join(dir, 'c.yaml');
     writeFileSync(path, `${URLS}  terminal_secret: "only-ts"\n`);
-    const cfg = await loadConfig({ path, env: {} });
+    const cfg = await loadConfig({ path, blocking, env: {} });
     expect(cfg.service.api_key).toBeUndefined();
     expect(configSecrets(cfg)).toEqual(['only-ts']);
   });
@@ -86,11 +87,11 @@ describe('secret sources and their precedence: env > credentials dir > *_file > 
     writeFileSync(join(credDir, 'api_key'), '');
     const path = join(dir, 'c.yaml');
     writeFileSync(path, URLS);
-    const cfg = await loadConfig({ path, env: { CREDENTIALS_DIRECTORY: credDir } });
+    const cfg = await loadConfig({ path, blocking, env: { CREDENTIALS_DIRECTORY: credDir } });
     expect(cfg.service.api_key).toBeUndefined();
     expect(configSecrets(cfg)).toEqual(['from-creds-ts']);
     writeFileSync(join(credDir, 'terminal_secret'), '');
-    const err = await loadConfig({ path, env: { CREDENTIALS_DIRECTORY: credDir } }).catch((e: unknown) => e);
+    const err = await loadConfig({ path, blocking, env: { CREDENTIALS_DIRECTORY: credDir } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect(String((err as ConfigError).message)).toMatch(/terminal_secret from systemd credential terminal_secret is empty/);
   });
@@ -99,14 +100,14 @@ describe('secret sources and their precedence: env > credentials dir > *_file > 
     const dir = tmpDir();
     const path = join(dir, 'c.yaml');
     writeFileSync(path, `${URLS}  terminal_secret_file: /nonexistent/ts\n`);
-    const cfg = await loadConfig({ path, env: ENV });
+    const cfg = await loadConfig({ path, blocking, env: ENV });
     expect(cfg.service.terminal_secret).toBe('from-env-ts');
   });
 });
 
-describe('secret problems name the source, never the value', () => {
+describe.each([false, true])('secret problems name the source, never the value (blocking reads: %s)', (blocking) => {
   async function problems(path: string, env: Record<string, string> = {}) {
-    const err = (await loadConfig({ path, env }).catch((e: unknown) => e)) as ConfigError;
+    const err = (await loadConfig({ path, blocking, env }).catch((e: unknown) => e)) as ConfigError;
     expect(err).toBeInstanceOf(ConfigError);
     return err.problems;
   }
