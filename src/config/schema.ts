@@ -4,6 +4,11 @@
 //
 // Secrets are resolved by load-config before this schema runs (env, systemd credentials, *_file,
 // inline): the schema sees the resolved `terminal_secret`/`api_key` and drops the `*_file` keys.
+//
+// Written with zod/mini's functions (z._default(x, v), x.check(...), z.pipe(x, z.transform(...)))
+// rather than the classic API's chained methods: the same core and messages, and every command
+// that reads the config builds this schema once, cold, where a classic schema object cost about
+// three times as much to make (docs/performance-history.md, r32).
 import { join } from 'node:path';
 import { DEFAULT_CONTROL_SOCKET } from './control-socket.js';
 import { DEFAULT_STATE_DIR } from './state-dir.js';
