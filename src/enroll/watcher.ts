@@ -13,8 +13,18 @@ import { withLinkedSignal } from '../util/linked-signal.js';
 //
 // Burst mode: chokidar re-reads and lstats a whole folder on every file added to or removed from
 // it, which is quadratic when a thousand files arrive at once (seconds of CPU on a Pi). While
-// that many files are waiting, chokidar is closed and the folders are scanned every settle
-// period instead (one readdir each, no stat); it is reopened once the folders are small again.
+// that many files are waiting, chokidar is closed and the folders are scanned instead (one
+// readdir each, no stat): every half settle_time, and every ARRIVING_SCAN_MS while each scan finds
+// more files than the last; chokidar is reopened once the folders are small again.
+
+/**
+ * Burst mode's scan period while the last scan found more files than the one before (a copy still
+ * going on). A file is settled only settle_time after a scan first saw it, so the files copied
+ * after the first scan of a burst waited for the next one, half a settle_time later: with the
+ * default 1 s, the uploads ran dry for 150 to 250 ms in the middle of a burst of 1,000 files
+ * (docs/performance-history.md, r32).
+ */
+const ARRIVING_SCAN_MS = 100;
 
 /** Files waiting (settling, or in the folders) above which the watcher switches to scanning. */
 const BURST_ENTER = 128;
@@ -140,11 +150,12 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
     return count;
   }
 
-  /** Sleeps until the next scan: short in burst mode, or until an event switches to it. */
-  async function pause(signal: AbortSignal): Promise<boolean> {
+  /** Sleeps until the next scan: short in burst mode, shorter while files keep arriving, or until an event switches to burst mode. */
+  async function pause(signal: AbortSignal, arriving: boolean): Promise<boolean> {
     const ctl = new AbortController();
     kick = () => ctl.abort();
-    const ok = await withLinkedSignal([signal, ctl.signal], (linked) => wait(burst ? deps.burstScanMs : deps.rescanMs, linked));
+    const ms = !burst ? deps.rescanMs : arriving ? Math.min(deps.burstScanMs, ARRIVING_SCAN_MS) : deps.burstScanMs;
+    const ok = await withLinkedSignal([signal, ctl.signal], (linked) => wait(ms, linked));
     kick = undefined;
     return ok || !signal.aborted;
   }
@@ -155,15 +166,18 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
       ac = new AbortController();
       burst = false;
       await openWatcher();
-      if ((await rescan()) > BURST_ENTER) {
+      let count = await rescan();
+      if (count > BURST_ENTER) {
         burst = true;
         await closeWatcher();
       }
       const signal = ac.signal;
       loop = (async () => {
-        while (await pause(signal)) {
+        let arriving = false;
+        while (await pause(signal, arriving)) {
           try {
-            const count = await rescan();
+            const before = count;
+            count = await rescan();
             if (burst && count < BURST_LEAVE && deps.load() < BURST_LEAVE && !signal.aborted) {
               burst = false;
               await openWatcher();
@@ -175,6 +189,7 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
               burst = true;
               await closeWatcher();
             }
+            arriving = burst && count > before;
           } catch (err) {
             logger.warn({ err }, 'rescan failed');
           }

@@ -70,16 +70,19 @@ for (const n of [...names, ...warmNames]) {
   await writeFile(join(source, `${n}.jpg`), randomJpeg(IMAGE_BYTES));
 }
 
-/** The longest gap between `[start, end]` intervals (ms), from the first start to the last end. */
+/**
+ * The longest gap between `[start, end]` intervals (ms), from the first start to the last end:
+ * { gap, at (when it began), before (intervals ended by then) }.
+ */
 function longestGap(intervals) {
   const sorted = [...intervals].sort((a, b) => a[0] - b[0]);
-  let gap = 0;
+  let longest = { gap: 0, at: sorted[0]?.[0] ?? 0 };
   let reach = sorted[0]?.[1] ?? 0;
   for (const [start, end] of sorted) {
-    gap = Math.max(gap, start - reach);
+    if (start - reach > longest.gap) longest = { gap: start - reach, at: reach };
     reach = Math.max(reach, end);
   }
-  return gap;
+  return { ...longest, before: sorted.filter(([, end]) => end <= longest.at).length };
 }
 
 /** This process's CPU (user + system) since `from` (a process.cpuUsage()), ms. */
@@ -283,7 +286,8 @@ async function oneRun(latencyMs, budget, runNo) {
     const lastPost = Math.max(...posts.map((p) => p.at + p.durationMs)) - epoch0;
     // The longest stretch between the first and the last upload with none in flight: a burst the
     // daemon stalled in (a lost wake-up, a blocked event loop) shows here, whatever its CPU.
-    const stallMs = longestGap(posts.map((p) => [p.at, p.at + p.durationMs]));
+    const stall = longestGap(posts.map((p) => [p.at, p.at + p.durationMs]));
+    const stallMs = stall.gap;
     // Over HTTPS: the TLS sessions each side opened (whole handshakes, resumed ones) and the ciphers.
     const tlsPart = !front ? '' : `; over https: plain loop ${plainHandshakes.full} whole + ${plainHandshakes.resumed} resumed handshakes, ` +
       `node:http loop ${nodeHandshakes.full - plainHandshakes.full} + ${nodeHandshakes.resumed - plainHandshakes.resumed}, ` +
@@ -301,7 +305,7 @@ async function oneRun(latencyMs, budget, runNo) {
     r.nodeRatio = endMs / nodePlain.ms;
     console.log(`  run ${runNo}: plain loop ${(plain.ms / 1000).toFixed(2)} s; node:http loop ${(nodePlain.ms / 1000).toFixed(2)} s (daemon / node:http ${r.nodeRatio.toFixed(2)}x); daemon: last original in done/ ${(endMs / 1000).toFixed(2)} s (copy ${(copyMs / 1000).toFixed(2)} s), ` +
       `results + face cache ${(doneAllMs / 1000).toFixed(2)} s; end to end / plain ${r.ratio.toFixed(2)}x, target <= ${((SETTLE_MS + 1.25 * plain.ms) / 1000).toFixed(2)} s ${r.ok ? 'OK' : 'MISSED'}; ` +
-      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}; node:http loop ${(nodePlain.cpuMs / COUNT).toFixed(2)}, its whole process ${(nodePlain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms; creating a file there: ${createUs.toFixed(0)} µs${diskPart}${tlsPart}${journalEntries === undefined ? '' : `; entries the journal socket took: ${journalEntries}`}`);
+      `CPU ${(cpuMs / COUNT).toFixed(2)} ms/file (user ${(userMs / COUNT).toFixed(2)}; plain loop ${(plain.cpuMs / COUNT).toFixed(2)}, its whole process ${(plain.processCpuMs / COUNT).toFixed(2)}; node:http loop ${(nodePlain.cpuMs / COUNT).toFixed(2)}, its whole process ${(nodePlain.processCpuMs / COUNT).toFixed(2)}); peak RSS ${peakRssMb.toFixed(1)} MB${afterPart}; ${lists} group listings, ${imageGets} image downloads; uploaded exactly once: ${allOnce ? 'yes' : 'NO'}; POSTs from ${(firstPost / 1000).toFixed(2)} s to ${(lastPost / 1000).toFixed(2)} s, longest time with none in flight ${stallMs.toFixed(0)} ms (from ${((stall.at - epoch0) / 1000).toFixed(2)} s, ${stall.before} uploads done); creating a file there: ${createUs.toFixed(0)} µs${diskPart}${tlsPart}${journalEntries === undefined ? '' : `; entries the journal socket took: ${journalEntries}`}`);
     return r;
   } finally {
     // The run's files stay until the benchmark ends (workDir.close): deleting 3,000 of them here
