@@ -5,9 +5,10 @@
 // dependencies' addons that `npm ci` compiles; run outside npm, node-gyp is looked for in npm's
 // install. The package (packaging/build.sh) compiles it again for its target CPU.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { placeFile } from './place-file.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = join(ROOT, 'native/malloc-trim');
@@ -28,4 +29,5 @@ if (r.status !== 0) {
   process.exit(1);
 }
 mkdirSync(OUT, { recursive: true });
-copyFileSync(join(SRC, 'build/Release/malloc_trim.node'), join(OUT, 'malloc_trim.node'));
+// Renamed into place, not copied over: a daemon running from this dist/ has it loaded (place-file.mjs).
+placeFile(join(SRC, 'build/Release/malloc_trim.node'), join(OUT, 'malloc_trim.node'));

@@ -41,7 +41,9 @@ fi
 # 2. The code, owned by root (the service cannot modify itself).
 if [ "$SRC" != "$PREFIX" ]; then
   mkdir -p "$PREFIX"
-  rm -rf "$PREFIX/dist"
+  # Removed, not copied over: a running daemon has node_modules' native addons loaded, and a file
+  # rewritten in place under it kills it (scripts/place-file.mjs); unlinked, they live on until it exits.
+  rm -rf "$PREFIX/dist" "$PREFIX/node_modules"
   cp -a "$SRC/dist" "$SRC/node_modules" "$SRC/package.json" "$PREFIX/"
   [ -f "$SRC/README.md" ] && cp "$SRC/README.md" "$PREFIX/"
   chown -R root:root "$PREFIX"

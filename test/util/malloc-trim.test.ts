@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadMallocTrim } from '../../src/util/malloc-trim.js';
 import { tmpDir } from '../helpers/tmp.js';
+// @ts-expect-error: a build script (JavaScript, no declarations), the one `npm run build:native` uses
+import { placeFile } from '../../scripts/place-file.mjs';
 import { FREED_IMAGES_JS } from '../helpers/freed-images.js';
 
 // The agent's addon (native/malloc-trim, built by `npm run build` into dist/native/), in a real
@@ -46,5 +48,39 @@ describe('malloc_trim addon', () => {
   it('is found by the code run from src/ (the checkout\'s dist/)', () => {
     const r = loadMallocTrim();
     expect('trim' in r).toBe(true);
+  });
+
+  it('a rebuild puts it in place without killing a daemon that has it loaded (npm run build beside a running demo)', async () => {
+    // The addon as the build leaves it, loaded by a real node process that calls it every 2 ms, as
+    // the daemon's heap trimmer does (less often). A copy over the loaded file kills that process
+    // at its next call (SIGBUS or SIGSEGV: checked with copyFileSync in place-file.mjs).
+    const dir = tmpDir('ta-trim-place-');
+    const built = new URL('../../dist/native/malloc_trim.node', import.meta.url).pathname;
+    const loaded = join(dir, 'malloc_trim.node');
+    copyFileSync(built, loaded);
+    const child = spawn(process.execPath, ['-e', `
+      const m = require(${JSON.stringify(loaded)});
+      let n = 0;
+      setInterval(() => { m.trim(); n++; }, 2);
+      process.stdout.write('loaded\\n');
+      process.stdin.on('data', () => { const before = n; setTimeout(() => { process.stdout.write('calls after ' + (n - before) + '\\n'); process.exit(0); }, 300); });
+    `], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const loadedOrExited = await Promise.race([
+      new Promise<string>((resolve) => child.stdout.on('data', (b: Buffer) => { out += b.toString(); if (out.includes('loaded')) resolve('loaded'); })),
+      exited.then((e) => `exited early: ${JSON.stringify(e)} ${err}`),
+    ]);
+    expect(loadedOrExited).toBe('loaded');
+    await new Promise((r) => setTimeout(r, 50));
+
+    (placeFile as (src: string, dest: string) => void)(built, loaded);
+    child.stdin.write('go\n');
+
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(err).toBe('');
+    expect(Number(/calls after (\d+)/.exec(out)?.[1])).toBeGreaterThan(20);
   });
 });
