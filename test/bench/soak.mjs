@@ -108,7 +108,16 @@ const started = Date.now();
 const samples = []; // every 5 s
 const settled = []; // at each cycle's end
 const sampleNow = () => ({ at: Date.now(), rss: procRssMb(pid), fds: procFdCount(pid), threads: procThreadCount(pid), cpuMs: procCpuMs(pid), written: procWriteBytes(pid) });
-const sampler = setInterval(() => samples.push(sampleNow()), 5000);
+// A daemon killed by a signal has no exit code: signalCode says it (a crash gives no log line).
+const gone = () => (daemon.child.exitCode !== null || daemon.child.signalCode !== null ? `the daemon exited (${daemon.child.signalCode ?? daemon.child.exitCode})` : undefined);
+const sampler = setInterval(() => {
+  try {
+    samples.push(sampleNow());
+  } catch (e) {
+    // Between its death and its reaping /proc/PID has no memory figures; the cycle says why.
+    problems.push(gone() ?? `sampling the daemon: ${e.message}`);
+  }
+}, 5000);
 const heapUsed = []; // [ms since start, MB] from each scrape: its floor is the live heap (after full GCs)
 const scraper = setInterval(() => {
   httpGet(metricsPort, '/metrics').then((r) => {
@@ -168,8 +177,8 @@ for (let c = 0; c < CYCLES; c++) {
   }
   await Promise.all([spoken, visit]);
   await sleep(Math.max(0, cycleStart + CYCLE_MS - Date.now()));
+  if (gone()) throw new Error(`${gone()} in cycle ${c + 1}, ${((Date.now() - started) / 60_000).toFixed(1)} min in; its log: ${logFile}`);
   settled.push({ cycle: c, ...sampleNow() });
-  if (daemon.child.exitCode !== null) throw new Error(`the daemon exited (${daemon.child.exitCode}) in cycle ${c}`);
   const s = settled.at(-1);
   process.stdout.write(`cycle ${c + 1}/${CYCLES}: RSS ${s.rss.toFixed(1)} MB, fds ${s.fds}, threads ${s.threads}, done ${countDone()} of ${dropped}${outage ? ' (outage)' : ''}\n`);
 }
