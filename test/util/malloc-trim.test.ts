@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadMallocTrim } from '../../src/util/malloc-trim.js';
 import { tmpDir } from '../helpers/tmp.js';
 // @ts-expect-error: a build script (JavaScript, no declarations), the one `npm run build:native` uses
@@ -55,7 +56,7 @@ describe('malloc_trim addon', () => {
     // the daemon's heap trimmer does (less often). A copy over the loaded file kills that process
     // at its next call (SIGBUS or SIGSEGV: checked with copyFileSync in place-file.mjs).
     const dir = tmpDir('ta-trim-place-');
-    const built = new URL('../../dist/native/malloc_trim.node', import.meta.url).pathname;
+    const built = fileURLToPath(new URL('../../dist/native/malloc_trim.node', import.meta.url));
     const loaded = join(dir, 'malloc_trim.node');
     copyFileSync(built, loaded);
     const child = spawn(process.execPath, ['-e', `
