@@ -1,7 +1,7 @@
 // Reads the YAML config, resolves secrets, validates everything through the schema and reports
 // EVERY problem at once as a ConfigError whose problems carry file, line, key path and the fix.
 // `env` is passed in (only src/main.ts reads process.env).
-import { access, accessSync } from 'node:fs';
+import { readFile, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
 import { LineCounter, parseDocument, visit, type Document } from 'yaml';
@@ -96,10 +96,15 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   }
 
   let consoleCredential: string | null = null;
-  if (parsed.success && requireSecrets) {
-    consoleCredential = await consolePasswordCredential(opts.env, blocking);
-    const p = consoleLoginProblem(parsed.data.console, consoleCredential);
-    if (p) problems.push({ path: 'console.listen', message: p, ...at('console.listen') });
+  if (parsed.success && requireSecrets && parsed.data.console.listen.trim() !== '') {
+    const credential = await consolePasswordCredential(opts.env, blocking);
+    // A credential that is there but unusable is the problem to fix; "needs a login" would mislead.
+    if (typeof credential === 'object' && credential !== null) problems.push(credential);
+    else {
+      consoleCredential = credential;
+      const p = consoleLoginProblem(parsed.data.console, consoleCredential);
+      if (p) problems.push({ path: 'console.listen', message: p, ...at('console.listen') });
+    }
   }
 
   if (!parsed.success || problems.length > 0) throw new ConfigError(sortProblems(problems));
@@ -116,18 +121,28 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   };
 }
 
-/** $CREDENTIALS_DIRECTORY/console_password when systemd passed one (LoadCredential=console_password:PATH). */
-async function consolePasswordCredential(env: LoadConfigOptions['env'], blocking: boolean): Promise<string | null> {
+/**
+ * $CREDENTIALS_DIRECTORY/console_password when systemd passed one (LoadCredential=console_password:PATH),
+ * null when it did not. Read here, not only when the console starts, so that `config check` and
+ * `doctor` (run with CREDENTIALS_DIRECTORY, as README says) report an empty or unreadable one that
+ * would stop the daemon at its start.
+ */
+async function consolePasswordCredential(env: LoadConfigOptions['env'], blocking: boolean): Promise<string | null | ConfigProblem> {
   const dir = env.CREDENTIALS_DIRECTORY;
   if (!dir) return null;
   const path = join(dir, 'console_password');
+  let text: string;
   try {
-    if (blocking) accessSync(path);
-    else await promisify(access)(path);
-    return path;
-  } catch {
-    return null;
+    text = blocking ? readFileSync(path, 'utf8') : await promisify(readFile)(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+    if (code === 'ENOENT') return null;
+    return { path: 'console.password_hash', file: path, message: `the console_password credential ${path} cannot be read (${code}): check LoadCredential=console_password:PATH in the unit, or the file's owner and mode` };
   }
+  if (text.replace(/\r?\n$/, '') === '') {
+    return { path: 'console.password_hash', file: path, message: `the console_password credential ${path} is empty: put the console password (or a hash from 'terminal-agent console hash-password') in it, or remove LoadCredential=console_password` };
+  }
+  return path;
 }
 
 /** The web console beyond loopback with nobody to log in as: refused, the page would be open to the network. */

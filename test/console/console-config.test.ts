@@ -119,6 +119,39 @@ describe('web console configuration', () => {
     expect(viaCred.stdout).toContain(`login by systemd credential ${join(creds, 'console_password')}`);
   });
 
+  it('config check and doctor report an empty or unreadable console_password credential, which would stop the daemon', async () => {
+    const emulator = await startTestEmulator();
+    const dir = tmpDir('ta-console-cred-');
+    const creds = join(dir, 'creds');
+    mkdirSync(creds);
+    const cred = join(creds, 'console_password');
+    writeFileSync(cred, '\n', { mode: 0o600 });
+    const files = daemonFiles(join(dir, 'agent'), emulator, { extra: 'console:\n  listen: 0.0.0.0:0' });
+    const env = { CREDENTIALS_DIRECTORY: creds };
+    const check = await runCliProcess(['config', 'check', '--config', files.configPath], { env });
+    expect(check.code).toBe(78);
+    expect(check.stderr).toContain(`console.password_hash: the console_password credential ${cred} is empty: put the console password`);
+    // The credential is what to fix, not the missing login.
+    expect(check.stderr).not.toContain('needs a login');
+    const doctor = await runCliProcess(['doctor', '--config', files.configPath], { env });
+    expect(doctor.code).toBe(78);
+    expect(doctor.stderr + doctor.stdout).toContain(`the console_password credential ${cred} is empty`);
+    const run = await runCliProcess(['run', '--config', files.configPath], { env });
+    expect(run.code).toBe(78);
+    expect(run.stderr + run.stdout).toContain(`the console_password credential ${cred} is empty`);
+
+    // Not a file (an operator's LoadCredential= pointed at a folder): named, with the reason.
+    const asDir = join(dir, 'creds2');
+    mkdirSync(join(asDir, 'console_password'), { recursive: true });
+    const unreadable = await runCliProcess(['config', 'check', '--config', files.configPath], { env: { CREDENTIALS_DIRECTORY: asDir } });
+    expect(unreadable.code).toBe(78);
+    expect(unreadable.stderr).toContain(`the console_password credential ${join(asDir, 'console_password')} cannot be read (EISDIR)`);
+
+    // With the console off the credential is not used, and not a problem.
+    const off = daemonFiles(join(dir, 'off'), emulator);
+    expect((await runCliProcess(['config', 'check', '--config', off.configPath], { env })).code).toBe(0);
+  });
+
   it('serves https with a configured certificate: Secure __Host- cookie and HSTS', async () => {
     const emulator = await startTestEmulator();
     const dir = tmpDir('ta-console-https-');
