@@ -29,9 +29,10 @@
 import { build, transform } from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { placeFile, placeSymlink, placeText } from './place-file.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = join(ROOT, 'src');
@@ -154,10 +155,21 @@ const slimPino = {
   },
 };
 
-// Chunks of previous builds: dist/bundle/ is rebuilt whole; chunks of the ESM bundle that came
-// before it lay in dist/ itself.
+// A daemon or a `terminal-agent demo` may be running from this tree, and it loads chunks lazily
+// (a command group, the console): dist/bundle/ is not emptied first. Each file is put in place by
+// a rename (a reader sees the old file or the new one, whole), main.cjs last, and only then are the
+// files this build did not write removed. A chunk whose text did not change keeps its name (named
+// for its content), so a running process finds every file it may still need throughout; one whose
+// text changed is gone after the build, and a process that still wanted the old one says it was
+// replaced (scripts/chunk-loader.cjs), as after an upgrade.
+const written = new Set();
+function place(name, data, mode) {
+  placeText(join(OUT, name), data, mode);
+  written.add(name);
+}
+
+// Chunks of the ESM bundle that came before dist/bundle/ lay in dist/ itself.
 async function removePreviousChunks() {
-  await rm(OUT, { recursive: true, force: true });
   const pattern = /^[\w.-]+-[A-Z0-9]{8}\.js(\.map)?$/;
   for (const name of await readdir(DIST)) {
     if (pattern.test(name) || name === 'main.js.map') await rm(join(DIST, name), { force: true });
@@ -300,11 +312,11 @@ async function writePack(names) {
   const text = `${[...helpers].join('')}\n${bodies.join('')}`;
   // Named for its content, as esbuild names chunks, so a code cache never meets another text.
   const name = `pack-${createHash('sha256').update(text).digest('hex').slice(0, 8).toUpperCase()}.js`;
-  await writeFile(join(OUT, name), text);
+  place(name, text);
   return name;
 }
 const packName = await writePack([...packed]);
-for (const [name, code] of chunks) if (!packed.has(name)) await writeFile(join(OUT, name), code);
+for (const [name, code] of chunks) if (!packed.has(name)) place(name, code);
 
 // Group packs: running a command imports its group (src/cli/commands.ts: the main chunk's dynamic
 // imports), and with it every chunk the group imports statically. Those come in one more pack, read
@@ -320,34 +332,51 @@ for (const group of result.metafile.outputs[`dist/bundle/${mainChunk}`].imports.
   if (members.length > 1) groupPacks[group] = await writePack(members);
 }
 
-await copyFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), join(OUT, 'loader.cjs'));
+placeFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), join(OUT, 'loader.cjs'));
+written.add('loader.cjs');
+place('transient.json', JSON.stringify(transient));
+// For scripts/code-cache.cjs, which starts the CLI the same way, and for the start-up test.
+place('main-chunk.json', JSON.stringify({ main: mainChunk, pack: packName, packed: [...packed], packs: groupPacks }));
+// Every command's words, options and help, from the tsc build of the same sources (src/cli/command-index.ts).
+const { buildCommandIndex } = await import(join(DIST, 'cli', 'command-index.js'));
+place('commands.idx', await buildCommandIndex());
 // The entry holds the loader itself: a require('./loader.cjs') would cost every command a second
 // module resolution (with its package.json lookups), about 1 ms.
 // Node compiles the entry on every start with no code cache: without its comments and blanks.
 const loaderSource = (await transform(await readFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), 'utf8'), { loader: 'js', minifyWhitespace: true, logLevel: 'warning' })).code;
-await writeFile(join(OUT, 'main.cjs'), `#!/usr/bin/env node
+place('main.cjs', `#!/usr/bin/env node
 // The terminal-agent CLI (dist/main.js links here): scripts/chunk-loader.cjs, then the pack and
 // the main chunk. Written by scripts/bundle.mjs.
 ${loaderSource}
 const loader = createChunkLoader(__dirname, { transient: ${JSON.stringify(transient)}, packs: ${JSON.stringify(groupPacks)} });
 loader.loadPack(${JSON.stringify(packName)});
 loader.load(${JSON.stringify(mainChunk)});
-`, { mode: 0o755 });
-await writeFile(join(OUT, 'transient.json'), JSON.stringify(transient));
-// For scripts/code-cache.cjs, which starts the CLI the same way, and for the start-up test.
-await writeFile(join(OUT, 'main-chunk.json'), JSON.stringify({ main: mainChunk, pack: packName, packed: [...packed], packs: groupPacks }));
-// Every command's words, options and help, from the tsc build of the same sources (src/cli/command-index.ts).
-const { buildCommandIndex } = await import(join(DIST, 'cli', 'command-index.js'));
-await writeFile(join(OUT, 'commands.idx'), await buildCommandIndex());
-await rm(join(DIST, 'main.js'), { force: true });
-await symlink('bundle/main.cjs', join(DIST, 'main.js'));
+`, 0o755);
+placeSymlink('bundle/main.cjs', join(DIST, 'main.js'));
 
 // Kept for the start-up test (which chunk holds which module) and for anyone asking why a chunk is large.
 await writeFile(META, JSON.stringify(result.metafile));
 
 // Code caches (scripts/make-code-caches.cjs, shipped in dist/bundle/ so the Debian package makes
 // them again on the device, where they fit its node and CPU), for the unit's NODE_OPTIONS.
-for (const f of ['code-cache.cjs', 'make-code-caches.cjs']) await copyFile(join(ROOT, 'scripts', f), join(OUT, f));
+for (const f of ['code-cache.cjs', 'make-code-caches.cjs']) {
+  placeFile(join(ROOT, 'scripts', f), join(OUT, f));
+  written.add(f);
+}
+// What this build did not write: chunks of other texts, their code caches, a crashed build's
+// temporary files. The code caches of the chunks still here stay until make-code-caches has
+// written theirs (renamed over), so a process loading one meanwhile still finds a cache.
+const cacheOf = (name) => /^(.+)\.[0-9a-f]+\.v8$/.exec(name)?.[1];
+for (const name of await readdir(OUT)) {
+  if (!written.has(name) && !written.has(cacheOf(name))) await rm(join(OUT, name), { recursive: true, force: true });
+}
+const cachesStarted = Date.now();
 const made = spawnSync(process.execPath, [join(OUT, 'make-code-caches.cjs'), '--unit', join(ROOT, 'systemd', 'terminal-agent.service')], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
 // Start-up without them is slower, not wrong: say so, and go on.
 if (made.status !== 0) process.stderr.write(`bundle: ${made.stderr || `make-code-caches exited ${made.status}`}`);
+else {
+  // A cache it did not write again is for node flags nothing runs with any more (the unit's changed).
+  for (const name of await readdir(OUT)) {
+    if (cacheOf(name) !== undefined && (await stat(join(OUT, name))).mtimeMs < cachesStarted - 1000) await rm(join(OUT, name), { force: true });
+  }
+}

@@ -5,17 +5,33 @@
 // the pages the dynamic linker had relocated, which come back from the file unrelocated), even
 // when the new bytes are the same. Renamed over, the old file lives on unlinked until the last
 // process using it exits.
-import { copyFileSync, renameSync, rmSync } from 'node:fs';
+// The bundle's chunks go in place the same way (placeText): a running process loads them lazily, and
+// a file it reads half written would fail it with a syntax error (scripts/bundle.mjs).
+import { copyFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /** Copies `src` to `dest` through a temporary name in dest's folder, then renames it over `dest`. */
 export function placeFile(src, dest) {
+  throughTemporary(dest, (tmp) => copyFileSync(src, tmp));
+}
+
+function throughTemporary(dest, make) {
   const tmp = join(dirname(dest), `.${basename(dest)}.${process.pid}.tmp`);
   try {
-    copyFileSync(src, tmp);
+    make(tmp);
     renameSync(tmp, dest);
   } catch (err) {
     rmSync(tmp, { force: true });
     throw err;
   }
+}
+
+/** Writes `data` to `dest` the same way: a reader sees the old file or the new one, whole, never a part. */
+export function placeText(dest, data, mode) {
+  throughTemporary(dest, (tmp) => writeFileSync(tmp, data, mode === undefined ? undefined : { mode }));
+}
+
+/** Points the symlink `dest` at `target` with no moment where `dest` is missing. */
+export function placeSymlink(target, dest) {
+  throughTemporary(dest, (tmp) => symlinkSync(target, tmp));
 }
