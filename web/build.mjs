@@ -3,20 +3,29 @@
 // them with a content hash in the query, so a browser that cached an older build fetches the new one.
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { placeText } from '../scripts/place-file.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, '..', 'dist', 'web');
 const assets = join(out, 'assets');
 
-rmSync(out, { recursive: true, force: true });
+// A daemon or `terminal-agent demo` running from this tree may be serving these files: nothing is
+// removed first, each file goes in place by a rename, index.html last (it names the others' hashes),
+// and what this build did not write is removed at the end (scripts/bundle.mjs does the same).
 mkdirSync(assets, { recursive: true });
+const written = new Set();
+function place(file, data) {
+  placeText(file, data);
+  written.add(file);
+}
 
 const result = await build({
   entryPoints: { app: join(here, 'src', 'main.tsx'), 'app-css': join(here, 'src', 'app.css') },
   outdir: assets,
+  write: false,
   entryNames: '[name]',
   bundle: true,
   minify: true,
@@ -30,20 +39,24 @@ const result = await build({
   logLevel: 'warning',
 });
 
-// esbuild names the CSS entry app-css.css; the page asks for app.css.
-const cssFrom = join(assets, 'app-css.css');
-writeFileSync(join(assets, 'app.css'), readFileSync(cssFrom));
-rmSync(cssFrom);
-rmSync(join(assets, 'app-css.js'), { force: true });
-copyFileSync(join(here, 'icon.svg'), join(assets, 'icon.svg'));
+// esbuild names the CSS entry app-css.css (and an empty app-css.js); the page asks for app.css.
+const outputs = new Map(result.outputFiles.map((f) => [f.path.slice(assets.length + 1), f.contents]));
+place(join(assets, 'app.js'), outputs.get('app.js'));
+place(join(assets, 'app.css'), outputs.get('app-css.css'));
+place(join(assets, 'icon.svg'), readFileSync(join(here, 'icon.svg')));
 // A phone can keep the console on its home screen.
-copyFileSync(join(here, 'manifest.webmanifest'), join(assets, 'manifest.webmanifest'));
+place(join(assets, 'manifest.webmanifest'), readFileSync(join(here, 'manifest.webmanifest')));
 
 const hash = (file) => createHash('sha256').update(readFileSync(join(assets, file))).digest('hex').slice(0, 10);
 const html = readFileSync(join(here, 'index.html'), 'utf8')
   .replace('/assets/app.js', `/assets/app.js?v=${hash('app.js')}`)
   .replace('/assets/app.css', `/assets/app.css?v=${hash('app.css')}`);
-writeFileSync(join(out, 'index.html'), html);
+place(join(out, 'index.html'), html);
+for (const dir of [out, assets]) {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isFile() && !written.has(join(dir, e.name))) rmSync(join(dir, e.name), { force: true });
+  }
+}
 
 const sizes = Object.entries(result.metafile.outputs)
   .filter(([f]) => f.endsWith('app.js') || f.endsWith('.css'))

@@ -4,71 +4,95 @@ import { existsSync, readFileSync, readdirSync, readlinkSync, utimesSync, writeF
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
 
-// `npm run build` under a running daemon or `terminal-agent demo` (README "From a checkout"): the
-// process loads chunks lazily (a command group, the console, the proxy code), so a rebuild must
-// never leave a moment where a chunk it may still need is missing or half written. This runs the
-// real scripts/bundle.mjs over the real dist/ (the sources unchanged, so every chunk keeps its
-// name) while reading, again and again, every file a process started before it may load.
+// `npm run build` under a running daemon or `terminal-agent demo` (README "Development"): the
+// process loads chunks lazily (a command group, the console, the proxy code) and its console serves
+// dist/web/, so a rebuild must never leave a moment where a file it may still read is missing or
+// half written. These run the real build scripts over the real dist/ (the sources unchanged, so
+// every file keeps its name and content) while reading, again and again, every file of the build
+// that was there before.
 
 const DIST = join(REPO_ROOT, 'dist');
 const OUT = join(DIST, 'bundle');
+const WEB = join(DIST, 'web');
 
-describe('rebuilding the bundle', () => {
-  it('keeps every file of the running build readable and whole throughout, and removes only what the new build did not write', async () => {
-    const before = new Map<string, Buffer>();
-    for (const name of readdirSync(OUT)) if (/\.(js|cjs|idx|json)$/.test(name)) before.set(name, readFileSync(join(OUT, name)));
-    expect(before.size).toBeGreaterThan(20);
+/** Runs `script`, reading every file of `before` (and checking dist/main.js) until it exits. */
+async function watchThrough(script: string, before: Map<string, Buffer>): Promise<{ code: number | null; stderr: string; problems: string[]; rounds: number }> {
+  const build = spawn(process.execPath, [join(REPO_ROOT, script)], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  build.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  let running = true;
+  const exited = new Promise<number | null>((resolve) => build.on('exit', (code) => resolve(code)));
+  void exited.then(() => (running = false));
+  const problems = new Set<string>();
+  let rounds = 0;
+  while (running) {
+    for (const [file, bytes] of before) {
+      let now: Buffer;
+      try {
+        now = readFileSync(file);
+      } catch (err) {
+        problems.add(`${file}: ${(err as NodeJS.ErrnoException).code}`);
+        continue;
+      }
+      if (!now.equals(bytes)) problems.add(`${file}: ${now.length} bytes, not the ${bytes.length} it had`);
+    }
+    try {
+      if (readlinkSync(join(DIST, 'main.js')) !== 'bundle/main.cjs') problems.add('dist/main.js points elsewhere');
+    } catch (err) {
+      problems.add(`dist/main.js: ${(err as NodeJS.ErrnoException).code}`);
+    }
+    rounds++;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return { code: await exited, stderr, problems: [...problems], rounds };
+}
+
+function contents(files: string[]): Map<string, Buffer> {
+  return new Map(files.map((f) => [f, readFileSync(f)]));
+}
+
+describe('rebuilding under a running process', () => {
+  it('the bundle: every file of the running build stays readable and whole throughout; only what the new build did not write is removed', async () => {
+    const names = readdirSync(OUT).filter((n) => /\.(js|cjs|idx|json)$/.test(n));
+    expect(names.length).toBeGreaterThan(20);
+    const before = contents(names.map((n) => join(OUT, n)));
     const caches = readdirSync(OUT).filter((n) => n.endsWith('.v8')).sort();
     expect(caches.length).toBeGreaterThan(10);
     // Left by an older build (a chunk of another text, its code cache; a cache of a chunk still
     // built, for node flags the unit no longer sets) and by a build killed midway.
-    const liveChunk = [...before.keys()].find((n) => /^chunk-\w+\.js$/.test(n))!;
+    const liveChunk = names.find((n) => /^chunk-\w+\.js$/.test(n))!;
     const stale = ['chunk-STALE000.js', 'chunk-STALE000.js.0123abcd.v8', `${liveChunk}.0badc0de.v8`, '.main.cjs.99999.tmp'];
     for (const name of stale) {
       writeFileSync(join(OUT, name), 'stale');
       utimesSync(join(OUT, name), new Date('2026-01-01'), new Date('2026-01-01'));
     }
 
-    const build = spawn(process.execPath, [join(REPO_ROOT, 'scripts', 'bundle.mjs')], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    build.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => build.on('exit', (code) => resolve(code)));
-    let running = true;
-    void exited.then(() => (running = false));
-
-    const problems = new Set<string>();
-    let rounds = 0;
-    while (running) {
-      for (const [name, bytes] of before) {
-        let now: Buffer | undefined;
-        try {
-          now = readFileSync(join(OUT, name));
-        } catch (err) {
-          problems.add(`${name}: ${(err as NodeJS.ErrnoException).code}`);
-          continue;
-        }
-        // main-chunk.json, transient.json and the index are rewritten with the same content.
-        if (!now.equals(bytes)) problems.add(`${name}: ${now.length} bytes, not the ${bytes.length} it had`);
-      }
-      try {
-        if (readlinkSync(join(DIST, 'main.js')) !== 'bundle/main.cjs') problems.add('dist/main.js points elsewhere');
-      } catch (err) {
-        problems.add(`dist/main.js: ${(err as NodeJS.ErrnoException).code}`);
-      }
-      rounds++;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    expect(await exited, stderr).toBe(0);
-    expect([...problems]).toEqual([]);
+    const r = await watchThrough('scripts/bundle.mjs', before);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.problems).toEqual([]);
     // The build took long enough to be watched through (esbuild, the packs, the code caches).
-    expect(rounds).toBeGreaterThan(20);
+    expect(r.rounds).toBeGreaterThan(20);
 
     for (const name of stale) expect(existsSync(join(OUT, name)), name).toBe(false);
-    expect(readdirSync(OUT).filter((n) => /\.(js|cjs|idx|json)$/.test(n)).sort()).toEqual([...before.keys()].sort());
+    expect(readdirSync(OUT).filter((n) => /\.(js|cjs|idx|json)$/.test(n)).sort()).toEqual([...names].sort());
     expect(readdirSync(OUT).filter((n) => n.endsWith('.tmp'))).toEqual([]);
     // The code caches made again, for the same chunks and flags.
     expect(readdirSync(OUT).filter((n) => n.endsWith('.v8')).sort()).toEqual(caches);
     const version = spawnSync(process.execPath, [join(DIST, 'main.js'), '--version'], { encoding: 'utf8' });
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+/);
+  }, 60_000);
+
+  it('the web console: index.html and its assets stay readable and whole throughout', async () => {
+    const files = [join(WEB, 'index.html'), ...readdirSync(join(WEB, 'assets')).map((n) => join(WEB, 'assets', n))];
+    expect(files.map((f) => f.slice(WEB.length + 1)).sort()).toEqual(['assets/app.css', 'assets/app.js', 'assets/icon.svg', 'assets/manifest.webmanifest', 'index.html']);
+    const before = contents(files);
+    writeFileSync(join(WEB, 'assets', 'old-chunk.js'), 'stale');
+
+    const r = await watchThrough('web/build.mjs', before);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.problems).toEqual([]);
+    expect(r.rounds).toBeGreaterThan(20);
+    expect(existsSync(join(WEB, 'assets', 'old-chunk.js'))).toBe(false);
+    expect(readdirSync(join(WEB, 'assets')).sort()).toEqual(['app.css', 'app.js', 'icon.svg', 'manifest.webmanifest']);
   }, 60_000);
 });
