@@ -9,6 +9,10 @@
 #                      (SIGTERM drain) before the unpack, postinst starts it, every face reaches
 #                      done/ and the emulator once
 #   remove / purge     remove stops the unit and keeps state; purge removes it all
+#   install.sh         from the checkout (dist/ built), the package's node on PATH: the unit it
+#                      writes starts; run again with uploads in flight, it stops the unit before
+#                      replacing the code and starts it after (every face in done/ and the emulator
+#                      once); run with the unit stopped, it leaves it stopped
 #
 #   sudo packaging/check-systemd.sh [DEB_N [DEB_N+1]]   (N+1 built with build.sh --version when absent)
 # One drop-in is needed here: PrivateUsers=no (this machine cannot give systemd a user namespace
@@ -116,5 +120,47 @@ in_sd kept_after_upgrade "$V_N1"
 "${E[@]}" test -f /var/lib/terminal-agent/agent.db || { echo "check: FAIL: remove lost agent.db" >&2; exit 1; }
 echo "check: apt remove stopped the unit (inactive) and kept /var/lib/terminal-agent"
 in_sd purge_pkg
+in_sd stop_emulator
+
+# systemd/install.sh (README "From a checkout"), on the same systemd now that the package is gone:
+# the checkout's dist/ and node_modules/, and a node on PATH (the package's: Debian 12's is 18).
+[ -f "$PKGDIR/../dist/main.js" ] || { echo "check: FAIL: no dist/ in the checkout for install.sh (npm run build)" >&2; exit 1; }
+nodetmp=$(mktemp -d)
+dpkg-deb --fsys-tarfile "$DEB_N" | tar -x -C "$nodetmp" ./usr/lib/terminal-agent/bin/node
+install -m 0755 "$nodetmp/usr/lib/terminal-agent/bin/node" "$root/usr/local/bin/node"
+rm -rf "$nodetmp"
+mkdir -p "$root/root/checkout"
+cp -a "$PKGDIR/../dist" "$PKGDIR/../node_modules" "$PKGDIR/../package.json" "$PKGDIR/../systemd" "$PKGDIR/../config" "$root/root/checkout/"
+make_faces "$root" is "$FACES"
+install_sh() { "${E[@]}" sh -c 'cd /root/checkout && systemd/install.sh' >"$CACHE/install-sh.log" 2>&1 \
+  || { cat "$CACHE/install-sh.log"; echo "check: FAIL: systemd/install.sh exited non-zero" >&2; exit 1; }; }
+install_sh
+[ "$(show UnitFileState)" = enabled ] && [ "$(show ActiveState)" = inactive ] \
+  || { echo "check: FAIL: after install.sh the unit is $(show UnitFileState), $(show ActiveState); expected enabled, inactive" >&2; exit 1; }
+in_sd configure >/dev/null
+in_sd start_emulator "$LATENCY"
+"${E[@]}" systemctl start terminal-agent
+pid_a=$(show MainPID)
+[ "$(show ActiveState)" = active ] || { echo "check: FAIL: the unit install.sh wrote is $(show ActiveState)" >&2; exit 1; }
+echo "check: install.sh: unit enabled, started by systemctl (READY), ExecStart=$(show ExecStart | sed -n 's/.*path=\([^ ;]*\).*/\1/p')"
+in_sd drop_faces is
+in_sd wait_some_done is 3
+# Run again under the running service (an update from a checkout): stopped before its code is
+# replaced (it loads parts of it lazily), started again after.
+install_sh
+pid_b=$(show MainPID)
+[ "$pid_b" != "$pid_a" ] && [ "$(show ActiveState)" = active ] \
+  || { echo "check: FAIL: after install.sh again MainPID $pid_b (was $pid_a), $(show ActiveState)" >&2; cat "$CACHE/install-sh.log"; exit 1; }
+stopped_at=$("${E[@]}" journalctl -u terminal-agent -o short-unix --no-pager | grep -E 'Stopped terminal-agent' | tail -n 1 | cut -d' ' -f1)
+copied_at=$("${E[@]}" stat -c %.6Z /opt/terminal-agent/dist/bundle/main.cjs)
+[ -n "$stopped_at" ] && awk -v s="$stopped_at" -v u="$copied_at" 'BEGIN { exit !(s < u) }' \
+  || { echo "check: FAIL: the running daemon stopped at ${stopped_at:-never}, the new code was copied at $copied_at" >&2; exit 1; }
+echo "check: install.sh again: the running unit stopped before the code was replaced, started after: MainPID $pid_a -> $pid_b"
+in_sd wait_done is "$FACES" 900
+in_sd exactly_once is "$FACES"
+"${E[@]}" systemctl stop terminal-agent
+install_sh
+[ "$(show ActiveState)" = inactive ] || { echo "check: FAIL: install.sh started a unit that was stopped ($(show ActiveState))" >&2; exit 1; }
+echo "check: install.sh with the unit stopped leaves it stopped"
 in_sd stop_emulator
 echo "check-systemd.sh: passed"

@@ -4,8 +4,9 @@
 #   sudo systemd/install.sh [--prefix /opt/terminal-agent] [--terminal-secret-file F] [--api-key-file F] [--start]
 #
 # Run it from a checkout where `npm ci` has been run (dist/ and node_modules/ present). It is
-# idempotent: running it again updates the code and the unit, and never overwrites the config or
-# credentials already in place.
+# idempotent: running it again updates the code and the unit (a running service is stopped before
+# its code is replaced and started again after, as the Debian package does), and never overwrites
+# the config or credentials already in place.
 set -eu
 
 PREFIX=/opt/terminal-agent
@@ -38,7 +39,15 @@ if ! id "$USER_NAME" >/dev/null 2>&1; then
   useradd --system --user-group --home-dir "$STATE" --no-create-home --shell /usr/sbin/nologin "$USER_NAME"
 fi
 
-# 2. The code, owned by root (the service cannot modify itself).
+# 2. The code, owned by root (the service cannot modify itself). A running service is stopped
+#    first (SIGTERM: it finishes the uploads in flight): it loads parts of its code lazily, and the
+#    old code is removed below.
+WAS_RUNNING=no
+if [ -d /run/systemd/system ] && systemctl is-active --quiet terminal-agent.service; then
+  echo "install.sh: stopping the running terminal-agent to replace its code"
+  systemctl stop terminal-agent.service
+  WAS_RUNNING=yes
+fi
 if [ "$SRC" != "$PREFIX" ]; then
   mkdir -p "$PREFIX"
   # Removed, not copied over: a running daemon has node_modules' native addons loaded, and a file
@@ -98,4 +107,8 @@ echo "  sudoedit $ETC/config.yaml                     # base URLs, audio devices
 echo "  sudo CREDENTIALS_DIRECTORY=$ETC/credentials terminal-agent doctor --config $ETC/config.yaml"
 echo "  sudo systemctl start terminal-agent && terminal-agent status --config $ETC/config.yaml"
 echo "  operators who drop files or use the CLI: sudo usermod -aG $USER_NAME <user>"
-if [ "$START" = yes ]; then systemctl restart terminal-agent.service; systemctl --no-pager status terminal-agent.service | head -n 5; fi
+if [ "$START" = yes ] || [ "$WAS_RUNNING" = yes ]; then
+  [ "$WAS_RUNNING" = yes ] && echo "install.sh: starting terminal-agent again, on the new code"
+  systemctl restart terminal-agent.service
+  systemctl --no-pager status terminal-agent.service | head -n 5
+fi

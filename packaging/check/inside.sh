@@ -14,7 +14,9 @@ APIKEY=check-api-key-0123456789
 CONF=/etc/terminal-agent/config.yaml
 STATE=/var/lib/terminal-agent
 UNIT=/usr/lib/systemd/system/terminal-agent.service
+# The package's node; check-systemd.sh's install.sh part has the package removed and its node on PATH.
 NODE=/usr/lib/terminal-agent/bin/node
+[ -x "$NODE" ] || NODE=$(command -v node || echo "$NODE")
 export DEBIAN_FRONTEND=noninteractive
 # Each check's emulator has its own port (roots share the host's network; checks may overlap).
 PORT=$(cat "$C/port" 2>/dev/null || echo 8780)
