@@ -25,7 +25,8 @@ DEB_N=${1:-$(deb_for amd64)}
 V_N=$(dpkg-deb -f "$DEB_N" Version)
 if [ -n "${2:-}" ]; then DEB_N1=$2; else
   DEB_N1="$PKGDIR/../dist-pkg/upgrade/terminal-agent_$V_N+upgradetest_amd64.deb"
-  [ -f "$DEB_N1" ] || DEB_N1=$("$PKGDIR/build.sh" --arch amd64 --version "$V_N+upgradetest" --out "$PKGDIR/../dist-pkg/upgrade" | tail -n 1)
+  # One made by check-upgrade.sh from this N is reused; one older than N was built from another tree.
+  [ -f "$DEB_N1" ] && [ "$DEB_N1" -nt "$DEB_N" ] || DEB_N1=$("$PKGDIR/build.sh" --arch amd64 --version "$V_N+upgradetest" --out "$PKGDIR/../dist-pkg/upgrade" | tail -n 1)
 fi
 V_N1=$(dpkg-deb -f "$DEB_N1" Version)
 
