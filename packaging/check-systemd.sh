@@ -74,6 +74,16 @@ done
 echo "check: == systemd $("${E[@]}" systemctl --version | head -n 1 | cut -d' ' -f2) booted as PID 1 of a PID namespace ($state)"
 in_sd() { "${E[@]}" /root/check/inside.sh "$@"; }
 show() { "${E[@]}" systemctl show -p "$1" --value terminal-agent; }
+# Whether the unit last stopped before FILE was put in place (dpkg and install.sh put a file in
+# place by rename or copy: its ctime is that moment); prints by how many ms, fails naming both.
+stopped_before() { # file who what
+  local s u
+  s=$("${E[@]}" journalctl -u terminal-agent -o short-unix --no-pager | grep -E 'Stopped terminal-agent' | tail -n 1 | cut -d' ' -f1)
+  u=$("${E[@]}" stat -c %.6Z "$1")
+  [ -n "$s" ] && awk -v s="$s" -v u="$u" 'BEGIN { exit !(s < u) }' \
+    || { echo "check: FAIL: $2 stopped at ${s:-never}, $3 at $u" >&2; return 1; }
+  awk -v s="$s" -v u="$u" 'BEGIN { printf "%.0f", (u - s) * 1000 }'
+}
 
 in_sd install_pkg "/root/check/$(basename "$DEB_N")"
 for _ in $(seq 30); do [ "$(show ActiveState)" = failed ] && break; sleep 1; done
@@ -106,11 +116,8 @@ pid_n1=$(show MainPID)
 "${E[@]}" journalctl -u terminal-agent -o cat --no-pager | grep -E '"msg":"(draining|drained|stopping|stopped)' | tail -n 3 | cut -c1-220 || true
 # preinst stopped the old daemon before dpkg put the new files in place (rename: a file's ctime is
 # the moment it was unpacked), so no old daemon ran on a half-replaced tree.
-stopped_at=$("${E[@]}" journalctl -u terminal-agent -o short-unix --no-pager | grep -E 'Stopped terminal-agent' | tail -n 1 | cut -d' ' -f1)
-unpacked_at=$("${E[@]}" stat -c %.6Z /usr/lib/terminal-agent/dist/bundle/main.cjs)
-[ -n "$stopped_at" ] && awk -v s="$stopped_at" -v u="$unpacked_at" 'BEGIN { exit !(s < u) }' \
-  || { echo "check: FAIL: the old daemon stopped at ${stopped_at:-never}, the new files were unpacked at $unpacked_at" >&2; exit 1; }
-echo "check: preinst stopped the unit $(awk -v s="$stopped_at" -v u="$unpacked_at" 'BEGIN { printf "%.0f", (u - s) * 1000 }') ms before the new files were unpacked; postinst started it: MainPID $pid_n -> $pid_n1"
+ahead_ms=$(stopped_before /usr/lib/terminal-agent/dist/bundle/main.cjs "the old daemon" "the new files were unpacked")
+echo "check: preinst stopped the unit $ahead_ms ms before the new files were unpacked; postinst started it: MainPID $pid_n -> $pid_n1"
 in_sd status
 in_sd wait_done sd "$FACES" 900
 in_sd exactly_once sd "$FACES"
@@ -152,11 +159,8 @@ install_sh
 pid_b=$(show MainPID)
 [ "$pid_b" != "$pid_a" ] && [ "$(show ActiveState)" = active ] \
   || { echo "check: FAIL: after install.sh again MainPID $pid_b (was $pid_a), $(show ActiveState)" >&2; cat "$CACHE/install-sh.log"; exit 1; }
-stopped_at=$("${E[@]}" journalctl -u terminal-agent -o short-unix --no-pager | grep -E 'Stopped terminal-agent' | tail -n 1 | cut -d' ' -f1)
-copied_at=$("${E[@]}" stat -c %.6Z /opt/terminal-agent/dist/bundle/main.cjs)
-[ -n "$stopped_at" ] && awk -v s="$stopped_at" -v u="$copied_at" 'BEGIN { exit !(s < u) }' \
-  || { echo "check: FAIL: the running daemon stopped at ${stopped_at:-never}, the new code was copied at $copied_at" >&2; exit 1; }
-echo "check: install.sh again: the running unit stopped before the code was replaced, started after: MainPID $pid_a -> $pid_b"
+ahead_ms=$(stopped_before /opt/terminal-agent/dist/bundle/main.cjs "the running daemon" "the new code was copied")
+echo "check: install.sh again: the running unit stopped $ahead_ms ms before the code was replaced, started after: MainPID $pid_a -> $pid_b"
 in_sd wait_done is "$FACES" 900
 in_sd exactly_once is "$FACES"
 "${E[@]}" systemctl stop terminal-agent

@@ -167,6 +167,10 @@ function place(name, data, mode) {
   placeText(join(OUT, name), data, mode);
   written.add(name);
 }
+function copyIn(name, from) {
+  placeFile(from, join(OUT, name));
+  written.add(name);
+}
 
 // Chunks of the ESM bundle that came before dist/bundle/ lay in dist/ itself.
 async function removePreviousChunks() {
@@ -332,8 +336,7 @@ for (const group of result.metafile.outputs[`dist/bundle/${mainChunk}`].imports.
   if (members.length > 1) groupPacks[group] = await writePack(members);
 }
 
-placeFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), join(OUT, 'loader.cjs'));
-written.add('loader.cjs');
+copyIn('loader.cjs', join(ROOT, 'scripts', 'chunk-loader.cjs'));
 place('transient.json', JSON.stringify(transient));
 // For scripts/code-cache.cjs, which starts the CLI the same way, and for the start-up test.
 place('main-chunk.json', JSON.stringify({ main: mainChunk, pack: packName, packed: [...packed], packs: groupPacks }));
@@ -359,10 +362,7 @@ await writeFile(META, JSON.stringify(result.metafile));
 
 // Code caches (scripts/make-code-caches.cjs, shipped in dist/bundle/ so the Debian package makes
 // them again on the device, where they fit its node and CPU), for the unit's NODE_OPTIONS.
-for (const f of ['code-cache.cjs', 'make-code-caches.cjs']) {
-  placeFile(join(ROOT, 'scripts', f), join(OUT, f));
-  written.add(f);
-}
+for (const f of ['code-cache.cjs', 'make-code-caches.cjs']) copyIn(f, join(ROOT, 'scripts', f));
 // What this build did not write: chunks of other texts, their code caches, a crashed build's
 // temporary files. The code caches of the chunks still here stay until make-code-caches has
 // written theirs (renamed over), so a process loading one meanwhile still finds a cache.
@@ -376,6 +376,7 @@ const made = spawnSync(process.execPath, [join(OUT, 'make-code-caches.cjs'), '--
 if (made.status !== 0) process.stderr.write(`bundle: ${made.stderr || `make-code-caches exited ${made.status}`}`);
 else {
   // A cache it did not write again is for node flags nothing runs with any more (the unit's changed).
+  // A second of slack: a file's mtime comes from the kernel's coarse clock, a tick behind Date.now().
   for (const name of await readdir(OUT)) {
     if (cacheOf(name) !== undefined && (await stat(join(OUT, name))).mtimeMs < cachesStarted - 1000) await rm(join(OUT, name), { force: true });
   }

@@ -41,16 +41,18 @@ const result = await build({
 
 // esbuild names the CSS entry app-css.css (and an empty app-css.js); the page asks for app.css.
 const outputs = new Map(result.outputFiles.map((f) => [f.path.slice(assets.length + 1), f.contents]));
-place(join(assets, 'app.js'), outputs.get('app.js'));
-place(join(assets, 'app.css'), outputs.get('app-css.css'));
+const appJs = outputs.get('app.js');
+const appCss = outputs.get('app-css.css');
+place(join(assets, 'app.js'), appJs);
+place(join(assets, 'app.css'), appCss);
 place(join(assets, 'icon.svg'), readFileSync(join(here, 'icon.svg')));
 // A phone can keep the console on its home screen.
 place(join(assets, 'manifest.webmanifest'), readFileSync(join(here, 'manifest.webmanifest')));
 
-const hash = (file) => createHash('sha256').update(readFileSync(join(assets, file))).digest('hex').slice(0, 10);
+const hash = (bytes) => createHash('sha256').update(bytes).digest('hex').slice(0, 10);
 const html = readFileSync(join(here, 'index.html'), 'utf8')
-  .replace('/assets/app.js', `/assets/app.js?v=${hash('app.js')}`)
-  .replace('/assets/app.css', `/assets/app.css?v=${hash('app.css')}`);
+  .replace('/assets/app.js', `/assets/app.js?v=${hash(appJs)}`)
+  .replace('/assets/app.css', `/assets/app.css?v=${hash(appCss)}`);
 place(join(out, 'index.html'), html);
 for (const dir of [out, assets]) {
   for (const e of readdirSync(dir, { withFileTypes: true })) {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, readdirSync, readlinkSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, existsSync, readFileSync, readdirSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
-import { tmpDir } from '../helpers/tmp.js';
+import { installedCopy } from '../daemon/daemon-harness.js';
 
 // `npm run build` under a running daemon or `terminal-agent demo` (README "Development"): the
 // process loads chunks lazily (a command group, the console, the proxy code) and its console serves
@@ -15,11 +15,10 @@ import { tmpDir } from '../helpers/tmp.js';
 // it wraps by their path from the tree, so a chunk built elsewhere has other text, and another name.
 
 function builtTree(): string {
-  const root = tmpDir('ta-rebuild-');
-  for (const name of ['src', 'scripts', 'web', 'systemd', 'dist', 'package.json', 'tsconfig.json']) {
-    cpSync(join(REPO_ROOT, name), join(root, name), { recursive: true, verbatimSymlinks: true });
+  const root = dirname(installedCopy());
+  for (const name of ['src', 'scripts', 'web', 'systemd', 'package.json', 'tsconfig.json']) {
+    cpSync(join(REPO_ROOT, name), join(root, name), { recursive: true });
   }
-  symlinkSync(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules'));
   return root;
 }
 
