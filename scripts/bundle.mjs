@@ -347,9 +347,10 @@ place('commands.idx', await buildCommandIndex());
 // module resolution (with its package.json lookups), about 1 ms.
 // Node compiles the entry on every start with no code cache: without its comments and blanks.
 const loaderSource = (await transform(await readFile(join(ROOT, 'scripts', 'chunk-loader.cjs'), 'utf8'), { loader: 'js', minifyWhitespace: true, logLevel: 'warning' })).code;
-place('main.cjs', `#!/usr/bin/env node
+place('main.cjs', `#!/usr/bin/env -S node --use-openssl-ca
 // The terminal-agent CLI (dist/main.js links here): scripts/chunk-loader.cjs, then the pack and
-// the main chunk. Written by scripts/bundle.mjs.
+// the main chunk. Written by scripts/bundle.mjs. --use-openssl-ca: the system's CAs, as the
+// unit's daemon trusts them (src/client/trust.ts).
 ${loaderSource}
 const loader = createChunkLoader(__dirname, { transient: ${JSON.stringify(transient)}, packs: ${JSON.stringify(groupPacks)} });
 loader.loadPack(${JSON.stringify(packName)});

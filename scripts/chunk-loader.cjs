@@ -79,7 +79,9 @@ function missingChunk(file, cause) {
 function createChunkLoader(dir, { transient = {}, packs = {}, keepScripts = false } = {}) {
   const nodeRequire = require;
   const sourceUrl = (rel) => fileUrlOf(join(dir, '..', rel));
-  const cacheSuffix = `.${flagsKey([process.arch, ...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' '))}.v8`;
+  // --use-openssl-ca (the CLI's #! line and wrapper, the unit's NODE_OPTIONS) is node's own and
+  // never reaches V8: left out, so `node dist/main.js` and the CLI with it share their caches.
+  const cacheSuffix = `.${flagsKey([process.arch, ...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ').replace(/ --use-openssl-ca(?= |$)/g, ''))}.v8`;
   // A chunk's path: `dir` is absolute (__dirname) and chunk names are plain file names, so
   // path.join would only normalize what is normal already (its code, compiled on first use, cost
   // every command about 0.2 M instructions).

@@ -176,6 +176,46 @@ stop_daemon() {
 
 stop_emulator() { kill -TERM "$(cat "$C/emulator.pid")" 2>/dev/null || true; }
 
+# An operator's private CA, trusted through the system's store (update-ca-certificates) with no
+# service.ca_file: the CLI (/usr/bin/terminal-agent) and the daemon (the unit's NODE_OPTIONS) both
+# run node with --use-openssl-ca, and this node's OpenSSL looks in /etc/ssl/certs. An HTTPS front
+# for the emulator (test/bench/lib/tls-front.mjs, on the package's node) holds a certificate for
+# localhost that no CA list has. Runs with the daemon started; leaves it running on plain http.
+system_ca() {
+  local origin
+  rm -rf "$C/tls"; mkdir -p "$C/tls"; : >"$C/tls-front.out"
+  (cd "$C" && exec setsid "$NODE" --input-type=module -e '
+    const { startTlsFront } = await import("/root/check/tls-front.mjs");
+    const f = await startTlsFront(process.argv[1], "/root/check/tls");
+    if (f.error) { console.error(f.error); process.exit(1); }
+    console.log(f.url(process.argv[1]));' "http://127.0.0.1:$PORT" >"$C/tls-front.out" 2>&1 </dev/null) &
+  echo $! >"$C/tls-front.pid"
+  wait_for 60 "the HTTPS front" grep -q '^https://' "$C/tls-front.out"
+  # Its certificate names 127.0.0.1 too; a minbase root has no /etc/hosts to resolve localhost.
+  origin=$(head -n 1 "$C/tls-front.out" | sed 's#^https://localhost:#https://127.0.0.1:#')
+  cp "$CONF" "$C/config-http.yaml"
+  sed -i -e "s#^  base_url: .*#  base_url: $origin#" -e "s#^  face_base_url: .*#  face_base_url: $origin/v1/api#" "$CONF"
+  rm -f /usr/local/share/ca-certificates/check-private-ca.crt; update-ca-certificates >/dev/null 2>&1
+  local rc=0; creds terminal-agent doctor >"$C/doctor-tls.txt" 2>&1 || rc=$?
+  grep -q "^FAIL  tls base_url .*update-ca-certificates" "$C/doctor-tls.txt" || { cat "$C/doctor-tls.txt"; fail "doctor trusted an unknown CA, or did not name update-ca-certificates (exit $rc)"; }
+  note "before: $(grep '^FAIL  tls base_url' "$C/doctor-tls.txt" | cut -c1-150)"
+  cp "$C/tls/tls-front-cert.pem" /usr/local/share/ca-certificates/check-private-ca.crt
+  update-ca-certificates 2>&1 | tail -n 1
+  creds terminal-agent doctor >"$C/doctor-tls.txt" 2>&1 || { cat "$C/doctor-tls.txt"; fail "doctor over HTTPS after update-ca-certificates"; }
+  note "after update-ca-certificates: $(grep 'tls base_url' "$C/doctor-tls.txt" | cut -c1-150)"
+  stop_daemon
+  run_daemon tls
+  creds terminal-agent faces sync --config "$CONF" || fail "faces sync by the daemon over HTTPS"
+  local n; n=$(creds terminal-agent faces list --json --config "$CONF" | "$NODE" -e 'let t="";process.stdin.on("data",(d)=>t+=d).on("end",()=>console.log(JSON.parse(t).length))')
+  [ "$n" -gt 0 ] || fail "faces list over HTTPS found no face"
+  note "the daemon synced and the CLI listed $n faces over HTTPS, trusted through the system's store"
+  stop_daemon
+  cp "$C/config-http.yaml" "$CONF"
+  kill -TERM "$(cat "$C/tls-front.pid")" 2>/dev/null || true
+  rm -f /usr/local/share/ca-certificates/check-private-ca.crt; update-ca-certificates >/dev/null 2>&1
+  run_daemon restart
+}
+
 drop_faces() { # prefix count
   local f
   for f in "$C/faces/$1"-*.png; do cp "$f" "$STATE/enroll/faces/.$(basename "$f").part"; mv "$STATE/enroll/faces/.$(basename "$f").part" "$STATE/enroll/faces/$(basename "$f")"; done

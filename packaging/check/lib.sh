@@ -40,7 +40,7 @@ fresh_root() { # suite arch name: ROOT= a new copy of the base root, /proc and /
   mount -t proc proc "$root/proc"
   mount --bind /dev "$root/dev"
   mkdir -p "$root/root/check"
-  cp "$PKGDIR/check/inside.sh" "$root/root/check/"
+  cp "$PKGDIR/check/inside.sh" "$PKGDIR/../test/bench/lib/tls-front.mjs" "$root/root/check/"
   ROOTS+=("$root")
 }
 
@@ -99,6 +99,7 @@ install_check() { # suite arch deb
   in_root "$root" wait_done face 5
   in_root "$root" exactly_once face 5
   in_root "$root" say_wav
+  in_root "$root" system_ca
   in_root "$root" stop_daemon
   in_root "$root" stop_emulator
   in_root "$root" remove_pkg

@@ -1,6 +1,7 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
-import { connect as tlsConnect, createSecureContext, type SecureContext } from 'node:tls';
-import type { Target, TlsOptions, Transport, TransportRequest, TransportResponse } from './transport.js';
+import { connect as tlsConnect, type SecureContext } from 'node:tls';
+import type { Target, Transport, TransportRequest, TransportResponse } from './transport.js';
+import { secureContextFor, type TlsOptions } from './trust.js';
 import { requestHead, send } from './http1-request.js';
 import { CONNECT_TIMEOUT_CODE } from './error-mapping.js';
 import { BodyReader, HttpParseError, MAX_HEAD_BYTES, ResponseBody, parseHead, type ResponseHead } from './http1-response.js';
@@ -61,8 +62,8 @@ interface Connection {
 }
 
 export function directTransport(options: DirectTransportOptions): Transport {
-  // One TLS context for every connection, made at the first https request: with service.ca_file
-  // the roots (Node's ~140 and the file) are parsed once; a cipher order, too, is set once.
+  // One TLS context for every connection, made at the first https request (trust.ts): a cipher
+  // order and service.ca_file's certificates are set once, and a CLI call over http makes none.
   let context: SecureContext | undefined;
   const sessions = new Map<string, Buffer>();
   const pool = new Map<string, Connection[]>();
@@ -87,7 +88,7 @@ export function directTransport(options: DirectTransportOptions): Transport {
     const host = base.hostname.replace(/^\[(.*)\]$/, '$1');
     const port = Number(base.port) || (secure ? 443 : 80);
     const socket = secure
-      ? tlsConnect({ host, port, servername: isIP(host) ? undefined : host, secureContext: (context ??= createSecureContext(options.tls)), session: sessions.get(key) })
+      ? tlsConnect({ host, port, servername: isIP(host) ? undefined : host, secureContext: (context ??= secureContextFor(options.tls)), session: sessions.get(key) })
       : netConnect({ host, port });
     // tls.connect takes no noDelay option (nodejs/node#62003): with Nagle on, the last small write
     // of a request waited for the server's delayed ACK, 40 ms an upload over HTTPS.

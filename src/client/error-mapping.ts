@@ -6,6 +6,9 @@ import {
 // src/errors.ts. Error bodies are not shown in the spec: a message is taken from `message`,
 // `return_message`, `detail` or `error` when the body is JSON, else from short plain text.
 
+/** The fix for a certificate the agent does not trust (trust.ts says whom it trusts). */
+export const PRIVATE_CA_FIX = "add the service's CA to the system's (a .crt file in /usr/local/share/ca-certificates/, then update-ca-certificates) or set service.ca_file to its PEM bundle";
+
 /** Which credential a call carried, named the way the operator configures it. */
 export type CredentialName = 'service.terminal_secret' | 'service.api_key' | undefined;
 
@@ -161,7 +164,7 @@ export function errorForException(ctx: ErrorContext, err: unknown, timeoutMs: nu
   const hint = codes.includes('ENOTFOUND') || codes.includes('EAI_AGAIN')
     ? 'the host name does not resolve; check the base URL and DNS'
     : tls
-      ? "the service's TLS certificate is not trusted or does not match the host; for a private CA set service.ca_file"
+      ? `the service's TLS certificate is not trusted or does not match the host; for a private CA, ${PRIVATE_CA_FIX}`
       : notSent
         ? 'the service cannot be reached; check the base URL, the network and any proxy (HTTPS_PROXY/NO_PROXY)'
         : 'the connection broke during the exchange';

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { StreamBody, Target, TlsOptions, Transport, TransportRequest, TransportResponse } from './transport.js';
+import type { StreamBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
+import { secureContextFor, type TlsOptions } from './trust.js';
 
 // Connections through HTTPS_PROXY/HTTP_PROXY (CONNECT tunnels for https, NO_PROXY honoured) with
 // undici's EnvHttpProxyAgent. undici is imported on the first request: a daemon or CLI call with no
@@ -23,7 +24,9 @@ export function proxyTransport(options: ProxyTransportOptions): Transport {
   // `.default` (the CommonJS module.exports): the esbuild bundle gives a dynamically imported
   // CommonJS package no named exports; Node's own loader gives both.
   const load = () => loading ??= import('undici').then(({ default: undici }) => {
-    const { tls } = options;
+    // tls.connect's own option: undici passes its connect options on to it, for the tunnel's
+    // TLS and for an https:// proxy's alike.
+    const tls = options.tls ? { secureContext: secureContextFor(options.tls) } : undefined;
     // Empty strings, not undefined: EnvHttpProxyAgent would fall back to process.env otherwise.
     const dispatcher = new undici.EnvHttpProxyAgent({
       connect: { timeout: options.connectTimeoutMs, ...(tls ?? {}) },

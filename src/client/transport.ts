@@ -1,12 +1,12 @@
-import { rootCertificates } from 'node:tls';
 import type { Readable } from 'node:stream';
 import { ConfigError } from '../errors.js';
 import { directTransport } from './direct-transport.js';
 import { proxyTransport } from './proxy-transport.js';
 import { readCaFile } from '../config/named-files.js';
+import type { TlsOptions } from './trust.js';
 
 // The connection side of the client: proxy from the environment the caller passes in (never
-// process.env), an extra CA appended to Node's roots, and the rule that a secret never crosses a
+// process.env), whom TLS trusts (trust.ts), and the rule that a secret never crosses a
 // network in clear. Direct connections go through direct-transport.ts (HTTP/1.1 on node:net and
 // node:tls: less CPU per request than node:http's client, and about 3 MB of RSS against 14 to 20
 // MB for undici); undici is loaded, on the first request, only when a proxy is configured (its
@@ -125,19 +125,11 @@ export interface Transport {
 /** Connect attempts give up after this long even when the request timeout is longer. */
 const MAX_CONNECT_MS = 10_000;
 
-/** What a transport's TLS connections use beyond node's defaults: the same for both transports. */
-export interface TlsOptions {
-  /** Trusted roots: node's own plus service.ca_file's. */
-  ca?: string[];
-  /** The cipher list to offer (tls-ciphers.ts). */
-  ciphers?: string;
-}
-
 /** `ciphers`: the TLS cipher list to offer (tls-ciphers.ts), or undefined for node's. */
 export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs: number, ciphers?: string): Transport {
-  // `ca` replaces Node's roots: keep them, so a private CA only adds trust.
-  const ca = config.ca_file ? [...rootCertificates, readCaFile(config.ca_file)] : undefined;
-  const tls: TlsOptions | undefined = ca || ciphers ? { ...(ca ? { ca } : {}), ...(ciphers ? { ciphers } : {}) } : undefined;
+  // Read now, so a bad ca_file is a config error at start, not a failure at the first request.
+  const extraCa = config.ca_file ? readCaFile(config.ca_file) : undefined;
+  const tls: TlsOptions | undefined = extraCa || ciphers ? { ...(extraCa ? { extraCa } : {}), ...(ciphers ? { ciphers } : {}) } : undefined;
   const connectTimeoutMs = Math.min(timeoutMs, MAX_CONNECT_MS);
   const httpsProxy = env.HTTPS_PROXY ?? env.https_proxy ?? '';
   const httpProxy = env.HTTP_PROXY ?? env.http_proxy ?? '';

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
-import { connect as tlsConnect, rootCertificates } from 'node:tls';
+import { connect as tlsConnect } from 'node:tls';
 import { execFile } from 'node:child_process';
 import { access, constants, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -11,6 +11,8 @@ import { AuthError, ConfigError, NotFoundError, describeError, formatProblem } f
 import { readCaFile } from '../config/named-files.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
 import { ciphersFor, cpuHasAes, readCpuinfo } from '../client/tls-ciphers.js';
+import { secureContextFor } from '../client/trust.js';
+import { PRIVATE_CA_FIX } from '../client/error-mapping.js';
 import { createDiskFloor, type DiskReading } from '../disk/disk-floor.js';
 import { describeDisk } from '../disk/describe-disk.js';
 
@@ -58,10 +60,10 @@ export async function checkConnect(label: string, url: URL, cfg: AgentConfig['se
       return fail(check, `${host}:${port}: ${describeError(err)}`, 'check that the service is up and that no firewall blocks the port');
     }
   }
-  let ca: string[] | undefined;
+  let extraCa: string | undefined;
   if (cfg.ca_file) {
     try {
-      ca = [...rootCertificates, readCaFile(cfg.ca_file)];
+      extraCa = readCaFile(cfg.ca_file);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       return fail(check, err.problems.map(formatProblem).join('; '), 'fix service.ca_file (terminal-agent config check)');
@@ -69,7 +71,9 @@ export async function checkConnect(label: string, url: URL, cfg: AgentConfig['se
   }
   try {
     const ciphers = ciphersFor(cpuHasAes(readCpuinfo()));
-    const info = await connectOnce(() => tlsConnect({ host, port, servername: isIP(host) ? undefined : host, ...(ca ? { ca } : {}), ...(ciphers ? { ciphers } : {}) }), (s) => {
+    // The client's own context (trust.ts): doctor trusts exactly whom the daemon trusts.
+    const secureContext = secureContextFor({ ...(extraCa ? { extraCa } : {}), ...(ciphers ? { ciphers } : {}) });
+    const info = await connectOnce(() => tlsConnect({ host, port, servername: isIP(host) ? undefined : host, secureContext }), (s) => {
       const tls = s as ReturnType<typeof tlsConnect>;
       const cert = tls.getPeerCertificate();
       const session = `${tls.getProtocol() ?? 'TLS'} ${tls.getCipher()?.name ?? ''}`.trim();
@@ -79,7 +83,7 @@ export async function checkConnect(label: string, url: URL, cfg: AgentConfig['se
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? '';
     const fix = /CERT|SELF_SIGNED|VERIFY|ISSUER/.test(code)
-      ? 'the certificate is not trusted: set service.ca_file to the CA bundle of the service, and check the clock (date)'
+      ? `the certificate is not trusted: ${PRIVATE_CA_FIX}, and check the clock (date)`
       : 'check that the service is up and that no firewall blocks the port';
     return fail(check, `${host}:${port}: ${describeError(err)}${code ? ` (${code})` : ''}`, fix);
   }
