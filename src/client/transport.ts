@@ -129,7 +129,7 @@ const MAX_CONNECT_MS = 10_000;
 export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs: number, ciphers?: string): Transport {
   // Read now, so a bad ca_file is a config error at start, not a failure at the first request.
   const extraCa = config.ca_file ? readCaFile(config.ca_file) : undefined;
-  const tls: TlsOptions | undefined = extraCa || ciphers ? { ...(extraCa ? { extraCa } : {}), ...(ciphers ? { ciphers } : {}) } : undefined;
+  const tls: TlsOptions | undefined = extraCa || ciphers ? { extraCa, ciphers } : undefined;
   const connectTimeoutMs = Math.min(timeoutMs, MAX_CONNECT_MS);
   const httpsProxy = env.HTTPS_PROXY ?? env.https_proxy ?? '';
   const httpProxy = env.HTTP_PROXY ?? env.http_proxy ?? '';

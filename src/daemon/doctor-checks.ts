@@ -72,7 +72,7 @@ export async function checkConnect(label: string, url: URL, cfg: AgentConfig['se
   try {
     const ciphers = ciphersFor(cpuHasAes(readCpuinfo()));
     // The client's own context (trust.ts): doctor trusts exactly whom the daemon trusts.
-    const secureContext = secureContextFor({ ...(extraCa ? { extraCa } : {}), ...(ciphers ? { ciphers } : {}) });
+    const secureContext = secureContextFor({ extraCa, ciphers });
     const info = await connectOnce(() => tlsConnect({ host, port, servername: isIP(host) ? undefined : host, secureContext }), (s) => {
       const tls = s as ReturnType<typeof tlsConnect>;
       const cert = tls.getPeerCertificate();
