@@ -32,7 +32,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { placeFile, placeSymlink, placeText } from './place-file.mjs';
+import { buildPlacement, placeSymlink } from './place-file.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = join(ROOT, 'src');
@@ -162,15 +162,9 @@ const slimPino = {
 // for its content), so a running process finds every file it may still need throughout; one whose
 // text changed is gone after the build, and a process that still wanted the old one says it was
 // replaced (scripts/chunk-loader.cjs), as after an upgrade.
-const written = new Set();
-function place(name, data, mode) {
-  placeText(join(OUT, name), data, mode);
-  written.add(name);
-}
-function copyIn(name, from) {
-  placeFile(from, join(OUT, name));
-  written.add(name);
-}
+const placed = buildPlacement();
+const place = (name, data, mode) => placed.text(join(OUT, name), data, mode);
+const copyIn = (name, from) => placed.file(from, join(OUT, name));
 
 // Chunks of the ESM bundle that came before dist/bundle/ lay in dist/ itself.
 async function removePreviousChunks() {
@@ -368,9 +362,10 @@ for (const f of ['code-cache.cjs', 'make-code-caches.cjs']) copyIn(f, join(ROOT,
 // temporary files. The code caches of the chunks still here stay until make-code-caches has
 // written theirs (renamed over), so a process loading one meanwhile still finds a cache.
 const cacheOf = (name) => /^(.+)\.[0-9a-f]+\.v8$/.exec(name)?.[1];
-for (const name of await readdir(OUT)) {
-  if (!written.has(name) && !written.has(cacheOf(name))) await rm(join(OUT, name), { recursive: true, force: true });
-}
+placed.removeUnwritten(OUT, (path) => {
+  const chunk = cacheOf(basename(path));
+  return chunk !== undefined && placed.has(join(OUT, chunk));
+});
 const cachesStarted = Date.now();
 const made = spawnSync(process.execPath, [join(OUT, 'make-code-caches.cjs'), '--unit', join(ROOT, 'systemd', 'terminal-agent.service')], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' });
 // Start-up without them is slower, not wrong: say so, and go on.

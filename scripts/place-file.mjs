@@ -7,7 +7,7 @@
 // process using it exits.
 // The bundle's chunks go in place the same way (placeText): a running process loads them lazily, and
 // a file it reads half written would fail it with a syntax error (scripts/bundle.mjs).
-import { copyFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /** Copies `src` to `dest` through a temporary name in dest's folder, then renames it over `dest`. */
@@ -34,4 +34,32 @@ export function placeText(dest, data, mode) {
 /** Points the symlink `dest` at `target` with no moment where `dest` is missing. */
 export function placeSymlink(target, dest) {
   throughTemporary(dest, (tmp) => symlinkSync(target, tmp));
+}
+
+/**
+ * A build's files put in place one by one (placeText, placeFile) and remembered, so that what the
+ * build did not write (an earlier build's files, a killed build's temporary ones) is removed only at
+ * its end: a process running from the tree finds every file it may still need meanwhile
+ * (scripts/bundle.mjs, web/build.mjs).
+ */
+export function buildPlacement() {
+  const written = new Set();
+  return {
+    text(dest, data, mode) {
+      placeText(dest, data, mode);
+      written.add(dest);
+    },
+    file(src, dest) {
+      placeFile(src, dest);
+      written.add(dest);
+    },
+    has: (path) => written.has(path),
+    /** Removes what is in `dir` and was not written, unless `keep(path)`. */
+    removeUnwritten(dir, keep = () => false) {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (!written.has(path) && !keep(path)) rmSync(path, { recursive: true, force: true });
+      }
+    },
+  };
 }

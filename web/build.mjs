@@ -3,10 +3,10 @@
 // them with a content hash in the query, so a browser that cached an older build fetches the new one.
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { placeText } from '../scripts/place-file.mjs';
+import { buildPlacement } from '../scripts/place-file.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, '..', 'dist', 'web');
@@ -16,11 +16,8 @@ const assets = join(out, 'assets');
 // removed first, each file goes in place by a rename, index.html last (it names the others' hashes),
 // and what this build did not write is removed at the end (scripts/bundle.mjs does the same).
 mkdirSync(assets, { recursive: true });
-const written = new Set();
-function place(file, data) {
-  placeText(file, data);
-  written.add(file);
-}
+const placed = buildPlacement();
+const place = (file, data) => placed.text(file, data);
 
 const result = await build({
   entryPoints: { app: join(here, 'src', 'main.tsx'), 'app-css': join(here, 'src', 'app.css') },
@@ -54,11 +51,8 @@ const html = readFileSync(join(here, 'index.html'), 'utf8')
   .replace('/assets/app.js', `/assets/app.js?v=${hash(appJs)}`)
   .replace('/assets/app.css', `/assets/app.css?v=${hash(appCss)}`);
 place(join(out, 'index.html'), html);
-for (const dir of [out, assets]) {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.isFile() && !written.has(join(dir, e.name))) rmSync(join(dir, e.name), { force: true });
-  }
-}
+placed.removeUnwritten(out, (path) => path === assets);
+placed.removeUnwritten(assets);
 
 const sizes = Object.entries(result.metafile.outputs)
   .filter(([f]) => f.endsWith('app.js') || f.endsWith('.css'))
