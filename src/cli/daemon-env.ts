@@ -55,6 +55,6 @@ export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): Daemo
     },
     onReload: (listener) => ctx.onReload(listener),
     onFatal: (listener) => ctx.onFatal(listener),
-    steadyV8Flags: steadyV8Flags(ctx.nodeFlags, ctx.env),
+    steadyV8Flags: steadyV8Flags(ctx.nodeFlags, ctx.env, process.versions.v8),
   };
 }

@@ -85,7 +85,11 @@ export async function checkConnect(label: string, url: URL, cfg: AgentConfig['se
     const fix = /CERT|SELF_SIGNED|VERIFY|ISSUER/.test(code)
       ? `the certificate is not trusted: ${PRIVATE_CA_FIX}, and check the clock (date)`
       : 'check that the service is up and that no firewall blocks the port';
-    return fail(check, `${host}:${port}: ${describeError(err)}${code ? ` (${code})` : ''}`, fix);
+    // Node 24 adds its own advice to a certificate's refusal ("; if the root CA is installed
+    // locally, try running Node.js with --use-system-ca"): the flags are the unit's, not the
+    // operator's, and the fix below says what works here.
+    const what = describeError(err).replace(/; if the root CA is installed locally, try running Node\.js with\s+--use-system-ca\.?$/, '');
+    return fail(check, `${host}:${port}: ${what}${code ? ` (${code})` : ''}`, fix);
   }
 }
 

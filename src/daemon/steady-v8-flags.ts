@@ -29,6 +29,11 @@ import type { Logger } from '../log/logger.js';
 /** Eight times V8 11.3's default budget (67,584, Node 20). */
 export const STEADY_INTERRUPT_BUDGET = 8 * 67_584;
 
+// V8 12 (Node 22 and later) counts invocations per tier (Maglev, TurboFan) instead and knows no
+// --interrupt-budget: set there, V8 printed "Error: unrecognized flag" on stderr, into the journal,
+// and changed nothing. Its own counts are left alone: the 8x above was measured on V8 11's tiers.
+const LAST_V8_WITH_INTERRUPT_BUDGET = 11;
+
 /** The old generation may grow to 2.5x its live data before a full GC (see above). */
 export const STEADY_HEAP_GROWING_PERCENT = 150;
 
@@ -36,16 +41,17 @@ export const STEADY_HEAP_GROWING_PERCENT = 150;
 export const CODE_CACHE_RUN_ENV = 'TERMINAL_AGENT_CODE_CACHE_RUN';
 
 /**
- * The V8 flags to set once start-up is done (none: leave V8's alone). A flag the operator gave
- * node (its command line, or NODE_OPTIONS in a drop-in) wins, and the code-cache run keeps V8's
- * flags as they are.
+ * The V8 flags to set once start-up is done (none: leave V8's alone), for the V8 of
+ * `process.versions.v8`. A flag the operator gave node (its command line, or NODE_OPTIONS in a
+ * drop-in) wins, and the code-cache run keeps V8's flags as they are.
  */
-export function steadyV8Flags(nodeFlags: readonly string[], env: NodeJS.ProcessEnv): string[] {
+export function steadyV8Flags(nodeFlags: readonly string[], env: NodeJS.ProcessEnv, v8Version: string): string[] {
   if (env[CODE_CACHE_RUN_ENV] === '1') return [];
   const given = [...nodeFlags, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map((f) => f.replace(/_/g, '-'));
   const unset = (name: string) => !given.some((f) => f.startsWith(`--${name}=`));
+  const budgetKnown = Number.parseInt(v8Version, 10) <= LAST_V8_WITH_INTERRUPT_BUDGET;
   return [
-    ...(unset('interrupt-budget') ? [`--interrupt-budget=${STEADY_INTERRUPT_BUDGET}`] : []),
+    ...(budgetKnown && unset('interrupt-budget') ? [`--interrupt-budget=${STEADY_INTERRUPT_BUDGET}`] : []),
     ...(unset('heap-growing-percent') ? [`--heap-growing-percent=${STEADY_HEAP_GROWING_PERCENT}`] : []),
   ];
 }

@@ -17,10 +17,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { quarterCoreCgroup } from './pi-budget.mjs';
-import { writeDaemonConfig } from './lib/daemon-run.mjs';
+import { MAIN, NODE, writeDaemonConfig } from './lib/daemon-run.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = join(ROOT, 'dist/main.js');
 const RUNS = Number(process.env.RUNS ?? 10);
 // fork, (join the cgroup,) exec, wait4: prints wall seconds, CPU seconds and peak RSS in KB.
 const MEASURE_PY = `
@@ -44,7 +43,7 @@ const emulator = await startEmulator({ port: 0 });
 const socket = join(dir, 'ctl.sock');
 const config = writeDaemonConfig(dir, emulator, emulator.terminals[0]);
 const env = { PATH: process.env.PATH, HOME: process.env.HOME };
-const daemon = spawn(process.execPath, [MAIN, 'run', '--config', config], { env, stdio: ['ignore', 'ignore', 'ignore'] });
+const daemon = spawn(NODE, [MAIN, 'run', '--config', config], { env, stdio: ['ignore', 'ignore', 'ignore'] });
 for (let i = 0; i < 200 && !existsSync(socket); i++) await sleep(50);
 if (!existsSync(socket)) throw new Error('the daemon did not open its control socket');
 
@@ -75,7 +74,7 @@ const COMMANDS = [
   ['faces list --cached', ['faces', 'list', '--cached', '--config', config]],
   ['config check', ['config', 'check', '--config', config]],
 ];
-const BARE = [process.execPath, '-e', '0'];
+const BARE = [NODE, '-e', '0'];
 
 function runAll(label, cgroup) {
   console.log(`\n${label}: ${RUNS} pairs each, A = the command, B = bare 'node -e 0', in turn`);
@@ -83,10 +82,10 @@ function runAll(label, cgroup) {
   for (const [name, args] of COMMANDS) {
     const a = [];
     const b = [];
-    measure([process.execPath, MAIN, ...args], cgroup); // warm-up: page cache, first-run effects
+    measure([NODE, MAIN, ...args], cgroup); // warm-up: page cache, first-run effects
     measure(BARE, cgroup);
     for (let i = 0; i < RUNS; i++) {
-      a.push(measure([process.execPath, MAIN, ...args], cgroup));
+      a.push(measure([NODE, MAIN, ...args], cgroup));
       b.push(measure(BARE, cgroup));
     }
     const ratio = median(a.map((x, i) => x.wall / b[i].wall));

@@ -14,17 +14,17 @@ import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
-import { indexEntries, procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { MAIN, NODE, indexEntries, procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
 import { seedMembers } from './lib/images.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-// BENCH_MAIN=PATH: another build of the daemon (lib/daemon-run.mjs), for runs in turn with this one.
-const MAIN = process.env.BENCH_MAIN ? resolve(process.env.BENCH_MAIN) : join(ROOT, 'dist/main.js');
+// BENCH_MAIN=PATH: another build of the daemon, BENCH_NODE=PATH another node to run it and the bare
+// baseline on (lib/daemon-run.mjs), for runs in turn with this one.
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 60);
 const STARTS = Number(process.env.STARTS ?? 7);
 // Idle RSS is bimodal (a ~10 MB malloc high-water mark from start-up stays or goes, by timing):
@@ -85,7 +85,7 @@ async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
     onMessage = (m) => m.includes('READY=1') && resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: procCpuSeconds(child.pid) * 1000 });
   });
   // As the unit, with its scheduling policy too (lib/daemon-run.mjs).
-  const [cmd, ...argv] = inCgroup(cgroup, [...(extraEnv === unitEnv ? schedPrefix : []), process.execPath, ...(extraEnv === unitEnv ? unitNodeArgs : []), MAIN, 'run', '--config', config]);
+  const [cmd, ...argv] = inCgroup(cgroup, [...(extraEnv === unitEnv ? schedPrefix : []), NODE, ...(extraEnv === unitEnv ? unitNodeArgs : []), MAIN, 'run', '--config', config]);
   child = spawn(cmd, argv, { env: { ...alsaEnv, ...extraEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = new Promise((_, reject) => child.once('close', (code) => reject(new Error(`the daemon exited (${code}) before READY=1`))));
   const { ms, cpuMs } = await Promise.race([ready, exited]);
@@ -98,7 +98,7 @@ async function stop(child) {
 }
 async function bareNodeStartMs(cgroup = undefined) {
   const t0 = process.hrtime.bigint();
-  const [cmd, ...argv] = inCgroup(cgroup, [process.execPath, '-e', '0']);
+  const [cmd, ...argv] = inCgroup(cgroup, [NODE, '-e', '0']);
   await new Promise((r) => spawn(cmd, argv).once('close', r));
   return Number(process.hrtime.bigint() - t0) / 1e6;
 }
@@ -152,7 +152,7 @@ function configFor(name, tls = false) {
 
 /** The daemon over https, as the unit runs it (its Environment=, node flags and scheduling policy). */
 function spawnOverTls(round) {
-  const [cmd, ...argv] = [...schedPrefix, process.execPath, ...unitNodeArgs, MAIN, 'run', '--config', configFor(`tls-${round}`, true)];
+  const [cmd, ...argv] = [...schedPrefix, NODE, ...unitNodeArgs, MAIN, 'run', '--config', configFor(`tls-${round}`, true)];
   return spawn(cmd, argv, { env: { ...alsaEnv, ...unitEnv, NODE_EXTRA_CA_CERTS: tlsFront.caFile }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
@@ -160,7 +160,7 @@ function spawnOverTls(round) {
 function spawnBig(round) {
   const bigDir = join(dir, `big-${round}`);
   mkdirSync(bigDir);
-  const [cmd, ...argv] = [...schedPrefix, process.execPath, ...unitNodeArgs, MAIN, 'run', '--config', writeDaemonConfig(bigDir, bigEmulator, bigEmulator.terminals[0])];
+  const [cmd, ...argv] = [...schedPrefix, NODE, ...unitNodeArgs, MAIN, 'run', '--config', writeDaemonConfig(bigDir, bigEmulator, bigEmulator.terminals[0])];
   return { child: spawn(cmd, argv, { env: { ...alsaEnv, ...unitEnv }, stdio: ['ignore', 'ignore', 'inherit'] }), index: join(bigDir, 'state', 'faces', 'index.json') };
 }
 
@@ -171,9 +171,9 @@ function cachedFaces(name) {
 
 async function idleRound(round) {
   const { child } = await startDaemon();
-  const plain = spawn(process.execPath, [MAIN, 'run', '--config', configFor(`plain-${round}`)], { env: alsaEnv, stdio: ['ignore', 'ignore', 'inherit'] });
+  const plain = spawn(NODE, [MAIN, 'run', '--config', configFor(`plain-${round}`)], { env: alsaEnv, stdio: ['ignore', 'ignore', 'inherit'] });
   const overTls = tlsFront.error ? undefined : spawnOverTls(round);
-  const baseline = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  const baseline = spawn(NODE, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
   const big = bigEmulator ? spawnBig(round) : undefined;
   await sleep(SETTLE_SECONDS * 1000);
   if (big) {

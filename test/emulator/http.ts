@@ -1,4 +1,4 @@
-import { FormData, request } from 'undici';
+import { request } from 'undici';
 
 // Plain HTTP calls for emulator tests: the emulator is judged from the outside, as a client sees it.
 
@@ -22,14 +22,21 @@ export interface CallOptions {
 export async function call(url: string, method: string, opts: CallOptions = {}): Promise<Answer> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-  let body: string | Buffer | FormData | undefined;
+  let body: string | Buffer | undefined;
   if (opts.json !== undefined) {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(opts.json);
   } else if (opts.rawBody !== undefined) {
     if (opts.contentType) headers['content-type'] = opts.contentType;
     body = opts.rawBody;
-  } else if (opts.form) body = opts.form;
+  } else if (opts.form) {
+    // Encoded by node's own fetch Response, then sent as bytes: undici's request given a FormData
+    // of node's (or, on Node 24, even its own with node's Blob) fails inside node's copy of undici
+    // with "action is not a function".
+    const encoded = new Response(opts.form);
+    headers['content-type'] = encoded.headers.get('content-type')!;
+    body = Buffer.from(await encoded.arrayBuffer());
+  }
   const res = await request(url, { method: method as 'GET', headers, body });
   const buf = Buffer.from(await res.body.arrayBuffer());
   return {

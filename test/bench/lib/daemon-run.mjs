@@ -12,6 +12,10 @@ export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 // --outDir prof-build`, then BENCH_MAIN=prof-build/main.js with BENCH_PROF) gives --cpu-prof
 // profiles whose frames name src/ modules and lines, where the bundle's are chunks of long lines.
 export const MAIN = process.env.BENCH_MAIN ? resolve(process.env.BENCH_MAIN) : join(ROOT, 'dist/main.js');
+// BENCH_NODE=PATH runs the agent (MAIN) on another node binary, such as the package's runtime
+// (with BENCH_MAIN pointing into the same tree, whose addons are built for it). The plain loops
+// and the emulator stay on the benchmark's own node: the yardstick does not move with the runtime.
+export const NODE = process.env.BENCH_NODE ? resolve(process.env.BENCH_NODE) : process.execPath;
 const require = createRequire(join(ROOT, 'package.json'));
 const unix = require('unix-dgram');
 const CLK_TCK = 100; // Linux USER_HZ
@@ -186,10 +190,10 @@ export function spawnNode(args, opts, budget) {
     const base = process.env.BENCH_STRACE === '1' ? join(tmpdir(), `ta-bench-strace-${process.pid}`) : process.env.BENCH_STRACE;
     const file = `${base}.${++straceRuns}`;
     process.stderr.write(`strace -c -f of the daemon: ${file}\n`);
-    return spawn('strace', ['-c', '-f', '-o', file, process.execPath, ...args], opts);
+    return spawn('strace', ['-c', '-f', '-o', file, NODE, ...args], opts);
   }
-  if (process.env.BENCH_WRAP && args.includes(MAIN)) return spawn(process.env.BENCH_WRAP, [process.execPath, ...args], opts);
-  const argv = [...(args.includes(MAIN) ? schedPrefix : []), process.execPath, ...args];
+  if (process.env.BENCH_WRAP && args.includes(MAIN)) return spawn(process.env.BENCH_WRAP, [NODE, ...args], opts);
+  const argv = [...(args.includes(MAIN) ? [...schedPrefix, NODE] : [process.execPath]), ...args];
   if (!budget) return spawn(argv[0], argv.slice(1), opts);
   const quoted = argv.map((a) => `'${String(a).replace(/'/g, `'\\''`)}'`).join(' ');
   return spawn('/bin/sh', ['-c', `echo $$ > '${join(budget.dir, 'cgroup.procs')}' && exec ${quoted}`], opts);
@@ -292,7 +296,7 @@ function daemonPid(pid) {
   const runsMain = (p) => {
     try {
       const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-      return argv[0] === process.execPath && argv.includes(MAIN);
+      return argv[0] === NODE && argv.includes(MAIN);
     } catch {
       return false;
     }
