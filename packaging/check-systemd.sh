@@ -131,12 +131,10 @@ in_sd purge_pkg
 in_sd stop_emulator
 
 # systemd/install.sh (README "From a checkout"), on the same systemd now that the package is gone:
-# the checkout's dist/ and node_modules/, and a node on PATH (the package's: Debian 12's is 18).
+# the checkout's dist/ and node_modules/, and on PATH the node they were built with (its native
+# addons fit only that node's ABI; the package's node is another major since r36).
 [ -f "$PKGDIR/../dist/main.js" ] || { echo "check: FAIL: no dist/ in the checkout for install.sh (npm run build)" >&2; exit 1; }
-nodetmp=$(mktemp -d)
-dpkg-deb --fsys-tarfile "$DEB_N" | tar -x -C "$nodetmp" ./usr/lib/terminal-agent/bin/node
-install -m 0755 "$nodetmp/usr/lib/terminal-agent/bin/node" "$root/usr/local/bin/node"
-rm -rf "$nodetmp"
+install -m 0755 "$(readlink -f "$(command -v node)")" "$root/usr/local/bin/node"
 mkdir -p "$root/root/checkout"
 cp -a "$PKGDIR/../dist" "$PKGDIR/../node_modules" "$PKGDIR/../package.json" "$PKGDIR/../systemd" "$PKGDIR/../config" "$root/root/checkout/"
 make_faces "$root" is "$FACES"

@@ -84,9 +84,12 @@ describe('Debian packaging', () => {
     expect(readFileSync(join(PKG, 'debian', 'postinst'), 'utf8')).toContain('(umask 077; : >"$ETC/credentials/$c")');
   });
 
-  it('pins a Node.js 20 runtime that meets engines >= 20.19', () => {
+  it('pins a Node.js runtime of a long-term-support line still supported (24: to April 2028)', () => {
+    // Node 20, which the package carried before, reached its end of life in April 2026: no security
+    // release since 20.20.2 (docs/performance-history.md, r36). LTS lines are the even majors.
     const v = readFileSync(join(PKG, 'node-version'), 'utf8').trim().split('.').map(Number);
-    expect(v[0]).toBe(20);
-    expect(v[1]).toBeGreaterThanOrEqual(19);
+    expect(v).toHaveLength(3);
+    expect(v[0]! % 2).toBe(0);
+    expect(v[0]).toBeGreaterThanOrEqual(24);
   });
 });
