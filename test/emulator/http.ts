@@ -30,9 +30,8 @@ export async function call(url: string, method: string, opts: CallOptions = {}):
     if (opts.contentType) headers['content-type'] = opts.contentType;
     body = opts.rawBody;
   } else if (opts.form) {
-    // Encoded by node's own fetch Response, then sent as bytes: undici's request given a FormData
-    // of node's (or, on Node 24, even its own with node's Blob) fails inside node's copy of undici
-    // with "action is not a function".
+    // Encoded by node's own fetch Response, then sent as bytes: on Node 24, undici's request given
+    // its FormData holding node's Blob fails inside node's copy of undici ("action is not a function").
     const encoded = new Response(opts.form);
     headers['content-type'] = encoded.headers.get('content-type')!;
     body = Buffer.from(await encoded.arrayBuffer());
