@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { CLI_ENTRY, REPO_ROOT, type CliRunResult } from '../helpers/cli.js';
+import { CLI_ENTRY, REPO_ROOT, runCliProcess, type CliRunResult } from '../helpers/cli.js';
 import { daemonFiles, isReady, spawnDaemon } from '../daemon/daemon-harness.js';
 import { startTlsFront } from '../bench/lib/tls-front.mjs';
 import type { Emulator } from '../helpers/emulator.js';
@@ -31,19 +30,7 @@ async function front(emulator: Emulator, dir: string): Promise<Front> {
 
 /** dist/main.js started by its own #! line, as npx and a shell start it; node first on PATH. */
 function runByShebang(args: string[], env: Record<string, string>): Promise<CliRunResult> {
-  return runCommand([CLI_ENTRY, ...args], env);
-}
-
-function runCommand([cmd, ...args]: string[], env: Record<string, string>): Promise<CliRunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd!, args, { env: { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: process.env.HOME ?? '/root', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+  return runCliProcess(args, { command: [CLI_ENTRY], env: { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, ...env } });
 }
 
 const checks = (r: CliRunResult) => new Map((JSON.parse(r.stdout) as { checks: Check[] }).checks.map((c) => [c.check, c]));
@@ -85,7 +72,7 @@ describe('TLS trust: the system\'s CAs and service.ca_file', () => {
       // trusted it above is the system's store. (`node dist/main.js` with no flag trusts node's
       // list with the official node, the package's, and the system's with Debian's nodejs, which
       // is built to: so a flag is needed to say which, and the CLI's #! line says it.)
-      const ownList = checks(await runCommand([process.execPath, '--use-bundled-ca', CLI_ENTRY, 'doctor', '--json', '--config', files.configPath], withStore));
+      const ownList = checks(await runCliProcess(['doctor', '--json', '--config', files.configPath], { command: [process.execPath, '--use-bundled-ca', CLI_ENTRY], env: withStore }));
       expect(ownList.get('tls base_url')).toMatchObject({ result: 'fail' });
       expect(ownList.get('tls face_base_url')).toMatchObject({ result: 'ok' });
     } finally {

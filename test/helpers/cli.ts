@@ -19,6 +19,9 @@ export interface CliRunOptions {
   /** Run as this user/group (only when the tests run as root), e.g. to provoke EACCES. */
   uid?: number;
   gid?: number;
+  /** What starts the CLI, before its arguments; default `node dist/main.js` (this node). E.g.
+   * `[CLI_ENTRY]` to start it by its own #! line, or node with flags of its own. */
+  command?: readonly string[];
 }
 
 export interface CliRunResult {
@@ -28,7 +31,7 @@ export interface CliRunResult {
   stderr: string;
 }
 
-/** Spawns `node dist/main.js ...args` (build first: `npm run build`). */
+/** Spawns `node dist/main.js ...args`, or `opts.command ...args` (build first: `npm run build`). */
 export function runCliProcess(args: readonly string[], opts: CliRunOptions = {}): Promise<CliRunResult> {
   if (!existsSync(CLI_ENTRY)) {
     return Promise.reject(new Error(`${CLI_ENTRY} is missing: run 'npm run build' before the CLI tests`));
@@ -43,8 +46,9 @@ export function runCliProcess(args: readonly string[], opts: CliRunOptions = {})
     if (v === undefined) delete env[k];
     else env[k] = v;
   }
+  const [cmd, ...cmdArgs] = opts.command ?? [process.execPath, CLI_ENTRY];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_ENTRY, ...args], {
+    const child = spawn(cmd!, [...cmdArgs, ...args], {
       cwd: opts.cwd ?? REPO_ROOT,
       env,
       stdio: ['pipe', 'pipe', 'pipe'],
