@@ -8,16 +8,18 @@ import { CODE_CACHE_RUN_ENV, STEADY_HEAP_GROWING_PERCENT, STEADY_INTERRUPT_BUDGE
 import { daemonFiles, isReady, spawnDaemon, type LogLine } from './daemon-harness.js';
 
 // After its first face sync the daemon sets V8's interrupt budget (V8 11, Node 20; later V8s have
-// none) and heap growing factor (src/daemon/steady-v8-flags.ts).
+// none, and get V8's battery saver mode instead) and heap growing factor
+// (src/daemon/steady-v8-flags.ts).
 
 const RAISED = 'first face sync done: V8 now runs with the steady state\'s flags';
 const BUDGET = `--interrupt-budget=${STEADY_INTERRUPT_BUDGET}`;
 const GROWING = `--heap-growing-percent=${STEADY_HEAP_GROWING_PERCENT}`;
+const SAVER = '--battery-saver-mode';
 const V8_11 = '11.3.244.8-node.38';
 const V8_HERE = process.versions.v8;
 const BUDGET_HERE = Number.parseInt(V8_HERE, 10) <= 11;
 // What the daemon sets on the node running these tests.
-const STEADY = BUDGET_HERE ? [BUDGET, GROWING] : [GROWING];
+const STEADY = BUDGET_HERE ? [BUDGET, GROWING] : [SAVER, GROWING];
 const raised = (l: LogLine) => l.msg === RAISED;
 
 describe('V8\'s flags after start-up', () => {
@@ -57,16 +59,20 @@ describe('V8\'s flags after start-up', () => {
     expect(steadyV8Flags([], { NODE_OPTIONS: '--max-old-space-size=256 --heap_growing_percent=50' }, V8_11)).toEqual([BUDGET]);
     expect(steadyV8Flags(['--heap-growing-percent=50'], { NODE_OPTIONS: '--interrupt-budget=1000' }, V8_11)).toEqual([]);
     expect(steadyV8Flags([], { [CODE_CACHE_RUN_ENV]: '1' }, V8_11)).toEqual([]);
-    // Node 22's and 24's V8s know no interrupt budget.
-    expect(steadyV8Flags([], {}, '12.4.254.21-node.57')).toEqual([GROWING]);
-    expect(steadyV8Flags([], {}, '13.6.233.17-node.63')).toEqual([GROWING]);
-    expect(steadyV8Flags(['--heap-growing-percent=50'], {}, '13.6.233.17-node.63')).toEqual([]);
+    // Node 22's and 24's V8s know no interrupt budget; they get the battery saver mode (V8 11 has none).
+    expect(steadyV8Flags([], {}, '12.4.254.21-node.57')).toEqual([SAVER, GROWING]);
+    expect(steadyV8Flags([], {}, '13.6.233.17-node.63')).toEqual([SAVER, GROWING]);
+    expect(steadyV8Flags(['--heap-growing-percent=50'], {}, '13.6.233.17-node.63')).toEqual([SAVER]);
+    for (const flag of ['--no-battery-saver-mode', '--battery_saver_mode', '--battery-saver-mode=false']) {
+      expect(steadyV8Flags([flag, '--heap-growing-percent=50'], {}, '13.6.233.17-node.63')).toEqual([]);
+    }
+    expect(steadyV8Flags(['--battery-saver-mode-x'], {}, '13.6.233.17-node.63')).toEqual([SAVER, GROWING]);
 
     // The same through a real daemon, its node flags on the command line as ExecStart= puts them
     // (a flag this V8 does not know would stop node before the daemon starts).
     const emulator = await startTestEmulator();
     const files = daemonFiles(tmpDir('ta-jit-'), emulator, { logLevel: 'debug' });
-    const given = BUDGET_HERE ? '--interrupt-budget=100000 --heap-growing-percent=50' : '--heap-growing-percent=50';
+    const given = BUDGET_HERE ? '--interrupt-budget=100000 --heap-growing-percent=50' : '--no-battery-saver-mode --heap-growing-percent=50';
     const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, CLI_ENTRY, ['sh', '-c', `exec "$0" ${given} "$@"`]);
     await d.waitLog((l) => l.component === 'faces' && l.msg === 'face sync done', 15_000, 'the first sync');
     d.signal('SIGTERM');
@@ -94,5 +100,24 @@ describe('V8\'s flags after start-up', () => {
     const r = spawnSync(process.execPath, ['--input-type=commonjs', '-e', `(async () => {${script}})()`], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ before: false, after: true, lines: [RAISED] });
+  });
+
+  it('stop TurboFan compiling what runs afterwards on V8 12 and later (V8 11\'s budget only delays it)', () => {
+    // A hot function before the flags (the control: TurboFan compiles it on every V8) and one after,
+    // in a child run with --trace-opt, which names each function V8 marks for TurboFan (V8 prints
+    // them through its own buffer, so the functions' names tell before from after, not the order).
+    const script = `
+      const hot = (name) => (0, eval)('(function ' + name + '(a) { let s = 0; for (let i = 0; i < 50; i++) s += a * i; return s; })');
+      const run = (fn) => { let t = 0; for (let i = 0; i < 300000; i++) t += fn(i); return t; };
+      run(hot('hot_before_flags'));
+      const { setSteadyV8Flags } = await import(${JSON.stringify(join(REPO_ROOT, 'dist', 'daemon', 'steady-v8-flags.js'))});
+      await setSteadyV8Flags(${JSON.stringify(STEADY)}, { debug() {}, warn(o, m) { console.error(m); } });
+      run(hot('hot_after_flags'));`;
+    const r = spawnSync(process.execPath, ['--trace-opt', '--input-type=commonjs', '-e', `(async () => {${script}})()`], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const turbofan = (name: string) => r.stdout.split('\n').filter((l) => l.includes(name) && /for optimization to TURBOFAN/.test(l)).length;
+    expect(turbofan('hot_before_flags')).toBeGreaterThan(0);
+    if (BUDGET_HERE) expect(turbofan('hot_after_flags')).toBeGreaterThan(0);
+    else expect(turbofan('hot_after_flags')).toBe(0);
   });
 });
