@@ -59,13 +59,12 @@ export const CODE_CACHE_RUN_ENV = 'TERMINAL_AGENT_CODE_CACHE_RUN';
 export function steadyV8Flags(nodeFlags: readonly string[], env: NodeJS.ProcessEnv, v8Version: string): string[] {
   if (env[CODE_CACHE_RUN_ENV] === '1') return [];
   const given = [...nodeFlags, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map((f) => f.replace(/_/g, '-'));
-  const unset = (name: string) => !given.some((f) => f.startsWith(`--${name}=`));
-  // A boolean flag: given as --name, --no-name or --name=value.
-  const untouched = (name: string) => unset(name) && !given.some((f) => f === `--${name}` || f === `--no-${name}`);
+  // Given as --name=value, or for a boolean as --name or --no-name.
+  const unset = (name: string) => !given.some((f) => f.startsWith(`--${name}=`) || f === `--${name}` || f === `--no-${name}`);
   const budgetKnown = Number.parseInt(v8Version, 10) <= LAST_V8_WITH_INTERRUPT_BUDGET;
   return [
     ...(budgetKnown && unset('interrupt-budget') ? [`--interrupt-budget=${STEADY_INTERRUPT_BUDGET}`] : []),
-    ...(!budgetKnown && untouched('battery-saver-mode') ? ['--battery-saver-mode'] : []),
+    ...(!budgetKnown && unset('battery-saver-mode') ? ['--battery-saver-mode'] : []),
     ...(unset('heap-growing-percent') ? [`--heap-growing-percent=${STEADY_HEAP_GROWING_PERCENT}`] : []),
   ];
 }
