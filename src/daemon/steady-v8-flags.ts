@@ -45,6 +45,16 @@ export const STEADY_INTERRUPT_BUDGET = 8 * 67_584;
 // node, refuses it there), and a first sync of a whole group happens once in a terminal's life.
 const LAST_V8_WITH_INTERRUPT_BUDGET = 11;
 
+// And V8's memory saver mode beside it. Under steady traffic V8 13's memory reducer (the GCs that
+// give the old space's free pages back after a full GC) never ran: it judged the allocation rate
+// high at every check, so the daemon kept its busiest moment's committed heap for good, and a soak
+// of the package (Node 24) ended 1.13x above its RSS floor against Node 20's 0.98x. In the mode
+// every full GC is a memory-reducing one (compacting, free pages released at once); a soak with it
+// met its floor (docs/performance-history.md, r37 and r38). It costs CPU only where full GCs are
+// many, which the steady state's growing factor (below) keeps rare. V8 13 (Node 24) is the first
+// to know the flag (Node 22's 12.4 and Node 23's 12.9 refuse it; not soaked there).
+const FIRST_V8_WITH_MEMORY_SAVER_MODE = 13;
+
 /** The old generation may grow to 2.5x its live data before a full GC (see above). */
 export const STEADY_HEAP_GROWING_PERCENT = 150;
 
@@ -61,10 +71,12 @@ export function steadyV8Flags(nodeFlags: readonly string[], env: NodeJS.ProcessE
   const given = [...nodeFlags, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map((f) => f.replace(/_/g, '-'));
   // Given as --name=value, or for a boolean as --name or --no-name.
   const unset = (name: string) => !given.some((f) => f.startsWith(`--${name}=`) || f === `--${name}` || f === `--no-${name}`);
-  const budgetKnown = Number.parseInt(v8Version, 10) <= LAST_V8_WITH_INTERRUPT_BUDGET;
+  const major = Number.parseInt(v8Version, 10);
+  const budgetKnown = major <= LAST_V8_WITH_INTERRUPT_BUDGET;
   return [
     ...(budgetKnown && unset('interrupt-budget') ? [`--interrupt-budget=${STEADY_INTERRUPT_BUDGET}`] : []),
     ...(!budgetKnown && unset('battery-saver-mode') ? ['--battery-saver-mode'] : []),
+    ...(major >= FIRST_V8_WITH_MEMORY_SAVER_MODE && unset('memory-saver-mode') ? ['--memory-saver-mode'] : []),
     ...(unset('heap-growing-percent') ? [`--heap-growing-percent=${STEADY_HEAP_GROWING_PERCENT}`] : []),
   ];
 }

@@ -8,18 +8,20 @@ import { CODE_CACHE_RUN_ENV, STEADY_HEAP_GROWING_PERCENT, STEADY_INTERRUPT_BUDGE
 import { daemonFiles, isReady, spawnDaemon, type LogLine } from './daemon-harness.js';
 
 // After its first face sync the daemon sets V8's interrupt budget (V8 11, Node 20; later V8s have
-// none, and get V8's battery saver mode instead) and heap growing factor
-// (src/daemon/steady-v8-flags.ts).
+// none, and get V8's battery saver mode instead; V8 13, Node 24, its memory saver mode too) and heap
+// growing factor (src/daemon/steady-v8-flags.ts).
 
 const RAISED = 'first face sync done: V8 now runs with the steady state\'s flags';
 const BUDGET = `--interrupt-budget=${STEADY_INTERRUPT_BUDGET}`;
 const GROWING = `--heap-growing-percent=${STEADY_HEAP_GROWING_PERCENT}`;
 const SAVER = '--battery-saver-mode';
+const MEMORY = '--memory-saver-mode';
 const V8_11 = '11.3.244.8-node.38';
 const V8_HERE = process.versions.v8;
 const BUDGET_HERE = Number.parseInt(V8_HERE, 10) <= 11;
+const MEMORY_HERE = Number.parseInt(V8_HERE, 10) >= 13;
 // What the daemon sets on the node running these tests.
-const STEADY = BUDGET_HERE ? [BUDGET, GROWING] : [SAVER, GROWING];
+const STEADY = BUDGET_HERE ? [BUDGET, GROWING] : MEMORY_HERE ? [SAVER, MEMORY, GROWING] : [SAVER, GROWING];
 const raised = (l: LogLine) => l.msg === RAISED;
 
 describe('V8\'s flags after start-up', () => {
@@ -59,20 +61,26 @@ describe('V8\'s flags after start-up', () => {
     expect(steadyV8Flags([], { NODE_OPTIONS: '--max-old-space-size=256 --heap_growing_percent=50' }, V8_11)).toEqual([BUDGET]);
     expect(steadyV8Flags(['--heap-growing-percent=50'], { NODE_OPTIONS: '--interrupt-budget=1000' }, V8_11)).toEqual([]);
     expect(steadyV8Flags([], { [CODE_CACHE_RUN_ENV]: '1' }, V8_11)).toEqual([]);
-    // Node 22's and 24's V8s know no interrupt budget; they get the battery saver mode (V8 11 has none).
+    // Node 22's and 24's V8s know no interrupt budget; they get the battery saver mode (V8 11 has
+    // none), and Node 24's the memory saver mode too (Node 22's and 23's V8s have none).
     expect(steadyV8Flags([], {}, '12.4.254.21-node.57')).toEqual([SAVER, GROWING]);
-    expect(steadyV8Flags([], {}, '13.6.233.17-node.63')).toEqual([SAVER, GROWING]);
-    expect(steadyV8Flags(['--heap-growing-percent=50'], {}, '13.6.233.17-node.63')).toEqual([SAVER]);
+    expect(steadyV8Flags([], {}, '12.9.202.28-node.14')).toEqual([SAVER, GROWING]);
+    expect(steadyV8Flags([], {}, '13.6.233.17-node.63')).toEqual([SAVER, MEMORY, GROWING]);
+    expect(steadyV8Flags(['--heap-growing-percent=50'], {}, '13.6.233.17-node.63')).toEqual([SAVER, MEMORY]);
     for (const flag of ['--no-battery-saver-mode', '--battery_saver_mode', '--battery-saver-mode=false']) {
-      expect(steadyV8Flags([flag, '--heap-growing-percent=50'], {}, '13.6.233.17-node.63')).toEqual([]);
+      expect(steadyV8Flags([flag, '--heap-growing-percent=50'], {}, '13.6.233.17-node.63')).toEqual([MEMORY]);
     }
-    expect(steadyV8Flags(['--battery-saver-mode-x'], {}, '13.6.233.17-node.63')).toEqual([SAVER, GROWING]);
+    for (const flag of ['--no-memory-saver-mode', '--memory_saver_mode', '--memory-saver-mode=true']) {
+      expect(steadyV8Flags([flag], { NODE_OPTIONS: '--heap-growing-percent=50' }, '13.6.233.17-node.63')).toEqual([SAVER]);
+    }
+    expect(steadyV8Flags(['--battery-saver-mode-x'], {}, '13.6.233.17-node.63')).toEqual([SAVER, MEMORY, GROWING]);
 
     // The same through a real daemon, its node flags on the command line as ExecStart= puts them
     // (a flag this V8 does not know would stop node before the daemon starts).
     const emulator = await startTestEmulator();
     const files = daemonFiles(tmpDir('ta-jit-'), emulator, { logLevel: 'debug' });
-    const given = BUDGET_HERE ? '--interrupt-budget=100000 --heap-growing-percent=50' : '--no-battery-saver-mode --heap-growing-percent=50';
+    const given = BUDGET_HERE ? '--interrupt-budget=100000 --heap-growing-percent=50'
+      : `--no-battery-saver-mode ${MEMORY_HERE ? '--no-memory-saver-mode ' : ''}--heap-growing-percent=50`;
     const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, CLI_ENTRY, ['sh', '-c', `exec "$0" ${given} "$@"`]);
     await d.waitLog((l) => l.component === 'faces' && l.msg === 'face sync done', 15_000, 'the first sync');
     d.signal('SIGTERM');
@@ -119,5 +127,33 @@ describe('V8\'s flags after start-up', () => {
     expect(turbofan('hot_before_flags')).toBeGreaterThan(0);
     if (BUDGET_HERE) expect(turbofan('hot_after_flags')).toBeGreaterThan(0);
     else expect(turbofan('hot_after_flags')).toBe(0);
+  });
+
+  it('make every full GC give memory back on V8 13 and later (V8\'s memory saver mode)', () => {
+    // The same churn (objects kept a while, then dropped: full GCs on the way) in a child run with
+    // --trace-gc, after the steady flags and after none (the control). V8 names a memory-reducing
+    // full GC "Mark-Compact (reduce)"; without the mode one comes only from V8's memory reducer,
+    // which runs from a timer, never inside the synchronous loop.
+    const churn = (flags: readonly string[]) => {
+      const script = `
+        const { setSteadyV8Flags } = await import(${JSON.stringify(join(REPO_ROOT, 'dist', 'daemon', 'steady-v8-flags.js'))});
+        await setSteadyV8Flags(${JSON.stringify(flags)}, { debug() {}, warn(o, m) { console.error(m); } });
+        let keep = [];
+        for (let r = 0; r < 150; r++) {
+          for (let i = 0; i < 20000; i++) keep.push({ a: i, b: 'x' + i });
+          if (keep.length > 400000) keep = keep.slice(200000);
+        }`;
+      const r = spawnSync(process.execPath, ['--trace-gc', '--input-type=commonjs', '-e', `(async () => {${script}})()`], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      const full = r.stdout.split('\n').filter((l) => l.includes('Mark-Compact'));
+      return { full: full.length, reduce: full.filter((l) => l.includes('(reduce)')).length };
+    };
+    const control = churn([]);
+    expect(control.full).toBeGreaterThan(0);
+    expect(control.reduce).toBe(0);
+    const steady = churn(STEADY);
+    expect(steady.full).toBeGreaterThan(0);
+    if (MEMORY_HERE) expect(steady.reduce).toBe(steady.full);
+    else expect(steady.reduce).toBe(0);
   });
 });
