@@ -49,10 +49,12 @@ const LAST_V8_WITH_INTERRUPT_BUDGET = 11;
 // give the old space's free pages back after a full GC) never ran: it judged the allocation rate
 // high at every check, so the daemon kept its busiest moment's committed heap for good, and a soak
 // of the package (Node 24) ended 1.13x above its RSS floor against Node 20's 0.98x. In the mode
-// every full GC is a memory-reducing one (compacting, free pages released at once); a soak with it
-// met its floor (docs/performance-history.md, r37 and r38). It costs CPU only where full GCs are
-// many, which the steady state's growing factor (below) keeps rare. V8 13 (Node 24) is the first
-// to know the flag (Node 22's 12.4 and Node 23's 12.9 refuse it; not soaked there).
+// every full GC is a memory-reducing one (compacting, free pages released at once): 60 minutes of
+// the soak met its floor (0.996x), and with a group of 10,000 faces the daemon's median RSS was 113
+// MB instead of 158. The price: V8 also releases its pool of free pages, so the young generation's
+// are mapped afresh after each full GC; it shows only where much is allocated, as when 10,000 faces
+// are listed whole (the console's list: 81 ms of CPU instead of 57; docs/performance-history.md,
+// r38). V8 13 (Node 24) is the first to know the flag (Node 22's 12.4 and Node 23's 12.9 refuse it).
 const FIRST_V8_WITH_MEMORY_SAVER_MODE = 13;
 
 /** The old generation may grow to 2.5x its live data before a full GC (see above). */
