@@ -17,11 +17,12 @@ const GROWING = `--heap-growing-percent=${STEADY_HEAP_GROWING_PERCENT}`;
 const SAVER = '--battery-saver-mode';
 const MEMORY = '--memory-saver-mode';
 const V8_11 = '11.3.244.8-node.38';
-const V8_HERE = process.versions.v8;
-const BUDGET_HERE = Number.parseInt(V8_HERE, 10) <= 11;
-const MEMORY_HERE = Number.parseInt(V8_HERE, 10) >= 13;
-// What the daemon sets on the node running these tests.
-const STEADY = BUDGET_HERE ? [BUDGET, GROWING] : MEMORY_HERE ? [SAVER, MEMORY, GROWING] : [SAVER, GROWING];
+// What the daemon sets on the node running these tests (each V8's set is pinned by the cases below).
+const STEADY = steadyV8Flags([], {}, process.versions.v8);
+const BUDGET_HERE = STEADY.includes(BUDGET);
+const MEMORY_HERE = STEADY.includes(MEMORY);
+// The built module, imported by the child processes below.
+const BUILT = JSON.stringify(join(REPO_ROOT, 'dist', 'daemon', 'steady-v8-flags.js'));
 const raised = (l: LogLine) => l.msg === RAISED;
 
 describe('V8\'s flags after start-up', () => {
@@ -96,7 +97,7 @@ describe('V8\'s flags after start-up', () => {
       // Each Script under its own name: V8's in-memory compilation cache would serve the same text
       // and name again without looking at the cached data.
       const cache = new Script(src, { filename: 'made.js' }).createCachedData();
-      const { setSteadyV8Flags } = await import(${JSON.stringify(join(REPO_ROOT, 'dist', 'daemon', 'steady-v8-flags.js'))});
+      const { setSteadyV8Flags } = await import(${BUILT});
       const before = new Script(src, { filename: 'before.js', cachedData: cache }).cachedDataRejected;
       const lines = [];
       await setSteadyV8Flags(${JSON.stringify(STEADY)}, { debug: (o, m) => lines.push(m), warn: (o, m) => lines.push('warn ' + m) });
@@ -118,7 +119,7 @@ describe('V8\'s flags after start-up', () => {
       const hot = (name) => (0, eval)('(function ' + name + '(a) { let s = 0; for (let i = 0; i < 50; i++) s += a * i; return s; })');
       const run = (fn) => { let t = 0; for (let i = 0; i < 300000; i++) t += fn(i); return t; };
       run(hot('hot_before_flags'));
-      const { setSteadyV8Flags } = await import(${JSON.stringify(join(REPO_ROOT, 'dist', 'daemon', 'steady-v8-flags.js'))});
+      const { setSteadyV8Flags } = await import(${BUILT});
       await setSteadyV8Flags(${JSON.stringify(STEADY)}, { debug() {}, warn(o, m) { console.error(m); } });
       run(hot('hot_after_flags'));`;
     const r = spawnSync(process.execPath, ['--trace-opt', '--input-type=commonjs', '-e', `(async () => {${script}})()`], { encoding: 'utf8' });
@@ -136,7 +137,7 @@ describe('V8\'s flags after start-up', () => {
     // which runs from a timer, never inside the synchronous loop.
     const churn = (flags: readonly string[]) => {
       const script = `
-        const { setSteadyV8Flags } = await import(${JSON.stringify(join(REPO_ROOT, 'dist', 'daemon', 'steady-v8-flags.js'))});
+        const { setSteadyV8Flags } = await import(${BUILT});
         await setSteadyV8Flags(${JSON.stringify(flags)}, { debug() {}, warn(o, m) { console.error(m); } });
         let keep = [];
         for (let r = 0; r < 150; r++) {
