@@ -105,6 +105,11 @@ code_caches() {
   r=$(loaded_report daemon-flags "NODE_OPTIONS=$unit_opts" -- "${node_flags[@]}" -- config check --config $CONF)
   note "with the unit's NODE_OPTIONS ($unit_opts) and node flags (${node_flags[*]}), config check: chunks from cache ${r% *}, refused: ${r#* }"
   [ "${r#* }" = none ] && [ "${r%%/*}" -gt 0 ] || fail "the daemon's caches were not used: $r"
+  # Node's own modules have a code cache built into node, which V8 refuses under another flag hash
+  # (a V8 flag on the command line): every start would compile them from source.
+  r=$(env NODE_OPTIONS="$unit_opts" NODE_DEBUG_NATIVE=CODE_CACHE "$NODE" "${node_flags[@]}" -e 'require("node:http"); require("node:tls")' 2>&1 | grep -c ' is rejected$' || true)
+  note "with the unit's NODE_OPTIONS and node flags, node's own modules refused from its code cache: $r"
+  [ "$r" = 0 ] || fail "the unit's node flags (${node_flags[*]}) or NODE_OPTIONS ($unit_opts) make node compile its own modules from source: $r refused"
   cpu_ms() { local TIMEFORMAT='%3U %3S' t; t=$( { time creds terminal-agent "$@" >/dev/null 2>&1; } 2>&1 ); awk '{ printf "%d", ($1 + $2) * 1000 }' <<<"$t"; }
   local help_c check_c help_n check_n
   help_c=$(cpu_ms --help); check_c=$(cpu_ms config check --config "$CONF")

@@ -7,6 +7,9 @@
 // The idle rounds also run a daemon that talks to the emulator over HTTPS (lib/tls-front.mjs), as
 // every terminal talks to the cloud: its private CA is given through NODE_EXTRA_CA_CERTS, so the
 // daemon trusts node's own roots plus that one, as it does for a cloud with a public certificate.
+// Beside them, node's floor: a node that loads the built-in modules the idle daemon has loaded and
+// listens on a unix socket, run as the unit runs the daemon: what node itself takes for them (on
+// Node 24 about 13 MB over a bare node, on Node 20 about 5), which no code of the agent's changes.
 // And a daemon of a large group (BIG_GROUP faces, default 10,000, 2 KB images, from its own
 // emulator): its idle RSS is measured once its first sync is over (its cache holds them all) and
 // 15 s have passed, the figure of a terminal with a large group cached. BIG_GROUP=0 skips it.
@@ -150,6 +153,17 @@ function configFor(name, tls = false) {
   return path;
 }
 
+// Node's own floor for this daemon: a node that loads the built-in modules the idle daemon has
+// loaded (its process.moduleLoadList, r39: these and what they load) and listens on a unix socket,
+// as the control socket does (which loads cluster and child_process), run as the unit runs the
+// daemon (its flags decide whether node takes its own modules' code cache). None of the agent's
+// code can take the daemon below it; the daemon's RSS over it is what the agent itself holds.
+const FLOOR_MODULES = ['vm', 'fs', 'path', 'util', 'buffer', 'net', 'os', 'events', 'diagnostics_channel', 'module', 'url', 'timers/promises', 'fs/promises', 'crypto', 'tls', 'stream', 'tty', 'stream/promises', 'http', 'child_process', 'perf_hooks', 'v8'];
+function spawnFloor(round) {
+  const code = `for (const m of ${JSON.stringify(FLOOR_MODULES)}) require(m); require('net').createServer().listen(${JSON.stringify(join(dir, `floor-${round}.sock`))}); setInterval(() => {}, 1000)`;
+  return spawn(NODE, [...unitNodeArgs, '-e', code], { env: { ...alsaEnv, ...unitEnv }, stdio: 'ignore' });
+}
+
 /** The daemon over https, as the unit runs it (its Environment=, node flags and scheduling policy). */
 function spawnOverTls(round) {
   const [cmd, ...argv] = [...schedPrefix, NODE, ...unitNodeArgs, MAIN, 'run', '--config', configFor(`tls-${round}`, true)];
@@ -174,6 +188,7 @@ async function idleRound(round) {
   const plain = spawn(NODE, [MAIN, 'run', '--config', configFor(`plain-${round}`)], { env: alsaEnv, stdio: ['ignore', 'ignore', 'inherit'] });
   const overTls = tlsFront.error ? undefined : spawnOverTls(round);
   const baseline = spawn(NODE, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  const floor = spawnFloor(round);
   const big = bigEmulator ? spawnBig(round) : undefined;
   await sleep(SETTLE_SECONDS * 1000);
   if (big) {
@@ -182,7 +197,7 @@ async function idleRound(round) {
     while (indexEntries(big.index) < BIG_GROUP && performance.now() - t0 < 300_000 && big.child.exitCode === null) await sleep(500);
     await sleep(15_000);
   }
-  const watched = { daemon: child.pid, plain: plain.pid, baseline: baseline.pid, ...(overTls ? { tls: overTls.pid } : {}), ...(big ? { big: big.child.pid } : {}) };
+  const watched = { daemon: child.pid, plain: plain.pid, baseline: baseline.pid, floor: floor.pid, ...(overTls ? { tls: overTls.pid } : {}), ...(big ? { big: big.child.pid } : {}) };
   const start = Object.fromEntries(Object.entries(watched).map(([k, pid]) => [k, { self: procCpuSeconds(pid), all: cpuOf(family(pid)) }]));
   const max = Object.fromEntries(Object.keys(watched).map((k) => [k, { self: 0, all: 0 }]));
   for (let s = 0; s < IDLE_SECONDS; s++) {
@@ -197,7 +212,7 @@ async function idleRound(round) {
   const tlsSynced = overTls ? cachedFaces(`tls-${round}`) : 0;
   const r = {
     rss: max.daemon.self, cpu: cpu('daemon', 'self'), children: family(child.pid).length - 1, rssAll: max.daemon.all, cpuAll: cpu('daemon', 'all'),
-    plainRss: max.plain.self, plainCpu: cpu('plain', 'self'), baseRss: max.baseline.self, baseCpu: cpu('baseline', 'self'),
+    plainRss: max.plain.self, plainCpu: cpu('plain', 'self'), baseRss: max.baseline.self, baseCpu: cpu('baseline', 'self'), floorRss: max.floor.self,
     ...(overTls && tlsSynced === 20 ? { tlsRss: max.tls.self, tlsCpu: cpu('tls', 'self') } : {}),
     ...(big && indexEntries(big.index) === BIG_GROUP ? { bigRss: max.big.self, bigCpu: cpu('big', 'self') } : {}),
   };
@@ -206,11 +221,12 @@ async function idleRound(round) {
   const tlsPart = !overTls ? '' : r.tlsRss === undefined ? `; over https: NOT MEASURED (its cache holds ${tlsSynced} of 20 faces: it did not sync through the front)`
     : `; over https ${r.tlsRss.toFixed(1)} MB, ${r.tlsCpu.toFixed(2)} %`;
   console.log(`  round ${round + 1}: daemon as the unit runs it RSS max ${r.rss.toFixed(1)} MB, CPU ${r.cpu.toFixed(2)} % (with its ${r.children} children: ${r.rssAll.toFixed(1)} MB, ${r.cpuAll.toFixed(2)} %); ` +
-    `without the unit's Environment= ${r.plainRss.toFixed(1)} MB, ${r.plainCpu.toFixed(2)} %; bare node ${r.baseRss.toFixed(1)} MB, ${r.baseCpu.toFixed(2)} %${tlsPart}${bigPart}`);
+    `without the unit's Environment= ${r.plainRss.toFixed(1)} MB, ${r.plainCpu.toFixed(2)} %; bare node ${r.baseRss.toFixed(1)} MB, ${r.baseCpu.toFixed(2)} %; node's floor ${r.floorRss.toFixed(1)} MB${tlsPart}${bigPart}`);
   plain.kill('SIGTERM');
   overTls?.kill('SIGTERM');
   big?.child.kill('SIGTERM');
   baseline.kill();
+  floor.kill();
   await stop(child);
   await Promise.all([plain, ...(overTls ? [overTls] : []), ...(big ? [big.child] : [])].map((p) => new Promise((res) => (p.exitCode !== null ? res() : p.once('close', res)))));
   return r;
@@ -237,6 +253,9 @@ if (rounds.length > 0) {
   console.log(`daemon as the unit runs it: RSS median ${medRss.toFixed(1)} MB, max ${maxOf(col('rss')).toFixed(1)} MB; CPU median ${medCpu.toFixed(2)} %, max ${maxOf(col('cpu')).toFixed(2)} %   (targets <= 55 MB, <= 0.2 %)`);
   console.log(`without the unit's Environment= (glibc defaults): RSS median ${median(col('plainRss')).toFixed(1)} MB, max ${maxOf(col('plainRss')).toFixed(1)} MB`);
   console.log(`baseline bare node (setInterval 1s): RSS median ${median(col('baseRss')).toFixed(1)} MB, CPU ${median(col('baseCpu')).toFixed(2)} %; daemon/baseline RSS ratio ${(medRss / median(col('baseRss'))).toFixed(1)}x`);
+  const medFloor = median(col('floorRss'));
+  console.log(`baseline node's floor (the built-in modules the daemon loads, a listening unix socket, as the unit runs it): RSS median ${medFloor.toFixed(1)} MB; ` +
+    `the daemon holds ${(medRss - medFloor).toFixed(1)} MB over it (median of the rounds' differences ${median(rounds.map((r) => r.rss - r.floorRss)).toFixed(1)} MB)`);
   const tlsRounds = rounds.filter((r) => r.tlsRss !== undefined);
   if (tlsRounds.length > 0) {
     const tls = (k) => tlsRounds.map((r) => r[k]);

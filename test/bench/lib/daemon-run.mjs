@@ -131,7 +131,9 @@ export function indexEntries(path) {
 }
 
 // The unit's Environment= lines (MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_) apply, as on a terminal.
-const unitText = readFileSync(join(ROOT, 'systemd/terminal-agent.service'), 'utf8');
+// BENCH_UNIT=PATH reads another unit: a package tree's (usr/lib/systemd/system/terminal-agent.service),
+// which packaging/unit.sh made from the checkout's, to run that tree's daemon as its own unit runs it.
+const unitText = readFileSync(process.env.BENCH_UNIT ? resolve(process.env.BENCH_UNIT) : join(ROOT, 'systemd/terminal-agent.service'), 'utf8');
 export const unitEnv = Object.fromEntries([...unitText.matchAll(/^Environment="?(\w+)=(.*?)"?$/gm)].map((m) => [m[1], m[2]]));
 // And the node flags on its ExecStart= (between node and the program). BENCH_NODE_ARGS come after
 // them, so a run can set one of them back (V8 takes the last value of a flag).
