@@ -8,6 +8,7 @@ import { daemonFiles, isReady, spawnDaemon } from '../daemon/daemon-harness.js';
 import { startTlsFront } from '../bench/lib/tls-front.mjs';
 import type { Emulator } from '../helpers/emulator.js';
 import { faceImagePng } from '../../src/daemon/sample-images.js';
+import { unitNodeFlags } from '../helpers/unit-flags.js';
 
 // Whom the agent trusts over TLS (src/client/trust.ts): the system's CAs, as the CLI's #! line,
 // the package's /usr/bin/terminal-agent and the unit's NODE_OPTIONS run node (--use-openssl-ca),
@@ -16,8 +17,7 @@ import { faceImagePng } from '../../src/daemon/sample-images.js';
 // OpenSSL lets any process name its system store, SSL_CERT_FILE (the package checks,
 // packaging/check/inside.sh system_ca, do it for real with update-ca-certificates in a fresh root).
 
-const UNIT_TEXT = readFileSync(join(REPO_ROOT, 'systemd', 'terminal-agent.service'), 'utf8');
-const UNIT_NODE_OPTIONS = /^Environment="?NODE_OPTIONS=(.*?)"?$/m.exec(UNIT_TEXT)![1]!;
+const UNIT_NODE_OPTIONS = unitNodeFlags(readFileSync(join(REPO_ROOT, 'systemd', 'terminal-agent.service'), 'utf8')).nodeOptions;
 
 interface Check { check: string; result: string; detail: string; fix?: string }
 type Front = Exclude<Awaited<ReturnType<typeof startTlsFront>>, { error: string }>;

@@ -6,6 +6,7 @@ import { REPO_ROOT } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { daemonFiles, spawnDaemon } from '../daemon/daemon-harness.js';
+import { unitNodeFlags } from '../helpers/unit-flags.js';
 
 // What the Debian package's postinst runs on the device (dist/bundle/make-code-caches.cjs), on a
 // copy of the built bundle laid out as the package lays it out: the V8 code caches are made where
@@ -16,8 +17,7 @@ import { daemonFiles, spawnDaemon } from '../daemon/daemon-harness.js';
 const UNIT = join(REPO_ROOT, 'systemd', 'terminal-agent.service');
 const UNIT_TEXT = readFileSync(UNIT, 'utf8');
 /** The daemon as the unit starts it: its NODE_OPTIONS, and the node flags on its ExecStart=. */
-const UNIT_NODE_OPTIONS = /^Environment="?NODE_OPTIONS=(.*?)"?$/m.exec(UNIT_TEXT)![1]!;
-const UNIT_NODE_ARGS = /^ExecStart=\S+ (.*?) ?\S+main\.js /m.exec(UNIT_TEXT)![1]!.split(' ');
+const { nodeOptions: UNIT_NODE_OPTIONS, args: UNIT_NODE_ARGS } = unitNodeFlags(UNIT_TEXT);
 
 /** An installed-like tree: dist/bundle copied (the caches are written there), the rest linked. */
 function packageTree(): string {

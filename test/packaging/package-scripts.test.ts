@@ -4,6 +4,7 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
+import { unitNodeFlags } from '../helpers/unit-flags.js';
 
 // What can be checked of the Debian packaging without building it (npm run package takes minutes
 // and cross-compiles) or emulating arm64: packaging/check-*.sh do that by hand (see README).
@@ -86,8 +87,7 @@ describe('Debian packaging', () => {
     };
     const unit = run(join(PKG, 'unit.sh'), ['systemd/terminal-agent.service', '/usr/lib/terminal-agent']);
     expect(unit.status, unit.stderr).toBe(0);
-    const args = /^ExecStart=\S+ ((?:-\S+ )*)/m.exec(unit.stdout)![1]!.split(' ').filter(Boolean);
-    const nodeOptions = /^Environment="?NODE_OPTIONS=(.*?)"?$/m.exec(unit.stdout)![1]!;
+    const { args, nodeOptions } = unitNodeFlags(unit.stdout);
     expect(refused(args, nodeOptions)).toEqual(refused([], nodeOptions));
     // The control: with no flag none is refused; the checkout's flag alone has a node with the cache
     // refuse it (one without it has nothing to refuse, and compiles them all from source anyway).
