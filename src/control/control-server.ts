@@ -1,5 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { setMaxListeners } from 'node:events';
 import { chmod, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -10,12 +9,16 @@ import {
 } from '../errors.js';
 import { makeDir } from '../util/make-dir.js';
 import { removeStaleSocket } from './stale-socket.js';
-import { setDateHeader } from '../util/iso-time.js';
-import { answerClientErrors, unanswerable } from '../util/http-client-error.js';
 import { performance } from '../util/monotonic.js';
+import type { EventStreamRequest, EventStreamResponse } from '../events/sse.js';
+import { serveConnection, type WireConnection, type WireRequest, type WireResponse } from './wire-connection.js';
 
 // HTTP over a unix socket: every program on the terminal can speak it (curl --unix-socket), access
 // is the file mode (0660, the agent's group), and no TCP port is opened on the device.
+// The HTTP/1.1 is the agent's own (wire-connection.ts), on node:net: node:http's server and the
+// modules it brings stayed resident in the daemon for good (about 1 MB of the idle daemon on the
+// package's Node 24, r40), and its check of connections' timeouts woke the idle daemon every
+// second, its only wake-up; this socket serves one small request a connection.
 
 export interface ControlHandlers {
   status(): Promise<unknown> | unknown;
@@ -26,7 +29,7 @@ export interface ControlHandlers {
   enrollVoiceprint(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   metrics(): Promise<{ contentType: string; text: string }>;
   /** GET /events: a Server-Sent Events stream that lasts until the caller or `signal` ends it. */
-  events?(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): void;
+  events?(req: EventStreamRequest, res: EventStreamResponse, signal: AbortSignal): void;
 }
 
 export interface ControlServer {
@@ -45,16 +48,20 @@ export interface ControlServerOptions {
 
 const MAX_BODY = 64 * 1024;
 // Bounds against a stuck or hostile local client (the socket is open to the agent's group):
-// - a client has 5 s to send its request headers and 30 s for the whole request (bodies are at
-//   most 64 KB); Node checks every second and answers 408. How long the answer takes (a phrase to
-//   say, a recording) is not bounded here: it ends with the work, or when the caller hangs up.
+// - a client has 5 s to send its request head (at most 16 KB, node:http's default) and 30 s for
+//   the whole request (bodies are at most 64 KB), else it is answered 408 (431, 413). How long
+//   the answer takes (a phrase to say, a recording) is not bounded here: it ends with the work,
+//   or when the caller hangs up.
 // - at most 2048 connections at once (the unit's LimitNOFILE is 4096: uploads and agent.db keep
 //   theirs); further connections are closed at once.
 // - /metrics is computed at most once a second, however often it is asked for.
-// A client that asks and never reads stalls only itself: Node stops reading a socket whose
-// answers are not being read.
+// A client that asks and never reads stalls only itself: its connection gets one answer, is read
+// at most 64 KB further, and is closed.
 export const CONTROL_HEADERS_TIMEOUT_MS = 5_000;
 const REQUEST_TIMEOUT_MS = 30_000;
+const HEAD_MAX_BYTES = 16 * 1024;
+/** How long a refused or answered connection is read past before it is destroyed. */
+const LINGER_MS = 500;
 export const CONTROL_MAX_CONNECTIONS = 2048;
 const METRICS_CACHE_MS = 1_000;
 const IDLE_CLOSE_MS = 5_000;
@@ -71,7 +78,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   setMaxListeners(0, streams.signal);
   let metricsCache: { at: number; value: Promise<{ contentType: string; text: string }> } | undefined;
   // Connections, and those with a request being answered: at stop() the others go first.
-  const sockets = new Set<Socket>();
+  const sockets = new Map<Socket, WireConnection>();
   const answering = new Set<Socket>();
 
   function metrics(): Promise<{ contentType: string; text: string }> {
@@ -85,9 +92,9 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     return metricsCache.value;
   }
 
-  async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function dispatch(req: WireRequest, res: WireResponse): Promise<void> {
     const started = performance.now();
-    const url = new URL(req.url ?? '/', 'http://control');
+    const url = new URL(req.url, 'http://control');
     const route = `${req.method} ${url.pathname}`;
     try {
       if (url.pathname === '/events' && handlers.events) {
@@ -98,7 +105,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       if (url.pathname === '/metrics') {
         allow(req, 'GET');
         const m = await metrics();
-        res.writeHead(200, { 'content-type': m.contentType });
+        res.writeHead(200, { 'content-type': m.contentType, 'content-length': Buffer.byteLength(m.text) });
         res.end(m.text);
         return;
       }
@@ -118,7 +125,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     }
   }
 
-  async function route2(req: IncomingMessage, path: string, signal: AbortSignal): Promise<unknown> {
+  async function route2(req: WireRequest, path: string, signal: AbortSignal): Promise<unknown> {
     switch (path) {
       case '/status':
         allow(req, 'GET');
@@ -131,10 +138,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         return handlers.syncFaces();
       case '/say':
         allow(req, 'POST');
-        return handlers.say(await readJson(req), signal);
+        return handlers.say(jsonBody(req), signal);
       case '/voiceprint/enroll':
         allow(req, 'POST');
-        return handlers.enrollVoiceprint(await readJson(req), signal);
+        return handlers.enrollVoiceprint(jsonBody(req), signal);
       default:
         throw new RouteNotFound(`no such control endpoint ${path}; the daemon serves GET /status, GET /faces, POST /faces/sync, POST /say, POST /voiceprint/enroll, GET /metrics, GET /events`);
     }
@@ -149,23 +156,26 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       }
       await makeDir(dirname(socketPath));
       await removeStaleSocket(socketPath, logger);
-      const srv = createServer({
-        headersTimeout: CONTROL_HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000,
-      }, (req, res) => {
-        if (unanswerable(req)) return;
-        setDateHeader(res);
-        answering.add(req.socket);
-        void dispatch(req, res).finally(() => answering.delete(req.socket));
-      });
-      srv.on('connection', (socket: Socket) => {
-        sockets.add(socket);
+      const limits = {
+        headMaxBytes: HEAD_MAX_BYTES, bodyMaxBytes: MAX_BODY, headersTimeoutMs: CONTROL_HEADERS_TIMEOUT_MS,
+        requestTimeoutMs: REQUEST_TIMEOUT_MS, lingerMs: LINGER_MS,
+      };
+      const wire = {
+        request(req: WireRequest, res: WireResponse) {
+          answering.add(res.socket);
+          void dispatch(req, res).finally(() => answering.delete(res.socket));
+        },
+        refusal: (status: number, message: string) => ({ contentType: 'application/json', text: `${JSON.stringify(errorBody(new UsageError(message)))}\n` }),
+      };
+      // Half-open allowed: a request cut short by the client's FIN is still answered (400).
+      const srv = createServer({ allowHalfOpen: true }, (socket) => {
+        sockets.set(socket, serveConnection(socket, limits, wire));
         socket.once('close', () => {
           sockets.delete(socket);
           answering.delete(socket);
         });
       });
       srv.maxConnections = CONTROL_MAX_CONNECTIONS;
-      answerClientErrors(srv);
       await new Promise<void>((resolve, reject) => {
         srv.once('error', reject);
         // Node's default backlog (511) makes the 512th simultaneous connect fail with EAGAIN on a
@@ -175,6 +185,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
           resolve();
         });
       });
+      // An accept that fails (EMFILE) must not take the daemon down; the client sees its connect fail.
+      srv.on('error', (err) => logger.warn({ err }, 'control socket: a connection could not be accepted'));
       server = srv;
       await chmod(socketPath, 0o660);
       logger.info({ socket: socketPath }, 'control socket listening');
@@ -187,12 +199,14 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         // Stop taking new connections; in-flight requests finish as their components drain. One
         // with nothing being answered (a request never finished) is closed after IDLE_CLOSE_MS.
         const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
-        srv.closeIdleConnections();
+        for (const [socket, connection] of sockets) if (connection.idle()) socket.destroy();
         const drainMs = options.drainMs ?? IDLE_CLOSE_MS;
         const idle = setTimeout(() => {
-          for (const socket of sockets) if (!answering.has(socket)) socket.destroy();
+          for (const socket of sockets.keys()) if (!answering.has(socket)) socket.destroy();
         }, Math.min(IDLE_CLOSE_MS, drainMs));
-        const timer = setTimeout(() => srv.closeAllConnections(), drainMs);
+        const timer = setTimeout(() => {
+          for (const socket of sockets.keys()) socket.destroy();
+        }, drainMs);
         await closed;
         clearTimeout(idle);
         clearTimeout(timer);
@@ -203,11 +217,11 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   };
 }
 
-function allow(req: IncomingMessage, method: string): void {
+function allow(req: WireRequest, method: string): void {
   if (req.method !== method) throw new MethodNotAllowed(`${req.url} takes ${method}, not ${req.method}`);
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: WireResponse, status: number, body: unknown): void {
   if (res.headersSent) {
     res.end();
     return;
@@ -217,15 +231,9 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new UsageError(`request body larger than ${MAX_BODY} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8').trim();
+/** The request's body as a JSON object ({} when empty); its size was bounded as it came in. */
+function jsonBody(req: WireRequest): Record<string, unknown> {
+  const text = req.body.toString('utf8').trim();
   if (!text) return {};
   let value: unknown;
   try {

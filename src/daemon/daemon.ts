@@ -22,7 +22,7 @@ import { statusLine, controlHandlers } from './daemon-status.js';
 import { startConsole, type ConsoleHandle } from './console-wiring.js';
 import { configSecrets, secretsOfCurrent } from '../config/secrets.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
-import { createMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
+import type { MetricsServer } from '../metrics/metrics-server.js';
 import { performance } from '../util/monotonic.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
@@ -281,6 +281,8 @@ async function startMetricsServer(cfg: AgentConfig, state: DaemonState, logger: 
     state.programReplaced(err, 'GET /metrics over TCP');
     throw err;
   });
+  // Imported only when asked for: it is node:http's server, which the daemon otherwise never loads.
+  const { createMetricsServer } = await import('../metrics/metrics-server.js');
   const server = createMetricsServer({ listen: cfg.metrics.listen, scrape, logger });
   try {
     await server.start();

@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TRANSIENT_TYPES, type AgentEvent, type EventBus } from './event-bus.js';
 import { isoTime } from '../util/iso-time.js';
 
@@ -21,6 +20,23 @@ export interface EventStreamOptions {
   onSlowClient?(info: { bufferedBytes: number; lastId: number }): void;
 }
 
+/** What the stream reads of a request: node:http's IncomingMessage, or the control socket's own. */
+export interface EventStreamRequest {
+  url?: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** What the stream writes to: node:http's ServerResponse (the web console), or the control socket's own. */
+export interface EventStreamResponse {
+  writeHead(status: number, headers: Record<string, string>): unknown;
+  write(text: string): unknown;
+  end(): unknown;
+  destroy(): unknown;
+  readonly writableLength: number;
+  once(event: 'close', listener: () => void): unknown;
+  readonly socket?: { setNoDelay?(noDelay?: boolean): unknown } | null;
+}
+
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 export const DEFAULT_MAX_BUFFERED_BYTES = 256 * 1024;
 /** How long a client waits before reconnecting (EventSource's `retry:`), ms. */
@@ -35,7 +51,7 @@ export function formatEvent(e: AgentEvent): string {
  * Last-Event-ID from the header (EventSource on reconnect, curl -H) or `?last_event_id=` (the first
  * connection of an EventSource cannot set headers). `undefined` when absent; NaN when unreadable.
  */
-export function requestedLastId(req: IncomingMessage): number | undefined {
+export function requestedLastId(req: EventStreamRequest): number | undefined {
   const header = req.headers['last-event-id'];
   const raw = (Array.isArray(header) ? header[0] : header) ?? new URL(req.url ?? '/', 'http://x').searchParams.get('last_event_id') ?? undefined;
   if (raw === undefined || raw.trim() === '') return undefined;
@@ -43,14 +59,14 @@ export function requestedLastId(req: IncomingMessage): number | undefined {
 }
 
 /** `?types=faces.synced,enroll.` narrows the stream; combined with opts.types when both are given. */
-export function typeFilter(req: IncomingMessage, fixed?: string[]): ((type: string) => boolean) {
+export function typeFilter(req: EventStreamRequest, fixed?: string[]): ((type: string) => boolean) {
   const q = new URL(req.url ?? '/', 'http://x').searchParams.get('types');
   const asked = q ? q.split(',').map((s) => s.trim()).filter(Boolean) : undefined;
   const match = (list: string[] | undefined, type: string) => !list || list.some((t) => (t.endsWith('.') ? type.startsWith(t) : type === t));
   return (type) => match(fixed, type) && match(asked, type);
 }
 
-export function serveEventStream(req: IncomingMessage, res: ServerResponse, bus: EventBus, opts: EventStreamOptions = {}): void {
+export function serveEventStream(req: EventStreamRequest, res: EventStreamResponse, bus: EventBus, opts: EventStreamOptions = {}): void {
   const maxBuffered = opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
   const wanted = typeFilter(req, opts.types);
   const lastId = requestedLastId(req);

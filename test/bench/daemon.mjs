@@ -154,11 +154,12 @@ function configFor(name, tls = false) {
 }
 
 // Node's own floor for this daemon: a node that loads the built-in modules the idle daemon has
-// loaded (its process.moduleLoadList, r39: these and what they load) and listens on a unix socket,
-// as the control socket does (which loads cluster and child_process), run as the unit runs the
+// loaded (its process.moduleLoadList, r39: these and what they load; r40 took node:http out, as
+// the control socket no longer uses it: test/daemon/daemon-builtins.test.ts) and listens on a
+// unix socket, as the control socket does (which loads cluster and child_process), run as the unit runs the
 // daemon (its flags decide whether node takes its own modules' code cache). None of the agent's
 // code can take the daemon below it; the daemon's RSS over it is what the agent itself holds.
-const FLOOR_MODULES = ['vm', 'fs', 'path', 'util', 'buffer', 'net', 'os', 'events', 'diagnostics_channel', 'module', 'url', 'timers/promises', 'fs/promises', 'crypto', 'tls', 'stream', 'tty', 'stream/promises', 'http', 'child_process', 'perf_hooks', 'v8'];
+const FLOOR_MODULES = ['vm', 'fs', 'path', 'util', 'buffer', 'net', 'os', 'events', 'diagnostics_channel', 'module', 'url', 'timers/promises', 'fs/promises', 'crypto', 'tls', 'stream', 'tty', 'stream/promises', 'child_process', 'perf_hooks', 'v8'];
 function spawnFloor(round) {
   const code = `for (const m of ${JSON.stringify(FLOOR_MODULES)}) require(m); require('net').createServer().listen(${JSON.stringify(join(dir, `floor-${round}.sock`))}); setInterval(() => {}, 1000)`;
   return spawn(NODE, [...unitNodeArgs, '-e', code], { env: { ...alsaEnv, ...unitEnv }, stdio: 'ignore' });
