@@ -10,7 +10,7 @@ import { controlRequest, daemonFiles, isReady, spawnDaemon } from './daemon-harn
 // Node's built-in modules a running daemon has loaded, seen from outside (the trace preload of
 // startup-modules.test.ts, which writes process.moduleLoadList as the process exits). Each one
 // stays resident for good: its source and code in node's binary pages, its functions on the heap.
-// node:http's server (and the modules it brings) cost the idle daemon about 1 MB on Node 24 and a
+// node:http's server (and the modules it brings) cost the idle daemon 0.7 to 1 MB on Node 24 and a
 // wake-up a second (r40); the control socket speaks its own HTTP/1.1 on node:net, and the metrics
 // listener, which is node:http's, is loaded only when metrics.listen asks for it.
 
