@@ -36,8 +36,6 @@ export interface WireLimits {
 export interface WireConnection {
   /** Nothing received yet: safe to close at once when stopping. */
   idle(): boolean;
-  /** A whole request is being answered. */
-  answering(): boolean;
 }
 
 export interface WireHandlers {
@@ -190,7 +188,6 @@ export function serveConnection(socket: Socket, limits: WireLimits, handlers: Wi
 
   return {
     idle: () => phase === 'head' && head === '',
-    answering: () => phase === 'answering',
   };
 }
 
