@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { ChunkedDecoder, type ChunkedFault } from '../util/chunked-decoder.js';
 
 // An HTTP/1.1 response read from a connection's bytes as they come: the head (status line and
 // header fields), then the body as its framing says (Content-Length, chunked, or to the close).
@@ -125,6 +126,21 @@ export function parseHead(text: string, method: string): ResponseHead {
   return { statusCode, headers, framing, keepAlive };
 }
 
+/** A chunk line or the trailer as long as a head may be; a chunk size up to 12 hex digits. */
+const CHUNKED_LIMITS = { lineMaxBytes: MAX_HEAD_BYTES, trailerMaxBytes: MAX_HEAD_BYTES, sizeMaxDigits: 12 };
+
+function chunkedError(f: ChunkedFault): HttpParseError {
+  switch (f.kind) {
+    case 'line-too-long': return new HttpParseError('HPE_HEADER_OVERFLOW', 'a chunk line or trailer longer than 16 KB');
+    case 'bare-lf': return new HttpParseError('HPE_STRICT', 'a bare LF in a chunked body');
+    case 'chunk-overrun': return new HttpParseError('HPE_STRICT', 'no CRLF after a chunk\'s data');
+    case 'bad-size': return new HttpParseError('HPE_INVALID_CHUNK_SIZE', `invalid chunk size ${JSON.stringify(f.text)}`);
+    case 'trailer-too-large': return new HttpParseError('HPE_HEADER_OVERFLOW', 'a trailer longer than 16 KB');
+    // Not given a body limit (an answer's size is the caller's to bound, as it streams): never reported.
+    case 'body-too-large': return new HttpParseError('HPE_USER', 'a chunked body over its limit');
+  }
+}
+
 /**
  * The body's bytes out of a connection's chunks, by its framing. `feed` hands each piece of body
  * to `out` and returns how many bytes of `chunk` it used: fewer than its length only once the
@@ -133,15 +149,12 @@ export function parseHead(text: string, method: string): ResponseHead {
 export class BodyReader {
   done: boolean;
   private remaining: number;
-  /** Chunked: 'size' (reading a size line), 'data', 'crlf' (after data), 'trailer'. */
-  private phase: 'size' | 'data' | 'crlf' | 'trailer' = 'size';
-  /** A size or trailer line split across chunks. */
-  private line = '';
-  private trailerBytes = 0;
+  private readonly chunks: ChunkedDecoder | undefined;
 
   constructor(private readonly framing: Framing) {
     this.done = framing.kind === 'none' || (framing.kind === 'length' && framing.remaining === 0);
     this.remaining = framing.kind === 'length' ? framing.remaining : 0;
+    this.chunks = framing.kind === 'chunked' ? new ChunkedDecoder(CHUNKED_LIMITS, chunkedError) : undefined;
   }
 
   feed(chunk: Buffer, out: (piece: Buffer) => void): number {
@@ -157,52 +170,15 @@ export class BodyReader {
       this.done = this.remaining === 0;
       return n;
     }
-    return this.chunked(chunk, out);
+    const used = this.chunks!.feed(chunk, out);
+    this.done = this.chunks!.done;
+    return used;
   }
 
   /** The connection closed: a body read to the close is whole, any other is cut. */
   closed(): boolean {
     if (this.framing.kind === 'close') this.done = true;
     return this.done;
-  }
-
-  private chunked(chunk: Buffer, out: (piece: Buffer) => void): number {
-    let at = 0;
-    while (at < chunk.length && !this.done) {
-      if (this.phase === 'data') {
-        const n = Math.min(chunk.length - at, this.remaining);
-        out(chunk.subarray(at, at + n));
-        at += n;
-        this.remaining -= n;
-        if (this.remaining === 0) this.phase = 'crlf';
-        continue;
-      }
-      const nl = chunk.indexOf(10, at);
-      const end = nl < 0 ? chunk.length : nl + 1;
-      this.line += chunk.toString('latin1', at, end);
-      at = end;
-      if (this.line.length > MAX_HEAD_BYTES) {
-        throw new HttpParseError('HPE_HEADER_OVERFLOW', 'a chunk line or trailer longer than 16 KB');
-      }
-      if (nl < 0) break;
-      if (!this.line.endsWith('\r\n')) throw new HttpParseError('HPE_STRICT', 'a bare LF in a chunked body');
-      const line = this.line.slice(0, -2);
-      this.line = '';
-      if (this.phase === 'crlf') {
-        if (line !== '') throw new HttpParseError('HPE_STRICT', 'no CRLF after a chunk\'s data');
-        this.phase = 'size';
-      } else if (this.phase === 'size') {
-        const hex = line.split(';', 1)[0]!.trim();
-        if (!/^[0-9a-fA-F]{1,12}$/.test(hex)) throw new HttpParseError('HPE_INVALID_CHUNK_SIZE', `invalid chunk size ${JSON.stringify(hex.slice(0, 20))}`);
-        this.remaining = parseInt(hex, 16);
-        this.phase = this.remaining === 0 ? 'trailer' : 'data';
-      } else if (line === '') this.done = true;
-      else {
-        this.trailerBytes += line.length + 2;
-        if (this.trailerBytes > MAX_HEAD_BYTES) throw new HttpParseError('HPE_HEADER_OVERFLOW', 'a trailer longer than 16 KB');
-      }
-    }
-    return at;
   }
 }
 

@@ -98,7 +98,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     const route = `${req.method} ${url.pathname}`;
     try {
       if (url.pathname === '/events' && handlers.events) {
-        allow(req, 'GET');
+        // An event stream has no head of its own to give: GET only.
+        allow(req, 'GET', false);
         handlers.events(req, res, streams.signal);
         return;
       }
@@ -119,7 +120,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       const status = httpStatusFor(err);
       if (status >= 500 && !(err instanceof AgentError)) logger.error({ err, route }, 'control request failed');
       else logger.debug({ route, code: (err as AgentError).code }, 'control request refused');
-      sendJson(res, status, errorBody(err));
+      // RFC 9110 15.5.6: a 405 names the methods the route takes.
+      sendJson(res, status, errorBody(err), err instanceof MethodNotAllowed ? { allow: err.allowed } : {});
     } finally {
       logger.debug({ route, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'control request');
     }
@@ -217,17 +219,20 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   };
 }
 
-function allow(req: WireRequest, method: string): void {
-  if (req.method !== method) throw new MethodNotAllowed(`${req.url} takes ${method}, not ${req.method}`);
+/** The route takes `method` (and HEAD, where it is GET: the same answer, its body left out by the wire). */
+function allow(req: WireRequest, method: string, head = method === 'GET'): void {
+  if (req.method === method || (head && req.method === 'HEAD')) return;
+  const allowed = head ? `${method}, HEAD` : method;
+  throw new MethodNotAllowed(`${req.url} takes ${allowed}, not ${req.method}`, allowed);
 }
 
-function sendJson(res: WireResponse, status: number, body: unknown): void {
+function sendJson(res: WireResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.end();
     return;
   }
   const text = `${JSON.stringify(body ?? null)}\n`;
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...extra });
   res.end(text);
 }
 
@@ -282,4 +287,8 @@ export function errorBody(err: unknown): ControlErrorBody {
 
 /** No such route on the control socket. */
 export class RouteNotFound extends UsageError {}
-export class MethodNotAllowed extends UsageError {}
+export class MethodNotAllowed extends UsageError {
+  constructor(message: string, readonly allowed: string) {
+    super(message);
+  }
+}

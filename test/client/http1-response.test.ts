@@ -36,6 +36,7 @@ describe('chunked bodies', () => {
   it.each([
     ['a size of 13 hex digits', '1000000000000\r\n'],
     ['a size with a sign', '-5\r\n'],
+    ['a size with leading whitespace (llhttp refuses it too)', ' 3\r\nabc\r\n0\r\n\r\n'],
     ['an empty size line', '\r\n'],
     ['a bare LF after the size', '3\nabc\r\n0\r\n\r\n'],
     ['data longer than its size', '3\r\nabcd\r\n0\r\n\r\n'],

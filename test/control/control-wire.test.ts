@@ -165,8 +165,25 @@ describe('the control socket refuses what is not a well-formed request, saying w
   it('HTTP/1.0 without Host is served; HEAD gets the head without a body; leading blank lines are skipped', async () => {
     expect(await raw('GET /status HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{"ok":true\}\n$/);
     expect(await raw('\r\nGET /status HTTP/1.1\r\nHost: x\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    // HEAD of a GET route: GET's head (its Content-Length too), no body.
     const head = await raw('HEAD /status HTTP/1.1\r\nHost: x\r\n\r\n');
-    expect(head).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n[^]*\r\n\r\n$/);
+    expect(head).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(head).toMatch(/\r\ncontent-length: 12\r\n/i);
+    expect(head.endsWith('\r\n\r\n')).toBe(true);
+  });
+
+  it('a method a route does not take: 405 with an Allow header naming those it does, and a JSON error', async () => {
+    for (const [request, allowed] of [
+      ['POST /status HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n', 'GET, HEAD'],
+      ['DELETE /faces HTTP/1.1\r\nHost: x\r\n\r\n', 'GET, HEAD'],
+      ['GET /say HTTP/1.1\r\nHost: x\r\n\r\n', 'POST'],
+      ['HEAD /events HTTP/1.1\r\nHost: x\r\n\r\n', 'GET'],
+    ] as const) {
+      const answer = await raw(request);
+      expect(answer).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+      expect(answer).toMatch(new RegExp(`\r\nallow: ${allowed}\r\n`, 'i'));
+      if (!request.startsWith('HEAD')) expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'TA_ERR_USAGE', error: expect.stringContaining(`takes ${allowed}, not`) });
+    }
   });
 
   it('two requests in one write: the first is answered and the connection closed, the second not run', async () => {
