@@ -87,11 +87,11 @@ put_secret() { # name source option
 put_secret terminal_secret "$SECRET_FILE" --terminal-secret-file
 put_secret api_key "$KEY_FILE" --api-key-file
 
-# 6. The unit, pointed at this node and prefix.
-# ExecStart= keeps node's own flags between node and the program.
-sed -e "s#^ExecStart=/usr/bin/node #ExecStart=$NODE #" -e "s#/opt/terminal-agent/#$PREFIX/#g" \
-  "$SRC/systemd/terminal-agent.service" > /etc/systemd/system/terminal-agent.service
-chmod 0644 /etc/systemd/system/terminal-agent.service
+# 6. The unit, pointed at this node and prefix (its flags as fit this node: unit-for.sh).
+# Written beside, then renamed: a failure leaves the unit in place as it was.
+"$SRC/systemd/unit-for.sh" "$NODE" "$PREFIX" "$SRC/systemd/terminal-agent.service" > /etc/systemd/system/terminal-agent.service.new
+chmod 0644 /etc/systemd/system/terminal-agent.service.new
+mv /etc/systemd/system/terminal-agent.service.new /etc/systemd/system/terminal-agent.service
 # In a chroot or an image being built, systemd is not running: the unit is enabled (offline
 # symlinks) and starts on first boot.
 if [ -d /run/systemd/system ]; then
