@@ -14,11 +14,12 @@
 // emulator): its idle RSS is measured once its first sync is over (its cache holds them all) and
 // 15 s have passed, the figure of a terminal with a large group cached. BIG_GROUP=0 skips it.
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
 import { MAIN, NODE, indexEntries, procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
@@ -80,7 +81,7 @@ const alsaEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
 // unitEnv), the node flags of its ExecStart= (unitNodeArgs) and its CPUSchedulingPolicy (schedPrefix), all
 // read from the unit by lib/daemon-run.mjs.
 
-async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
+async function startDaemon(extraEnv = unitEnv, cgroup = undefined, nodeArgs = [], configPath = config) {
   const t0 = process.hrtime.bigint();
   let child;
   // Wall time is at the mercy of a shared machine; the daemon's own CPU until READY is not.
@@ -88,7 +89,8 @@ async function startDaemon(extraEnv = unitEnv, cgroup = undefined) {
     onMessage = (m) => m.includes('READY=1') && resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: procCpuSeconds(child.pid) * 1000 });
   });
   // As the unit, with its scheduling policy too (lib/daemon-run.mjs).
-  const [cmd, ...argv] = inCgroup(cgroup, [...(extraEnv === unitEnv ? schedPrefix : []), NODE, ...(extraEnv === unitEnv ? unitNodeArgs : []), MAIN, 'run', '--config', config]);
+  const asUnit = extraEnv === unitEnv || nodeArgs.length > 0;
+  const [cmd, ...argv] = inCgroup(cgroup, [...(asUnit ? schedPrefix : []), NODE, ...(asUnit ? unitNodeArgs : []), ...nodeArgs, MAIN, 'run', '--config', configPath]);
   child = spawn(cmd, argv, { env: { ...alsaEnv, ...extraEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = new Promise((_, reject) => child.once('close', (code) => reject(new Error(`the daemon exited (${code}) before READY=1`))));
   const { ms, cpuMs } = await Promise.race([ready, exited]);
@@ -153,13 +155,34 @@ function configFor(name, tls = false) {
   return path;
 }
 
-// Node's own floor for this daemon: a node that loads the built-in modules the idle daemon has
-// loaded (its process.moduleLoadList, r39: these and what they load; r40 took node:http out, as
-// the control socket no longer uses it: test/daemon/daemon-builtins.test.ts) and listens on a
-// unix socket, as the control socket does (which loads cluster and child_process), run as the unit runs the
-// daemon (its flags decide whether node takes its own modules' code cache). None of the agent's
-// code can take the daemon below it; the daemon's RSS over it is what the agent itself holds.
-const FLOOR_MODULES = ['vm', 'fs', 'path', 'util', 'buffer', 'net', 'os', 'events', 'diagnostics_channel', 'module', 'url', 'timers/promises', 'fs/promises', 'crypto', 'tls', 'stream', 'tty', 'stream/promises', 'child_process', 'perf_hooks', 'v8'];
+// Node's own floor for this daemon: a node that loads the public built-in modules the idle daemon
+// has loaded and listens on a unix socket, as the control socket does (which loads cluster and
+// child_process), run as the unit runs the daemon (its flags decide whether node takes its own
+// modules' code cache). None of the agent's code can take the daemon below it; the daemon's RSS
+// over it is what the agent itself holds. The list is the daemon's own, traced in this run (r41;
+// until then a list written by hand from r39's trace, which r40's change made wrong): one daemon
+// started with test/cli/fixtures/trace-loads.cjs, which writes process.moduleLoadList as it exits,
+// runs to its first sync and a GET /status on its socket, then stops.
+const TRACE_HOOK = join(ROOT, 'test/cli/fixtures/trace-loads.cjs');
+async function tracedBuiltins() {
+  const trace = join(dir, 'builtins.trace');
+  const cfg = configFor('trace');
+  const { child } = await startDaemon({ ...unitEnv, TA_TRACE_FILE: trace }, undefined, ['--require', TRACE_HOOK], cfg);
+  const index = join(dir, 'state-trace', 'faces', 'index.json');
+  for (let i = 0; i < 200 && indexEntries(index) < 20; i++) await sleep(50);
+  await new Promise((resolve, reject) => {
+    const req = httpRequest({ socketPath: join(dir, 'ctl-trace.sock'), path: '/status' }, (res) => { res.resume(); res.on('end', resolve); });
+    req.on('error', reject);
+    req.end();
+  });
+  await stop(child);
+  const loaded = readFileSync(trace, 'utf8').split('\n').filter((l) => l.startsWith('builtin:')).map((l) => l.slice('builtin:'.length));
+  const list = loaded.filter((m) => builtinModules.includes(m) && !m.startsWith('_'));
+  if (!list.includes('net')) throw new Error(`the traced daemon's built-in modules look wrong: ${list.join(', ')}`);
+  return list;
+}
+const FLOOR_MODULES = ROUNDS > 0 ? await tracedBuiltins() : [];
+if (ROUNDS > 0) console.log(`node's floor loads the ${FLOOR_MODULES.length} public built-in modules the daemon loaded (traced): ${FLOOR_MODULES.join(', ')}`);
 function spawnFloor(round) {
   const code = `for (const m of ${JSON.stringify(FLOOR_MODULES)}) require(m); require('net').createServer().listen(${JSON.stringify(join(dir, `floor-${round}.sock`))}); setInterval(() => {}, 1000)`;
   return spawn(NODE, [...unitNodeArgs, '-e', code], { env: { ...alsaEnv, ...unitEnv }, stdio: 'ignore' });
