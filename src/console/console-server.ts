@@ -211,6 +211,7 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       if (!server) return Promise.resolve();
       stopping ??= (async () => {
         const srv = server!;
+        routes.close();
         const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
         // Event streams never end by themselves.
         srv.closeIdleConnections();

@@ -59,6 +59,12 @@ function sendJsonText(res: ServerResponse, status: number, text: string, headers
 }
 
 const gzipAsync = promisify(gzip);
+
+/** An answer's JSON text made (and kept) by its route, and its gzip once made: sent as it is. */
+export class PreparedJson {
+  gzip: Buffer | undefined;
+  constructor(readonly text: string) {}
+}
 const GZIP_ABOVE = 8 * 1024;
 
 /** sendJson, gzipped (in libuv's threads, off the event loop) when large and the browser takes it:
@@ -66,13 +72,14 @@ const GZIP_ABOVE = 8 * 1024;
  * zlib's fastest level: 10,000 faces' 2.8 MB took 18 ms of CPU against 50 at level 6, for 563 KB
  * against 537 (their face_ids and image versions are random hex, which no level compresses). */
 export async function sendJsonCompressed(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): Promise<void> {
-  const text = JSON.stringify(body ?? null);
+  const prepared = body instanceof PreparedJson ? body : undefined;
+  const text = prepared ? prepared.text : JSON.stringify(body ?? null);
   if (text.length < GZIP_ABOVE || !/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) {
     // The text already made, not a second JSON.stringify: 10,000 faces are 2.6 MB of it.
     sendJsonText(res, status, text);
     return;
   }
-  const gz = await gzipAsync(text, { level: 1 });
+  const gz = prepared ? (prepared.gzip ??= await gzipAsync(text, { level: 1 })) : await gzipAsync(text, { level: 1 });
   if (res.headersSent || res.destroyed) return;
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-encoding': 'gzip', vary: 'accept-encoding', 'content-length': gz.length });
   res.end(gz);

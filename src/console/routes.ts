@@ -17,6 +17,7 @@ import { createSpeakerRegistry, speakerStatusText } from '../enroll/speaker-regi
 import { createVoiceprintRegistry } from '../voiceprint/registry.js';
 import { ConsoleHttpError, badRequest, notFound, readJsonObject, sendJson } from './http.js';
 import { statusActions } from './status-actions.js';
+import { createFaceList } from './face-list.js';
 import type { Thumbnails } from './thumbnails.js';
 import { isoTime } from '../util/iso-time.js';
 
@@ -27,6 +28,8 @@ import { isoTime } from '../util/iso-time.js';
 export interface ConsoleHandlers {
   status(): AgentStatus | Promise<AgentStatus>;
   faces(): unknown[] | Promise<unknown[]>;
+  /** Changes (identity) whenever faces() may answer differently (face-list.ts keeps its answer until then). */
+  facesVersion?(): object | undefined;
   /** One face of faces(), undefined when the cache does not serve it. */
   face(faceId: string): unknown;
   syncFaces(): Promise<unknown>;
@@ -53,10 +56,11 @@ export function createRoutes(deps: RouteDeps) {
   const voiceprints = createVoiceprintRegistry(deps.db);
   const speakers = createSpeakerRegistry(deps.db);
   const facesDir = join(deps.config.state_dir, 'faces');
-
-  async function cachedFaces(): Promise<CachedFace[]> {
-    return (await deps.handlers.faces()) as CachedFace[];
-  }
+  const faceList = createFaceList({
+    faces: () => deps.handlers.faces(),
+    version: () => deps.handlers.facesVersion?.(),
+    status: () => deps.handlers.status(),
+  });
 
   // A lookup, not a search of faces(): a gallery asks for a thumbnail per face shown, and each
   // search built the whole list (10,000 faces: about 10 MB of garbage and 30 ms here, per thumbnail).
@@ -116,23 +120,12 @@ export function createRoutes(deps: RouteDeps) {
       return { ...s, actions: statusActions(s), console: deps.consoleStatus() };
     },
 
-    async faces(url: URL) {
-      const q = (url.searchParams.get('q') ?? '').trim().toLowerCase();
-      const all = await cachedFaces();
-      const s = await deps.handlers.status();
-      const list = q ? all.filter((f) => f.name.toLowerCase().includes(q) || f.face_id.toLowerCase().includes(q)) : all;
-      return {
-        faces: list.map((f) => {
-          const id = encodeURIComponent(f.face_id);
-          const v = f.image_sha256.slice(0, 16);
-          return { face_id: f.face_id, name: f.name, id: f.id, updated_at: f.updated_at, thumb_url: `/api/faces/${id}/thumb?v=${v}`, image_url: `/api/faces/${id}/image?v=${v}` };
-        }),
-        total: all.length,
-        matched: list.length,
-        synced_at: s.faces.last_ok_sync_at,
-        last_sync: s.faces.last_sync,
-        sync_state: (s.components.faces as { state?: string } | undefined)?.state ?? null,
-      };
+    faces(url: URL) {
+      return faceList.answer((url.searchParams.get('q') ?? '').trim().toLowerCase());
+    },
+
+    close(): void {
+      faceList.close();
     },
 
     async faceThumb(req: IncomingMessage, res: ServerResponse, faceId: string) {

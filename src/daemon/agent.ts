@@ -47,6 +47,8 @@ export interface Agent {
   status(): Record<string, unknown>;
   progressChecks(): ProgressCheck[];
   listFaces(): unknown[];
+  /** Changes (identity) whenever listFaces() may answer differently; undefined: not known. */
+  facesVersion(): object | undefined;
   /** One cached face, undefined when it is not served. */
   cachedFace(faceId: string): unknown;
   syncFaces(): Promise<unknown>;
@@ -175,6 +177,7 @@ export function createAgent(deps: AgentDeps): Agent {
       return checks;
     },
     listFaces: () => (c.faces ? c.faces.listCached() : missing('faces')),
+    facesVersion: () => c.faces?.cacheVersion?.(),
     cachedFace: (faceId: string) => (c.faces ? c.faces.cachedFace(faceId) : missing('faces')),
     syncFaces: () => (c.faces ? c.faces.syncNow('manual') : missing('faces')),
     async say(body, signal) {

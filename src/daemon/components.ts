@@ -26,6 +26,7 @@ export interface FacesComponent extends Lifecycle {
   status(): { state: string };
   syncNow(reason?: 'manual'): Promise<unknown>;
   listCached(): unknown[];
+  cacheVersion?(): object;
   cachedFace(faceId: string): unknown;
   reload?(update?: unknown): void;
   refreshFace?(faceId: string): Promise<unknown>;

@@ -36,6 +36,8 @@ export async function startConsole(
     handlers: {
       status: () => buildStatus(state, d),
       faces: () => state.agent.listFaces(),
+      // The agent of the current generation: a reload makes a new one, and so a new version.
+      facesVersion: () => state.agent.facesVersion(),
       face: (faceId) => state.agent.cachedFace(faceId),
       syncFaces: () => control.syncFaces(),
       say: (body, signal) => control.say(body, signal),

@@ -126,6 +126,8 @@ export function createFaceStore(db: Db) {
   let mirror: Map<string, FaceRow> | undefined;
   /** Bumped by every write: a loadRows that saw one meanwhile does not keep what it read. */
   let writes = 0;
+  /** A new object at every write: what a reader of cachedFaces() compares to know it has changed. */
+  let version: object = {};
   /** The last failedRows answer and the writes it saw: status asks at every watchdog tick, and each
    * ask scanned the whole table (no index on error), 2 ms with 10,000 faces here. */
   let failed: { writes: number; limit: number; rows: FaceRow[] } | undefined;
@@ -175,6 +177,11 @@ export function createFaceStore(db: Db) {
       return mirror ? servedOf(mirror.values()) : served.all().map((r) => rowOf(r, 0));
     },
     /** The served faces as the console, the control socket and `faces list --cached` show them. */
+    /** Changes (identity) whenever the rows, and so cachedFaces(), may have: the console keeps its
+     * face list's answer until then. */
+    version(): object {
+      return version;
+    },
     cachedFaces(): CachedFace[] {
       return mirror ? servedOf(mirror.values()).map(toCachedFace) : cached.all().map(cachedFaceOf);
     },
@@ -226,6 +233,7 @@ export function createFaceStore(db: Db) {
     commit(changes: FaceChanges): void {
       if (changes.upserts.length === 0 && changes.deletes.length === 0 && !changes.also) return;
       writes++;
+      version = {};
       try {
         inTransaction(db, () => {
           for (const row of changes.upserts) upsert.run(row);
@@ -249,6 +257,7 @@ export function createFaceStore(db: Db) {
     forgetImages(faceIds: string[]): void {
       if (faceIds.length === 0) return;
       writes++;
+      version = {};
       try {
         inTransaction(db, () => {
           for (const id of faceIds) forgetImage.run(id);

@@ -293,6 +293,9 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     listCached() {
       return store.cachedFaces();
     },
+    cacheVersion() {
+      return store.version();
+    },
     cachedFace(faceId: string) {
       return store.cachedFace(faceId);
     },

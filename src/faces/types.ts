@@ -156,6 +156,8 @@ export interface FaceSync {
   reload(update?: { client?: ServiceClient; faces?: FaceSyncConfig['faces'] }): void;
   status(): FaceSyncStatus;
   listCached(): CachedFace[];
+  /** An object that changes (identity) whenever listCached() may answer differently. */
+  cacheVersion(): object;
   /** One face of listCached(), or undefined when it is not served. */
   cachedFace(faceId: string): CachedFace | undefined;
 }

@@ -145,6 +145,8 @@ describe('web console API', () => {
   });
 
   it('uploads a face that ends in done/ exactly once', async () => {
+    const thumbBefore = (await c.call('GET', '/api/faces')).json().faces.find((x: { name: string }) => x.name === 'Grace Hopper')?.thumb_url;
+    expect(thumbBefore).toMatch(/\/thumb\?v=/);
     const up = await c.call('POST', '/api/enroll/upload?kind=faces&name=Grace%20Hopper.png', { body: faceImagePng([90, 120, 200], 96), headers: { origin: base.replace(/\/$/, '') } });
     expect(up.status).toBe(201);
     expect(up.json()).toMatchObject({ kind: 'faces', name: 'Grace Hopper.png' });
@@ -156,6 +158,15 @@ describe('web console API', () => {
       return items.length === (again.status === 201 ? 2 : 1) && l.in_flight.length === 0 && l.queued.length === 0 ? items : undefined;
     });
     expect(done[0]).toMatchObject({ kind: 'faces', state: 'done', media: 'image', result: expect.objectContaining({ face_id: expect.any(String) }) });
+    // The console kept its face list from before the upload (face-list.ts, for KEEP_MS); the new
+    // picture the upload put in the cache (Grace Hopper was one of the group's, updated) is in the
+    // gallery within moments, not once the kept list expires.
+    const gallery = await until('the uploaded picture in the gallery', async () => {
+      const f = (await c.call('GET', '/api/faces')).json();
+      const grace = f.faces.find((x: { name: string }) => x.name === 'Grace Hopper');
+      return grace && grace.thumb_url !== thumbBefore ? f : undefined;
+    }, 5_000);
+    expect(gallery.total).toBe(SAMPLE_FACES.length);
     const group = emulator.terminals[0]!.group_id;
     // The same picture twice is one face at the service (the second is recorded as a duplicate).
     expect(emulator.state.faces(group).filter((f) => f.name === 'Grace Hopper')).toHaveLength(1);
