@@ -176,12 +176,12 @@ export function createFaceStore(db: Db) {
     servedRows(): ReadonlyArray<Readonly<FaceRow>> {
       return mirror ? servedOf(mirror.values()) : served.all().map((r) => rowOf(r, 0));
     },
-    /** The served faces as the console, the control socket and `faces list --cached` show them. */
     /** Changes (identity) whenever the rows, and so cachedFaces(), may have: the console keeps its
      * face list's answer until then. */
     version(): object {
       return version;
     },
+    /** The served faces as the console, the control socket and `faces list --cached` show them. */
     cachedFaces(): CachedFace[] {
       return mirror ? servedOf(mirror.values()).map(toCachedFace) : cached.all().map(cachedFaceOf);
     },
