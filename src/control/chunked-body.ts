@@ -12,7 +12,6 @@ const TRAILER_MAX = 16 * 1024;
 export class ChunkedBody {
   private readonly decoder: ChunkedDecoder;
   private readonly parts: Buffer[] = [];
-  private total = 0;
 
   constructor(private readonly maxBytes: number) {
     this.decoder = new ChunkedDecoder({ lineMaxBytes: LINE_MAX, trailerMaxBytes: TRAILER_MAX, sizeMaxDigits: 8, bodyMaxBytes: maxBytes }, (f) => this.refusal(f));
@@ -23,16 +22,13 @@ export class ChunkedBody {
    * them are not looked at). Throws WireRefusal for a malformed or oversized body.
    */
   push(buf: Buffer): boolean {
-    this.decoder.feed(buf, (piece) => {
-      this.parts.push(piece);
-      this.total += piece.length;
-    });
+    this.decoder.feed(buf, (piece) => this.parts.push(piece));
     return this.decoder.done;
   }
 
   /** The body's bytes, once push() has returned true. */
   body(): Buffer {
-    return Buffer.concat(this.parts, this.total);
+    return Buffer.concat(this.parts);
   }
 
   private refusal(f: ChunkedFault): WireRefusal {

@@ -29,7 +29,7 @@ export type ChunkedFault =
 
 type Phase = 'size' | 'data' | 'data-end' | 'trailer' | 'done';
 
-const SIZE = /^[0-9a-fA-F]+[ \t]*(?:;|$)/;
+const SIZE = /^([0-9a-fA-F]+)[ \t]*(?:;|$)/;
 
 export class ChunkedDecoder {
   private phase: Phase = 'size';
@@ -105,9 +105,8 @@ export class ChunkedDecoder {
 
   /** chunk-size [ BWS ";" chunk-ext ]. */
   private chunkSize(line: string): number {
-    const m = SIZE.exec(line);
-    const digits = m ? m[0].replace(/[ \t;]+$/, '') : '';
-    if (!m || digits.length > this.limits.sizeMaxDigits) throw this.fault({ kind: 'bad-size', text: line.slice(0, 20) });
+    const digits = SIZE.exec(line)?.[1];
+    if (digits === undefined || digits.length > this.limits.sizeMaxDigits) throw this.fault({ kind: 'bad-size', text: line.slice(0, 20) });
     return parseInt(digits, 16);
   }
 }

@@ -81,7 +81,8 @@ const alsaEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
 // unitEnv), the node flags of its ExecStart= (unitNodeArgs) and its CPUSchedulingPolicy (schedPrefix), all
 // read from the unit by lib/daemon-run.mjs.
 
-async function startDaemon(extraEnv = unitEnv, cgroup = undefined, nodeArgs = [], configPath = config) {
+// `nodeArgs` go to node after the unit's flags, `traceEnv` is added to the environment (tracedBuiltins).
+async function startDaemon(extraEnv = unitEnv, cgroup = undefined, nodeArgs = [], configPath = config, traceEnv = {}) {
   const t0 = process.hrtime.bigint();
   let child;
   // Wall time is at the mercy of a shared machine; the daemon's own CPU until READY is not.
@@ -89,9 +90,8 @@ async function startDaemon(extraEnv = unitEnv, cgroup = undefined, nodeArgs = []
     onMessage = (m) => m.includes('READY=1') && resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: procCpuSeconds(child.pid) * 1000 });
   });
   // As the unit, with its scheduling policy too (lib/daemon-run.mjs).
-  const asUnit = extraEnv === unitEnv || nodeArgs.length > 0;
-  const [cmd, ...argv] = inCgroup(cgroup, [...(asUnit ? schedPrefix : []), NODE, ...(asUnit ? unitNodeArgs : []), ...nodeArgs, MAIN, 'run', '--config', configPath]);
-  child = spawn(cmd, argv, { env: { ...alsaEnv, ...extraEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [cmd, ...argv] = inCgroup(cgroup, [...(extraEnv === unitEnv ? schedPrefix : []), NODE, ...(extraEnv === unitEnv ? unitNodeArgs : []), ...nodeArgs, MAIN, 'run', '--config', configPath]);
+  child = spawn(cmd, argv, { env: { ...alsaEnv, ...extraEnv, ...traceEnv, NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = new Promise((_, reject) => child.once('close', (code) => reject(new Error(`the daemon exited (${code}) before READY=1`))));
   const { ms, cpuMs } = await Promise.race([ready, exited]);
   return { child, ms, cpuMs };
@@ -167,7 +167,7 @@ const TRACE_HOOK = join(ROOT, 'test/cli/fixtures/trace-loads.cjs');
 async function tracedBuiltins() {
   const trace = join(dir, 'builtins.trace');
   const cfg = configFor('trace');
-  const { child } = await startDaemon({ ...unitEnv, TA_TRACE_FILE: trace }, undefined, ['--require', TRACE_HOOK], cfg);
+  const { child } = await startDaemon(unitEnv, undefined, ['--require', TRACE_HOOK], cfg, { TA_TRACE_FILE: trace });
   const index = join(dir, 'state-trace', 'faces', 'index.json');
   for (let i = 0; i < 200 && indexEntries(index) < 20; i++) await sleep(50);
   // What the daemon does once its first sync is over (steady-v8-flags.ts imports node:v8 then).
