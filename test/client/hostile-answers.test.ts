@@ -52,19 +52,22 @@ async function writeListing(res: ServerResponse, count: number, pad = 0): Promis
 }
 
 describe('bodies that drip', () => {
+  // How long the client waited is counted in bytes the service dripped (one per 100 ms), not
+  // wall time: CI's machine was once paused 12 s for a snapshot in the middle of this file.
   it('TTS audio that drips is cut after one request_timeout of waiting with too little audio', async () => {
+    let dripped = { sent: () => 0 };
     const svc = await startHostileService({
       '/tts': (_q, res) => {
         res.writeHead(200, { 'content-type': 'audio/wav' });
         res.write(wavHeader(1_000_000));
-        drip(res, () => Buffer.alloc(1), 100);
+        dripped = drip(res, () => Buffer.alloc(1), 100);
       },
     });
     const { client } = clientFor(svc, { request_timeout: 1_000 });
     const res = await client.synthesize({ text: 'hello' });
-    const t0 = Date.now();
     const err = await drain(res.body).catch((e: unknown) => e);
-    expect(Date.now() - t0).toBeLessThan(2_500);
+    expect(dripped.sent()).toBeGreaterThanOrEqual(5);
+    expect(dripped.sent()).toBeLessThan(25); // 10 in one request_timeout; the service drips forever
     expect(err).toBeInstanceOf(TimeoutError);
     expect((err as Error).message).toMatch(/too slow: .* less than the 16384 bytes the agent needs per service.request_timeout/);
   });
@@ -87,16 +90,19 @@ describe('bodies that drip', () => {
   });
 
   it('a JSON answer whose body drips fails within request_timeout (the deadline covers the body)', async () => {
+    const body = Buffer.from(JSON.stringify([{ face_id: ID(1), name: 'a'.repeat(200), group_id: 'g', id: 1 }]));
+    let dripped = { sent: () => 0 };
     const svc = await startHostileService({
       '/v1/api/faces': (_q, res) => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        drip(res, Buffer.from(JSON.stringify([{ face_id: ID(1), name: 'a', group_id: 'g', id: 1 }])), 100);
+        dripped = drip(res, body, 100);
       },
     });
     const { client } = clientFor(svc, { request_timeout: 1_000 });
-    const t0 = Date.now();
     await expect(client.listFaces()).rejects.toBeInstanceOf(TimeoutError);
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    // About 10 of its 280 bytes came before the deadline; a client waiting for the body's end would take 28 s.
+    expect(dripped.sent()).toBeGreaterThanOrEqual(5);
+    expect(dripped.sent()).toBeLessThan(20);
   });
 });
 

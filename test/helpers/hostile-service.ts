@@ -65,8 +65,12 @@ export async function startHostileService(routes: Record<string, Route> | ((path
   return svc;
 }
 
-/** Writes `bytes` one chunk of `size` every `everyMs`, forever unless the bytes run out; stops when the client leaves. */
-export function drip(res: ServerResponse, bytes: Buffer | (() => Buffer), everyMs: number, size = 1): void {
+/**
+ * Writes `bytes` one chunk of `size` every `everyMs`, forever unless the bytes run out; stops when
+ * the client leaves. Returns how many bytes it has written: a clock that stops when the machine
+ * does (a test VM paused for a snapshot makes any wall-clock bound fail; this count does not move).
+ */
+export function drip(res: ServerResponse, bytes: Buffer | (() => Buffer), everyMs: number, size = 1): { sent(): number } {
   let sent = 0;
   const timer = setInterval(() => {
     if (res.destroyed) return clearInterval(timer);
@@ -80,6 +84,7 @@ export function drip(res: ServerResponse, bytes: Buffer | (() => Buffer), everyM
     res.write(chunk);
   }, everyMs);
   res.on('close', () => clearInterval(timer));
+  return { sent: () => sent };
 }
 
 export interface ClientRig {
