@@ -56,6 +56,9 @@ export const CACHED_FACES_SQL = `SELECT ${CACHED_COLUMNS} FROM faces WHERE image
 /** Rows read per step of loadRows: about 2 ms of the event loop here, between two steps it runs other work. */
 const LOAD_BATCH = 500;
 
+/** A row's columns in ROW_COLUMNS' order, as the upsert binds them. */
+type UpsertParams = [string, string, number | null, string, string | null, string | null, string | null, string | null, number | null, number | null, number | null, string | null, string | null, number];
+
 /** A row as a `.raw()` statement gives it: its columns in ROW_COLUMNS' order, after the rowid in loadRows'. */
 type RawRow = unknown[];
 
@@ -83,7 +86,9 @@ export function createFaceStore(db: Db) {
   const cached = db.prepare<[], RawRow>(CACHED_FACES_SQL).raw(true);
   const cachedOne = db.prepare<[string], RawRow>(`SELECT ${CACHED_COLUMNS} FROM faces WHERE face_id = ? AND image_file IS NOT NULL`).raw(true);
   const countServed = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM faces WHERE image_file IS NOT NULL');
-  const upsert = db.prepare<FaceRow>(`INSERT INTO faces (${ROW_COLUMNS}) VALUES (@face_id, @group_id, @id, @name, @image_file, @image_sha256, @image_etag, @image_last_modified, @image_bytes, @image_checked_at, @image_recheck_at, @error, @error_code, @updated_at)
+  // Positional parameters: better-sqlite3 binds named ones by looking each up on the object, which
+  // made 10,000 upserts 45 ms against 26 here (the first sync's commit waits on them).
+  const upsert = db.prepare<UpsertParams>(`INSERT INTO faces (${ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT(face_id) DO UPDATE SET group_id = excluded.group_id, id = excluded.id, name = excluded.name,
       image_file = excluded.image_file, image_sha256 = excluded.image_sha256, image_etag = excluded.image_etag,
       image_last_modified = excluded.image_last_modified, image_bytes = excluded.image_bytes,
@@ -236,7 +241,9 @@ export function createFaceStore(db: Db) {
       version = {};
       try {
         inTransaction(db, () => {
-          for (const row of changes.upserts) upsert.run(row);
+          for (const r of changes.upserts) {
+            upsert.run(r.face_id, r.group_id, r.id, r.name, r.image_file, r.image_sha256, r.image_etag, r.image_last_modified, r.image_bytes, r.image_checked_at, r.image_recheck_at, r.error, r.error_code, r.updated_at);
+          }
           for (const id of changes.deletes) remove.run(id);
           changes.also?.();
         });

@@ -53,8 +53,10 @@ export function createStaging(deps: StagingDeps) {
   const { db, dir, logger } = deps;
   const maxAgeMs = deps.maxAgeMs ?? DEFAULT_STAGING_MAX_AGE_MS;
   const all = db.prepare<[], StagedImage>('SELECT face_id, file, ext, sha256, bytes, etag, last_modified, fetched_at FROM face_staging');
-  const put = db.prepare<StagedImage>(`INSERT OR REPLACE INTO face_staging (face_id, file, ext, sha256, bytes, etag, last_modified, fetched_at)
-    VALUES (@face_id, @file, @ext, @sha256, @bytes, @etag, @last_modified, @fetched_at)`);
+  // Positional, as face-store.ts's upsert: a first sync of 10,000 faces records 10,000 downloads.
+  const putRow = db.prepare<[string, string, string, string, number, string | null, string | null, number]>(`INSERT OR REPLACE INTO face_staging (face_id, file, ext, sha256, bytes, etag, last_modified, fetched_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+  const put = (s: StagedImage) => putRow.run(s.face_id, s.file, s.ext, s.sha256, s.bytes, s.etag, s.last_modified, s.fetched_at);
   const remove = db.prepare<[string, string]>('DELETE FROM face_staging WHERE face_id = ? AND file = ?');
   const clear = db.prepare('DELETE FROM face_staging');
 
@@ -77,7 +79,7 @@ export function createStaging(deps: StagingDeps) {
     // Losing these in a power cut costs downloads done again, never a torn cache: load() checks
     // each file against its record, and a published file no record names is a stray at start-up.
     inUnsyncedTransaction(db, () => {
-      for (const s of batch) put.run(s);
+      for (const s of batch) put(s);
     });
   }
 
@@ -167,7 +169,7 @@ export function createStaging(deps: StagingDeps) {
       // A crash before this leaves records naming the old places: load() drops them and the moved
       // files are unrecorded strays there (one download lost, nothing torn).
       inTransaction(db, () => {
-        for (const s of moved) put.run(s);
+        for (const s of moved) put(s);
       });
       return moved.length;
     },
