@@ -28,6 +28,7 @@ run enroll-disk BENCH_FS=ext4 RUNS=2 VARIANTS=0 AFTER_SECONDS=0 node test/bench/
 run disk-idle BENCH_FS=ext4 node test/bench/disk-idle.mjs
 run speech node test/bench/speech.mjs
 run syncfs node test/bench/syncfs.mjs
+run console-syncs node test/bench/console-syncs.mjs
 run tls-cipher node test/bench/tls-cipher.mjs
 run console-10k BENCH_FACES=10000 ROUNDS=20 node test/bench/console.mjs
 printf '%s  done; the summaries:\n' "$(date -u +%H:%M:%S)"

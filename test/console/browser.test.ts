@@ -7,6 +7,7 @@ import { faceImagePng, SAMPLE_FACES } from '../../src/daemon/sample-images.js';
 import { encodeWav } from '../../src/audio/wav.js';
 import { VOICES } from '../../src/emulator/index.js';
 import { DESKTOP, PHONE, PASSWORD, logIn, newPage, screenshot, startConsoleStack, type ConsoleStack } from './browser-harness.js';
+import { controlRequest } from '../daemon/daemon-harness.js';
 
 // The web console in a real browser (Debian's Chromium) against a real daemon and the emulator:
 // what an operator sees and does on each page. One browser and one daemon for the whole file; the
@@ -145,6 +146,39 @@ describe('web console in Chromium', { timeout: 60_000 }, () => {
     const full = page.locator('dialog.lightbox img');
     await expect.poll(() => full.evaluate((i) => (i as unknown as Img).naturalWidth)).toBe(640);
     await page.getByRole('button', { name: 'Close' }).click();
+  });
+
+  test('faces: syncs in quick succession keep the gallery current, and a slow list is asked for about once per ten times what it took', async () => {
+    await page.goto('/#/faces');
+    await page.locator('[data-ready=faces]').waitFor();
+    const tiles = page.locator('[data-testid=gallery] .tile');
+    await expect.poll(() => tiles.count()).toBe(stack.emulator.state.faces(stack.groupId).length);
+    // The one thing faked: the list answers as slowly as a group of 10,000 faces makes it on a Pi's
+    // quarter core (about half a second); such a group cannot be synced in a test's time here.
+    let asked = 0;
+    await page.route('**/api/faces', async (route) => {
+      asked++;
+      await sleep(500);
+      await route.continue();
+    });
+    try {
+      // Twelve syncs about 250 ms apart, as an enrollment burst into a large group makes them, a new
+      // face in the group before the last. Each announces itself to the page (faces.synced).
+      for (let i = 0; i < 12; i++) {
+        if (i === 11) stack.emulator.seedFaces(stack.groupId, [{ name: 'Katherine Johnson', image: faceImagePng([90, 60, 200], 200) }]);
+        const r = await controlRequest(stack.files.socketPath, 'POST', '/faces/sync');
+        expect(r.status).toBe(200);
+        await sleep(250);
+      }
+      // The page asked once (the next ask waits 10 x its half second); before, every sync made one.
+      expect(asked).toBeGreaterThanOrEqual(1);
+      expect(asked).toBeLessThanOrEqual(2);
+      // And the last sync's face is in the gallery once that wait is over, without a reload.
+      await expect.poll(() => tiles.allInnerTexts(), { timeout: 15_000 }).toContain('Katherine Johnson');
+      expect(asked).toBeLessThanOrEqual(3);
+    } finally {
+      await page.unroute('**/api/faces');
+    }
   });
 
   test('a picture dropped on the enrollment page is written to faces/, enrolled exactly once and shown done, without a reload', async () => {
