@@ -1,6 +1,6 @@
 // The web console's gallery open during a run of syncs, as an enrollment burst into a large group
 // makes them (a few a second): what the daemon spends on the page's refreshes.
-//   npm run build && node test/bench/console-syncs.mjs      (BENCH_FACES=10000, SYNCS=20, ROUNDS=2)
+//   npm run build && node test/bench/console-syncs.mjs      (BENCH_FACES=10000, SYNCS=30, ROUNDS=2)
 //   BENCH_MAIN=other/main.js                                 another build (its web assets too)
 // The built daemon (as the unit runs it, lib/daemon-run.mjs) with the console on loopback, the
 // emulator with BENCH_FACES faces (64 px images), Debian's Chromium (playwright-core). Each round:
@@ -23,7 +23,7 @@ import { chromium } from 'playwright-core';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FACES = Number(process.env.BENCH_FACES ?? 10_000);
-const SYNCS = Number(process.env.SYNCS ?? 20);
+const SYNCS = Number(process.env.SYNCS ?? 30);
 const ROUNDS = Number(process.env.ROUNDS ?? 2);
 const GAP_MS = Number(process.env.GAP_MS ?? 250);
 const SETTLE_MS = Number(process.env.SETTLE_MS ?? 12_000);
