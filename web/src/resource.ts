@@ -90,7 +90,11 @@ export function useResource<T>(path: string | undefined, opts: { refreshOn?: rea
     return () => clearInterval(t);
   }, [load, every]);
 
-  useEffect(() => () => clearTimeout(timer.current), []);
+  useEffect(() => () => {
+    // A load that settles after the page left must not schedule another.
+    afterEvent.current = () => undefined;
+    clearTimeout(timer.current);
+  }, []);
 
   useEvents(opts.refreshOn ?? [], () => afterEvent.current());
 
