@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { writeDaemonConfig } from './lib/daemon-run.mjs';
+import { consoleUrl, writeDaemonConfig } from './lib/daemon-run.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'dist/main.js');
@@ -83,15 +83,7 @@ console:
 `, 'info');
 
 const daemon = spawn(process.execPath, [MAIN, 'run', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-let out = '';
-daemon.stdout.on('data', (b) => (out += b));
-const lines = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-let url;
-for (let i = 0; i < 200 && !url; i++) {
-  await sleep(100);
-  url = lines().find((l) => l.msg === 'web console listening')?.url;
-}
-if (!url) throw new Error(`the console did not start:\n${out.slice(-3000)}`);
+const url = await consoleUrl(daemon);
 await sleep(1500); // the first face sync
 
 const browser = await chromium.launch({

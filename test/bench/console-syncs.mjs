@@ -12,8 +12,8 @@
 // list, and whether the gallery showed every face at the end (nothing stale).
 // Target (r42, the web page's refresh spacing): the gallery adds at most a fifth to the daemon's
 // CPU over such a run (ratio <= 1.2x).
-import { procCpuMs, spawnDaemon } from './lib/daemon-run.mjs';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { consoleUrl, procCpuMs, spawnDaemon, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { mkdtempSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,26 +35,10 @@ const emulator = await startEmulator({ port: 0 });
 const group = emulator.terminals[0].group_id;
 const image = (i) => faceImagePng([i % 250, 120, 200 - (i % 200)], 64);
 emulator.seedFaces(group, Array.from({ length: FACES }, (_, i) => ({ name: `Person ${i}`, image: image(i) })));
-writeFileSync(join(dir, 'secret'), emulator.terminals[0].terminal_secret);
-writeFileSync(join(dir, 'key'), emulator.apiKey);
 const socket = join(dir, 'ctl.sock');
-const config = join(dir, 'config.yaml');
-writeFileSync(config, [
-  'service:', `  base_url: ${emulator.baseUrl}`, `  face_base_url: ${emulator.faceBaseUrl}`, `  terminal_secret_file: ${join(dir, 'secret')}`, `  api_key_file: ${join(dir, 'key')}`,
-  `state_dir: ${join(dir, 'state')}`, 'faces:', '  sync_interval: 1h', 'enroll:', `  dir: ${join(dir, 'enroll')}`, 'audio:', '  output_device: "null"', '  input_device: "null"',
-  'control:', `  socket: ${socket}`, 'console:', '  listen: 127.0.0.1:0', 'log:', '  level: info', '',
-].join('\n'));
-
+const config = writeDaemonConfig(dir, emulator, emulator.terminals[0], ['faces:', '  sync_interval: 1h', 'audio:', '  output_device: "null"', '  input_device: "null"', 'console:', '  listen: 127.0.0.1:0', ''].join('\n'), 'info');
 const handle = spawnDaemon(dir, config, { stdout: 'pipe' });
-let out = '';
-handle.child.stdout.on('data', (b) => (out += b));
-const logLines = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-let base;
-for (let i = 0; i < 200 && !base; i++) {
-  await sleep(100);
-  base = logLines().find((l) => l.msg === 'web console listening')?.url;
-}
-if (!base) throw new Error(`the console did not start:\n${out.slice(-2000)}`);
+const base = await consoleUrl(handle.child);
 
 function control(method, path) {
   return new Promise((resolve, reject) => {

@@ -17,7 +17,7 @@
 // of the 1/4-core median to the baseline median; and the daemon's CPU per request (utime + stime,
 // its children's included, from /proc over the unconfined rounds of each kind: in 10 ms ticks, so
 // read it over many rounds).
-import { procCpuMs, procPeakRssMb, procRssMb, spawnDaemon } from './lib/daemon-run.mjs';
+import { consoleUrl, procCpuMs, procPeakRssMb, procRssMb, spawnDaemon, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -67,26 +67,14 @@ function quarterCore(pid) {
 const dir = mkdtempSync(join(tmpdir(), 'ta-bench-console-api-'));
 const emulator = await startEmulator({ port: 0 });
 emulator.seedFaces(emulator.terminals[0].group_id, Array.from({ length: FACES }, (_, i) => ({ name: `Person ${i}`, image: faceImagePng([i % 250, 120, 200 - (i % 200)], FACES > 1000 ? 64 : 320) })));
-writeFileSync(join(dir, 'secret'), emulator.terminals[0].terminal_secret);
-writeFileSync(join(dir, 'key'), emulator.apiKey);
-const config = join(dir, 'config.yaml');
-writeFileSync(config, [
-  'service:', `  base_url: ${emulator.baseUrl}`, `  face_base_url: ${emulator.faceBaseUrl}`, `  terminal_secret_file: ${join(dir, 'secret')}`, `  api_key_file: ${join(dir, 'key')}`,
-  `state_dir: ${join(dir, 'state')}`, 'enroll:', `  dir: ${join(dir, 'enroll')}`, 'audio:', '  output_device: "null"', '  input_device: "null"',
-  'control:', `  socket: ${join(dir, 'ctl.sock')}`, 'console:', '  listen: 127.0.0.1:0', 'log:', '  level: info', '',
-].join('\n'));
+const config = writeDaemonConfig(dir, emulator, emulator.terminals[0], ['audio:', '  output_device: "null"', '  input_device: "null"', 'console:', '  listen: 127.0.0.1:0', ''].join('\n'), 'info');
 
 // As the unit runs it (its node flags and environment: lib/daemon-run.mjs).
 const handle = spawnDaemon(dir, config, { stdout: 'pipe', extraArgs: (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean) });
 const daemon = { child: handle.child, pid: handle.pid };
 let out = '';
 daemon.child.stdout.on('data', (b) => (out += b));
-let base;
-for (let i = 0; i < 200 && !base; i++) {
-  await sleep(100);
-  base = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.msg === 'web console listening')?.url;
-}
-if (!base) throw new Error(`the console did not start:\n${out.slice(-2000)}`);
+const base = await consoleUrl(daemon.child);
 
 let cookie = '';
 function get(path, headers = {}) {

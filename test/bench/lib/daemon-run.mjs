@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -224,6 +225,28 @@ log:
   level: ${level}
 ${extra}`);
   return config;
+}
+
+/**
+ * The web console's URL, from the "web console listening" line of the daemon's log on
+ * `child.stdout` (a pipe), within 20 s. The pipe is read on afterwards (flowing, or by the caller's
+ * own listener): a daemon whose log nobody reads would block on a full pipe.
+ */
+export async function consoleUrl(child) {
+  let out = '';
+  const take = (b) => (out += b);
+  child.stdout.on('data', take);
+  try {
+    for (let i = 0; i < 200; i++) {
+      await sleep(100);
+      const url = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.msg === 'web console listening')?.url;
+      if (url) return url;
+    }
+    throw new Error(`the console did not start:\n${out.slice(-3000)}`);
+  } finally {
+    child.stdout.off('data', take);
+    child.stdout.resume();
+  }
 }
 
 /**
