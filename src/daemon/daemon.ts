@@ -184,7 +184,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     const unsubscribe = d.onReload(() => void reloader.reload());
     await notifier.notify({ READY: 1, MAINPID: d.pid, STATUS: statusLine(state) });
     markReady();
-    const heapTrimmer = startHeapTrimming(logger, (bytes) => state.metrics.onHeapTrim(bytes));
+    const heapTrimmer = startHeapTrimming(logger, { onTrim: (bytes) => state.metrics.onHeapTrim(bytes), onNodePages: (bytes) => state.metrics.onNodePages(bytes) });
     undo.unshift(() => heapTrimmer?.stop());
     await state.watchdog.tick();
     logger.info({ pid: d.pid, version: d.version, state_dir: cfg.state_dir, socket: cfg.control.socket, config: cfg.file ?? null, watchdog_ms: watchdogIntervalMs(d.env, d.pid) ?? null }, 'terminal-agent is ready');

@@ -10,6 +10,12 @@ import { fileURLToPath } from 'node:url';
 export interface MallocTrim {
   /** malloc_trim(0): hands glibc's whole free pages back to the kernel; true when it released any. */
   trim(): boolean;
+  /**
+   * Unmaps this process's clean pages of node's own binary (they stay in the page cache; a page
+   * touched later faults back in, the same bytes): bytes of address space advised, 0 when none
+   * qualified, -1 when /proc/self/smaps cannot be read (native/malloc-trim/malloc_trim.c).
+   */
+  releaseNodePages(): number;
 }
 
 /** Where the addon may be: beside the running build, else in the checkout's dist/. */
@@ -22,9 +28,11 @@ export function loadMallocTrim(candidates: readonly string[] = mallocTrimCandida
   const path = candidates.find((p) => existsSync(p));
   if (!path) return { missing: `${candidates[0] ?? 'malloc_trim.node'} is not there: reinstall the package, or run npm run build in a checkout` };
   try {
-    const mod = createRequire(import.meta.url)(path) as { trim(): boolean; supported(): boolean };
+    const mod = createRequire(import.meta.url)(path) as { trim(): boolean; supported(): boolean; releaseNodePages?: () => number };
     if (!mod.supported()) return { missing: 'the C library is not glibc' };
-    return { trim: { trim: () => mod.trim() } };
+    // An addon built before releaseNodePages existed (a dist/ not rebuilt) still trims.
+    const release = mod.releaseNodePages;
+    return { trim: { trim: () => mod.trim(), releaseNodePages: release ? () => release() : () => 0 } };
   } catch (err) {
     return { missing: `${path} does not load: ${(err as Error).message}` };
   }

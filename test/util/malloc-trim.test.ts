@@ -26,7 +26,66 @@ const released = 'trim' in loaded ? loaded.trim.trim() : loaded.missing;
 console.log(JSON.stringify({ before, after: rss(), released, kept: kept.length }));
 `;
 
+// node's own pages (releaseNodePages): RSS before and after, what the process computes before and
+// after (each answer needs code or data of node's binary that the release unmapped: the hash,
+// ICU's collation and date formats, zlib, a built-in module first loaded afterwards), and the
+// mappings of node's binary that hold private pages (RELRO, the writable data), which must keep them.
+const NODE_PAGES_CHILD = `
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { gzipSync, gunzipSync } from 'node:zlib';
+import { loadMallocTrim } from ${JSON.stringify(DIST_LOADER)};
+const rss = () => process.memoryUsage.rss() / 1048576;
+const answers = () => [
+  createHash('sha256').update('terminal-agent').digest('hex'),
+  new Intl.DateTimeFormat('de-DE', { dateStyle: 'full', timeZone: 'UTC' }).format(new Date(0)),
+  ['b', 'ä', 'a'].sort(new Intl.Collator('de').compare).join(''),
+  gunzipSync(gzipSync('x'.repeat(1000))).length,
+  JSON.stringify(JSON.parse('{"a":[1,2,{"b":null}]}')),
+].join(' | ');
+// node's binary's mappings that hold private pages, by address: their Anonymous kB.
+const privatePages = () => {
+  const exe = readFileSync('/proc/self/maps', 'utf8').split('\\n').find((l) => l.includes(' r-xp '))?.split(/\\s+/)[4];
+  const out = {};
+  let cur;
+  for (const l of readFileSync('/proc/self/smaps', 'utf8').split('\\n')) {
+    const head = /^([0-9a-f]+)-[0-9a-f]+ (\\S+) \\S+ \\S+ (\\d+)/.exec(l);
+    if (head) cur = head[3] === exe ? head[1] + ' ' + head[2] : undefined;
+    else if (cur && l.startsWith('Anonymous:')) { const kb = Number(l.split(/\\s+/)[1]); if (kb > 0) out[cur] = kb; }
+  }
+  return out;
+};
+const loaded = loadMallocTrim();
+const before = { rss: rss(), answers: answers(), private: privatePages() };
+const advised = loaded.trim.releaseNodePages();
+const justAfter = rss();
+const { request } = await import('node:https');
+const after = { rss: rss(), answers: answers(), private: privatePages(), https: typeof request };
+console.log(JSON.stringify({ before, advised, justAfter, after }));
+`;
+
 describe('malloc_trim addon', () => {
+  it('unmaps node\'s start-up pages: RSS falls by most of them, and the process computes the same answers after', () => {
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', NODE_PAGES_CHILD], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout) as {
+      before: { rss: number; answers: string; private: Record<string, number> }; advised: number; justAfter: number;
+      after: { rss: number; answers: string; private: Record<string, number>; https: string };
+    };
+    expect(out.before.answers).toBe('d1a06e6ad3b2fb2804efd0e5a67a9d787beab6cdd1a00a3efa1c5e3fb0c42f20 | Donnerstag, 1. Januar 1970 | aäb | 1000 | {"a":[1,2,{"b":null}]}');
+    expect(out.after.answers).toBe(out.before.answers);
+    expect(out.after.https).toBe('function');
+    // node's binary is 80 to 100 MB of address space (Node 20 and 24 on amd64), of which a bare node
+    // has 25 to 35 MB resident after start-up.
+    expect(out.advised).toBeGreaterThan(40 * 1048576);
+    expect(out.before.rss - out.justAfter).toBeGreaterThan(15);
+    // The private pages of node's binary (the relocated RELRO, its writable data) are all kept.
+    expect(Object.keys(out.before.private).length).toBeGreaterThan(0);
+    for (const [mapping, kb] of Object.entries(out.before.private)) expect(out.after.private[mapping], mapping).toBeGreaterThanOrEqual(kb);
+  });
+
+
   it('hands the pages of freed buffers back to the kernel: RSS falls by most of the 60 MB they took', () => {
     const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', CHILD], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
