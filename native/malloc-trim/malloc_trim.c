@@ -56,19 +56,22 @@ struct mapping { uintptr_t start, end; unsigned long inode; unsigned int major, 
 
 enum { MAX_MAPPINGS = 16384 };
 
+/* A mapping's head line (the same in maps and smaps) into `m` and its permissions; 0 for other lines. */
+static int parse_head(const char *line, struct mapping *m, char perms[8]) {
+  unsigned long start, end;
+  if (sscanf(line, "%lx-%lx %7s %*x %x:%x %lu", &start, &end, perms, &m->major, &m->minor, &m->inode) != 6) return 0;
+  m->start = start; m->end = end;
+  return 1;
+}
+
 /* The mapping of /proc/self/maps that holds `code`, or 0 when none does (or maps is unreadable). */
 static int maps_mapping_of(uintptr_t code, struct mapping *out) {
   FILE *f = fopen("/proc/self/maps", "r");
   if (!f) return 0;
   char line[4352];
+  char perms[8];
   int found = 0;
-  while (!found && fgets(line, sizeof line, f)) {
-    unsigned long start, end;
-    if (sscanf(line, "%lx-%lx %*7s %*x %x:%x %lu", &start, &end, &out->major, &out->minor, &out->inode) == 5 && start <= code && code < end) {
-      out->start = start; out->end = end;
-      found = 1;
-    }
-  }
+  while (!found && fgets(line, sizeof line, f)) found = parse_head(line, out, perms) && out->start <= code && code < out->end;
   fclose(f);
   return found;
 }
@@ -85,12 +88,10 @@ static double release_node_pages(void) {
   while (fgets(line, sizeof line, f)) {
     struct mapping m;
     char perms[8];
-    unsigned long start, end;
-    if (sscanf(line, "%lx-%lx %7s %*x %x:%x %lu", &start, &end, perms, &m.major, &m.minor, &m.inode) == 6) {
+    if (parse_head(line, &m, perms)) {
       /* A mapping counts as clean only once its Anonymous line has said 0 kB. */
       if (n > 0 && !anon_seen) maps[n - 1].clean = 0;
       if (n == MAX_MAPPINGS) break;
-      m.start = start; m.end = end;
       m.clean = perms[1] != 'w' && perms[3] == 'p' && m.inode != 0;
       maps[n++] = m;
       anon_seen = 0;

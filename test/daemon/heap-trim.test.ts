@@ -12,13 +12,17 @@ import { controlRequest, daemonFiles, isReady, spawnDaemon } from './daemon-harn
 
 const DIST = (rel: string) => JSON.stringify(new URL(`../../dist/${rel}`, import.meta.url).href);
 
-const CHILD = `
+// Both child scripts: the trimmer with the real addon, a logger that keeps its debug lines.
+const PRELUDE = `
 import { createHeapTrimmer } from ${DIST('daemon/heap-trim.js')};
 import { loadMallocTrim } from ${DIST('util/malloc-trim.js')};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const rss = () => Math.round(process.memoryUsage.rss() / 1048576);
 const lines = [];
 const logger = { debug: (fields, msg) => lines.push({ ...fields, msg }), info() {}, warn() {}, error() {} };
+`;
+
+const CHILD = `${PRELUDE}
+const rss = () => Math.round(process.memoryUsage.rss() / 1048576);
 const released = [];
 const trimmer = createHeapTrimmer({ trimmer: loadMallocTrim().trim, logger, onTrim: (bytes) => released.push(bytes), quietMs: 300, maxWaitMs: 1000, settleMs: 60_000 });
 trimmer.start();
@@ -51,12 +55,7 @@ console.log(JSON.stringify(out));
 
 // node's own pages: released once after start-up (settleMs), with the first trim of a burst, and
 // then at most every nodePagesEveryMs however often the trims come.
-const NODE_PAGES_CHILD = `
-import { createHeapTrimmer } from ${DIST('daemon/heap-trim.js')};
-import { loadMallocTrim } from ${DIST('util/malloc-trim.js')};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const lines = [];
-const logger = { debug: (fields, msg) => lines.push({ ...fields, msg }), info() {}, warn() {}, error() {} };
+const NODE_PAGES_CHILD = `${PRELUDE}
 const releases = () => lines.filter((l) => l.msg.startsWith("node's own pages"));
 const counted = [];
 const trimmer = createHeapTrimmer({ trimmer: loadMallocTrim().trim, logger, onNodePages: (b) => counted.push(b), quietMs: 100, maxWaitMs: 500, settleMs: 400, nodePagesEveryMs: 3000 });
@@ -102,7 +101,6 @@ describe('heap trimming after full GCs', () => {
     expect(out.counted).toHaveLength(2);
     expect(out.counted[0]! / 1048576).toBeCloseTo(out.first.rss_before_mb - out.first.rss_after_mb, 0);
   });
-
 
   it('gives a burst\'s freed memory back once the full GCs stop, never when idle, once per quiet spell', () => {
     const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', CHILD], { encoding: 'utf8', timeout: 30_000 });

@@ -85,7 +85,6 @@ describe('malloc_trim addon', () => {
     for (const [mapping, kb] of Object.entries(out.before.private)) expect(out.after.private[mapping], mapping).toBeGreaterThanOrEqual(kb);
   });
 
-
   it('hands the pages of freed buffers back to the kernel: RSS falls by most of the 60 MB they took', () => {
     const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', CHILD], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
