@@ -4,7 +4,8 @@
 # kind of machine lacks). Then, with systemd itself running the unit:
 #   install N          postinst enables and starts the unit; with empty credentials it fails with
 #                      exit 78 naming them, and is not restarted (RestartPreventExitStatus)
-#   configure          systemctl restart: READY (Type=notify) timed from systemd's own timestamps
+#   configure          systemctl restart: READY (Type=notify) timed from systemd's own timestamps;
+#                      15 s later the daemon has given back node's start-up pages
 #   faces uploading    emulator with --latency, then apt-get install N+1: preinst stops the unit
 #                      (SIGTERM drain) before the unpack, postinst starts it, every face reaches
 #                      done/ and the emulator once
@@ -106,6 +107,14 @@ policies=$("${E[@]}" chrt -a -p "$pid_n" | sed -n 's/.*current scheduling policy
   || { echo "check: FAIL: the daemon's threads run with$policies; the unit says CPUSchedulingPolicy=batch" >&2; exit 1; }
 echo "check: the daemon's threads all run as SCHED_BATCH:$policies"
 
+# Node's start-up pages given back 15 s after READY, under systemd's own cgroup and hardening
+# (the unit's MemoryDenyWriteExecute, SystemCallFilter): at least 10 MB of the binary's resident
+# pages gone by 20 s, as in the checkout's test (test/util/malloc-trim.test.ts).
+node_kb_ready=$(in_sd node_rss_kb "$pid_n")
+node_kb_settled=$(in_sd node_rss_after "$pid_n" 20)
+[ $((node_kb_ready - node_kb_settled)) -ge 10240 ] \
+  || { echo "check: FAIL: node's binary held ${node_kb_ready} KB resident after READY and ${node_kb_settled} KB 20 s after start; expected 10 MB or more given back at 15 s" >&2; exit 1; }
+echo "check: node's own pages after READY $((node_kb_ready / 1024)) MB resident, 20 s after start $((node_kb_settled / 1024)) MB"
 in_sd drop_faces sd
 in_sd wait_some_done sd 3
 in_sd status

@@ -276,6 +276,28 @@ purge_pkg() {
   note "purge: state, config, credentials, user, group and statoverrides gone"
 }
 
+# Resident KB of node's own binary in process PID (its mappings in smaps): the daemon unmaps the
+# pages start-up read once 15 s after READY (src/daemon/heap-trim.ts), which this shows under systemd.
+node_rss_kb() { # pid
+  local kb bin
+  # As the daemon's mount namespace names it (here the root's path on the host, which it was bound from).
+  bin=$(readlink "/proc/$1/exe")
+  kb=$(awk -v bin="$bin" '/^[0-9a-f]+-[0-9a-f]+ /{ m = ($6 == bin) } m && /^Rss:/{ s += $2 } END { print s + 0 }' "/proc/$1/smaps")
+  [ "$kb" -gt 0 ] || fail "no resident page of $bin in /proc/$1/smaps ($(grep -m2 node "/proc/$1/maps" | tr -s ' ' | tr '\n' ';'))"
+  echo "$kb"
+}
+
+# Seconds process PID has run (/proc: a minimal root has no ps).
+run_seconds() { # pid
+  awk -v up="$(cut -d' ' -f1 /proc/uptime)" -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%d", up - $20 / hz }' "/proc/$1/stat"
+}
+
+# Waits until process PID has run SECONDS, then prints node_rss_kb of it.
+node_rss_after() { # pid seconds
+  while [ "$(run_seconds "$1")" -lt "$2" ]; do sleep 0.5; done
+  node_rss_kb "$1"
+}
+
 status() { terminal-agent status --config "$CONF" | sed -n -e '/^terminal-agent/p' -e '/^outbox/,/^audio/p' | grep -v '^audio' || true; }
 
 kept_after_upgrade() { # new-version
