@@ -5,7 +5,7 @@
 #   install N          postinst enables and starts the unit; with empty credentials it fails with
 #                      exit 78 naming them, and is not restarted (RestartPreventExitStatus)
 #   configure          systemctl restart: READY (Type=notify) timed from systemd's own timestamps;
-#                      15 s later the daemon has given back node's start-up pages
+#                      by 20 s after its start the daemon has given back node's start-up pages
 #   faces uploading    emulator with --latency, then apt-get install N+1: preinst stops the unit
 #                      (SIGTERM drain) before the unpack, postinst starts it, every face reaches
 #                      done/ and the emulator once
@@ -107,8 +107,8 @@ policies=$("${E[@]}" chrt -a -p "$pid_n" | sed -n 's/.*current scheduling policy
   || { echo "check: FAIL: the daemon's threads run with$policies; the unit says CPUSchedulingPolicy=batch" >&2; exit 1; }
 echo "check: the daemon's threads all run as SCHED_BATCH:$policies"
 
-# Node's start-up pages given back 15 s after READY, under systemd's own cgroup and hardening
-# (the unit's MemoryDenyWriteExecute, SystemCallFilter): at least 10 MB of the binary's resident
+# Node's start-up pages given back 15 s after the daemon's start, under systemd's own cgroup and
+# the unit's hardening (its SystemCallFilter among it): at least 10 MB of the binary's resident
 # pages gone by 20 s, as in the checkout's test (test/util/malloc-trim.test.ts).
 node_kb_ready=$(in_sd node_rss_kb "$pid_n")
 node_kb_settled=$(in_sd node_rss_after "$pid_n" 20)

@@ -277,7 +277,7 @@ purge_pkg() {
 }
 
 # Resident KB of node's own binary in process PID (its mappings in smaps): the daemon unmaps the
-# pages start-up read once 15 s after READY (src/daemon/heap-trim.ts), which this shows under systemd.
+# pages start-up read once 15 s after its start (heap-trim.ts SETTLE_MS), which this shows under systemd.
 node_rss_kb() { # pid
   local kb bin
   # As the daemon's mount namespace names it (here the root's path on the host, which it was bound from).
@@ -292,9 +292,11 @@ run_seconds() { # pid
   awk -v up="$(cut -d' ' -f1 /proc/uptime)" -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%d", up - $20 / hz }' "/proc/$1/stat"
 }
 
+has_run() { [ "$(run_seconds "$1")" -ge "$2" ]; } # pid seconds
+
 # Waits until process PID has run SECONDS, then prints node_rss_kb of it.
 node_rss_after() { # pid seconds
-  while [ "$(run_seconds "$1")" -lt "$2" ]; do sleep 0.5; done
+  wait_for $(($2 + 30)) "process $1 to have run $2 s" has_run "$1" "$2"
   node_rss_kb "$1"
 }
 
