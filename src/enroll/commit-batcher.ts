@@ -1,5 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Db } from '../db/database.js';
+import { walPathOf } from '../db/wal-sync.js';
 import { AbortedError } from '../errors.js';
 
 // Every state change of the outbox goes through here. Changes queued in the same turn of the event
@@ -42,7 +43,7 @@ export function createCommitBatcher(db: Db): CommitBatcher {
   let outstanding = 0;
   const drained: (() => void)[] = [];
   let scheduled = false;
-  const walPath = !db.memory && String(db.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal' ? `${db.name}-wal` : undefined;
+  const walPath = walPathOf(db);
   /** Committed durable batches waiting for the next WAL sync. */
   let unsynced: Waiter[] = [];
   let syncing = false;

@@ -1,4 +1,5 @@
-import { inTransaction, type Db } from '../db/database.js';
+import { inTransaction, inUnsyncedTransaction, type Db } from '../db/database.js';
+import { createDurableCommit } from '../db/wal-sync.js';
 import type { CachedFace, SyncReport } from './types.js';
 import { isoTime } from '../util/iso-time.js';
 
@@ -78,6 +79,7 @@ function rowOf(r: RawRow, at: number): FaceRow {
 }
 
 export function createFaceStore(db: Db) {
+  const durableCommit = createDurableCommit(db);
   const all = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces`).raw(true);
   const batch = db.prepare<[number, number], RawRow>(`SELECT rowid, ${ROW_COLUMNS} FROM faces WHERE rowid > ? ORDER BY rowid LIMIT ?`).raw(true);
   const served = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`).raw(true);
@@ -234,31 +236,44 @@ export function createFaceStore(db: Db) {
     lastSuccessAt(): number | undefined {
       return lastOk.get()?.finished_at;
     },
-    /** Rows and deletions in one transaction: readers see all of a sync or none of it. */
-    commit(changes: FaceChanges): void {
+    /**
+     * Rows and deletions in one transaction: readers see all of a sync or none of it. Committed
+     * when this returns its promise (the rows in memory too), which resolves once they are on disk:
+     * index.json names them only then (seed-pass.ts, sync-run.ts). The fsync runs on the pool, not
+     * the event loop (db/wal-sync.ts): an enrollment burst's seed passes made 15 of them a burst.
+     */
+    async commit(changes: FaceChanges): Promise<void> {
       if (changes.upserts.length === 0 && changes.deletes.length === 0 && !changes.also) return;
       writes++;
       version = {};
+      let synced: Promise<void>;
       try {
-        inTransaction(db, () => {
+        synced = durableCommit(() => {
           for (const r of changes.upserts) {
             upsert.run(r.face_id, r.group_id, r.id, r.name, r.image_file, r.image_sha256, r.image_etag, r.image_last_modified, r.image_bytes, r.image_checked_at, r.image_recheck_at, r.error, r.error_code, r.updated_at);
           }
           for (const id of changes.deletes) remove.run(id);
           changes.also?.();
-        });
+        }).synced;
       } catch (err) {
         mirror = undefined; // the table is the truth: re-read it next time
         throw err;
       }
-      if (!mirror) return;
-      // The rows are the caller's to give away (sync-run.ts builds them for this commit only).
-      for (const row of changes.upserts) mirror.set(row.face_id, row);
-      for (const id of changes.deletes) mirror.delete(id);
+      if (mirror) {
+        // The rows are the caller's to give away (sync-run.ts builds them for this commit only).
+        for (const row of changes.upserts) mirror.set(row.face_id, row);
+        for (const id of changes.deletes) mirror.delete(id);
+      }
+      await synced;
     },
-    /** Every sync, failed or not, is remembered for status across restarts. */
+    /**
+     * Every sync, failed or not, is remembered for status across restarts. Not synced to disk on
+     * its own: a power cut may take back the latest rows of this history (the next durable commit
+     * of agent.db covers them), and an fsync on the event loop per sync, a seed pass of an
+     * enrollment burst included, is not worth that.
+     */
     recordRun(run: SyncReport): void {
-      inTransaction(db, () => recordRun(run));
+      inUnsyncedTransaction(db, () => recordRun(run));
     },
     /** Rows whose image file vanished from disk are fetched again by the next sync. */
     forgetImages(faceIds: string[]): void {

@@ -156,7 +156,7 @@ export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed
     await writeImages(ctx, writes);
     await fsyncDir(ctx.files.dir);
   }
-  ctx.store.commit({ upserts, deletes: [] });
+  await ctx.store.commit({ upserts, deletes: [] });
   const t0 = performance.now();
   const indexVersion = await ctx.files.writeIndex(ctx.store.servedRows());
   const indexMs = performance.now() - t0;

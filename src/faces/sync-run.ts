@@ -202,7 +202,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     // only renames after it, or images made durable one by one, need the folder's fsync.
     if (toRename.length > 0 || (renames.length > 0 && durable.value !== 'syncfs')) await fsyncDir(ctx.files.dir);
     t.renamed = performance.now();
-    ctx.store.commit(changes);
+    await ctx.store.commit(changes);
   } catch (err) {
     if (index) await ctx.files.discardIndex(index);
     await keepDownloads(ctx);

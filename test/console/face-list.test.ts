@@ -20,10 +20,10 @@ function row(i: number, name = `face-${i}`): FaceRow {
 
 const status = { faces: { cached: 0, last_sync: null, last_ok_sync_at: '2026-12-02T00:00:00.000Z' }, components: { faces: { state: 'idle' } } } as unknown as AgentStatus;
 
-function setUp(keepMs?: number) {
+async function setUp(keepMs?: number) {
   const db = openDatabase({ path: join(tmpDir('ta-face-list-'), 'agent.db') });
   const store = createFaceStore(db);
-  store.commit({ upserts: [row(1, 'Ada'), row(2, 'Grace'), row(3, 'Alan')], deletes: [] });
+  await store.commit({ upserts: [row(1, 'Ada'), row(2, 'Grace'), row(3, 'Alan')], deletes: [] });
   let reads = 0;
   const list = createFaceList({
     faces: () => {
@@ -41,7 +41,7 @@ const parsed = (a: unknown) => JSON.parse(a instanceof PreparedJson ? a.text : J
 
 describe('the console\'s face list', () => {
   it('answers again from what it kept until the cache changes, then from the cache', async () => {
-    const { db, store, list, reads } = setUp();
+    const { db, store, list, reads } = await setUp();
     const first = parsed(await list.answer(''));
     expect(first.faces.map((f) => f.name)).toEqual(['Ada', 'Grace', 'Alan']);
     expect(first).toMatchObject({ total: 3, matched: 3, synced_at: '2026-12-02T00:00:00.000Z' });
@@ -49,7 +49,7 @@ describe('the console\'s face list', () => {
     expect(parsed(await list.answer(''))).toEqual(first);
     expect(parsed(await list.answer('gr')).faces.map((f) => f.name)).toEqual(['Grace']);
     expect(reads()).toBe(1);
-    store.commit({ upserts: [row(2, 'Grace Hopper'), row(4, 'Edsger')], deletes: [row(1).face_id] });
+    await store.commit({ upserts: [row(2, 'Grace Hopper'), row(4, 'Edsger')], deletes: [row(1).face_id] });
     const after = parsed(await list.answer(''));
     expect(after.faces.map((f) => f.name)).toEqual(['Grace Hopper', 'Alan', 'Edsger']);
     expect(after.total).toBe(3);
@@ -60,7 +60,7 @@ describe('the console\'s face list', () => {
   });
 
   it('searches by name or face_id, and says how many matched', async () => {
-    const { db, list } = setUp();
+    const { db, list } = await setUp();
     const byName = parsed(await list.answer('al'));
     expect(byName.faces.map((f) => f.name)).toEqual(['Alan']);
     expect(byName).toMatchObject({ total: 3, matched: 1 });
@@ -69,7 +69,7 @@ describe('the console\'s face list', () => {
   });
 
   it('lets go of the list when nobody has asked for a while, and reads it again at the next ask', async () => {
-    const { db, list, reads } = setUp(50);
+    const { db, list, reads } = await setUp(50);
     await list.answer('');
     await list.answer('');
     expect(reads()).toBe(1);
@@ -85,7 +85,7 @@ describe('the console\'s face list', () => {
   it('keeps nothing when the cache has no version to compare', async () => {
     const db = openDatabase({ path: join(tmpDir('ta-face-list-'), 'agent.db') });
     const store = createFaceStore(db);
-    store.commit({ upserts: [row(1, 'Ada')], deletes: [] });
+    await store.commit({ upserts: [row(1, 'Ada')], deletes: [] });
     let reads = 0;
     const list = createFaceList({ faces: () => { reads++; return store.cachedFaces(); }, status: () => status });
     await list.answer('');

@@ -13,16 +13,16 @@ function row(i: number): FaceRow {
   return faceRow(i.toString(16).padStart(32, '0'), { id: i, name: `face-${i}`, image_etag: `"${i}"`, image_last_modified: 'Fri, 27 Nov 2026 19:09:32 GMT' });
 }
 
-function storeWith(n: number) {
+async function storeWith(n: number) {
   const db = openDatabase({ path: join(tmpDir('ta-face-store-'), 'agent.db') });
   const store = createFaceStore(db);
-  store.commit({ upserts: Array.from({ length: n }, (_, i) => row(i + 1)), deletes: [] });
+  await store.commit({ upserts: Array.from({ length: n }, (_, i) => row(i + 1)), deletes: [] });
   return { db, store };
 }
 
 describe('face store rows in memory', () => {
   it('reads 1,234 rows back after release, in steps that leave the event loop free between them', async () => {
-    const { db, store } = storeWith(1_234);
+    const { db, store } = await storeWith(1_234);
     store.release();
     let ranMeanwhile = false;
     setImmediate(() => { ranMeanwhile = true; });
@@ -37,12 +37,14 @@ describe('face store rows in memory', () => {
   });
 
   it('a commit made while the rows are being read is not lost', async () => {
-    const { db, store } = storeWith(1_100);
+    const { db, store } = await storeWith(1_100);
     store.release();
     const loading = store.loadRows();
-    // The first step has been read; this lands between two steps.
-    store.commit({ upserts: [row(5_000)], deletes: [row(1).face_id] });
+    // The first step has been read; this lands between two steps (the transaction is done when
+    // commit() returns its promise; only the sync to disk is awaited).
+    const committed = store.commit({ upserts: [row(5_000)], deletes: [row(1).face_id] });
     await loading;
+    await committed;
     const rows = store.rowMap();
     expect(rows.size).toBe(1_100);
     expect(rows.has(row(5_000).face_id)).toBe(true);
@@ -51,8 +53,8 @@ describe('face store rows in memory', () => {
   });
 
   it('after release the rows are the table\'s, changes made before it included', async () => {
-    const { db, store } = storeWith(3);
-    store.commit({ upserts: [{ ...row(2), name: 'renamed' }], deletes: [] });
+    const { db, store } = await storeWith(3);
+    await store.commit({ upserts: [{ ...row(2), name: 'renamed' }], deletes: [] });
     store.release();
     expect(store.servedRows().map((r) => r.name)).toEqual(['face-1', 'renamed', 'face-3']);
     await store.loadRows();
@@ -61,9 +63,9 @@ describe('face store rows in memory', () => {
   });
 
   it('every way of reading gives each row with all its columns as written, and one count', async () => {
-    const { db, store } = storeWith(4);
+    const { db, store } = await storeWith(4);
     const failed: FaceRow = { ...row(5), image_file: null, image_sha256: null, image_etag: null, image_last_modified: null, image_bytes: null, image_recheck_at: null, id: null, error: 'HTTP 404', error_code: 'TA_ERR_NOT_FOUND' };
-    store.commit({ upserts: [failed], deletes: [] });
+    await store.commit({ upserts: [failed], deletes: [] });
     const table = [row(1), row(2), row(3), row(4)];
     store.release();
     // Straight from the table: the served rows, the failed ones, the count.
@@ -82,12 +84,12 @@ describe('face store rows in memory', () => {
     expect(store.servedRows()).toEqual(table);
     expect(store.cachedFaces()).toEqual(shown);
     expect(store.countServed()).toBe(4);
-    store.commit({ upserts: [row(6)], deletes: [row(1).face_id] });
+    await store.commit({ upserts: [row(6)], deletes: [row(1).face_id] });
     expect(store.countServed()).toBe(4);
     // Asked again after a commit, failedRows reads the table again (status asks it at every tick).
     expect(store.failedRows(10)).toEqual([failed]);
     const another: FaceRow = { ...failed, face_id: 'e'.repeat(32), name: 'another' };
-    store.commit({ upserts: [another], deletes: [] });
+    await store.commit({ upserts: [another], deletes: [] });
     expect(store.failedRows(10)).toEqual([another, failed]);
     expect(store.failedRows(1)).toEqual([another]);
     db.close();

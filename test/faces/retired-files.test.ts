@@ -31,7 +31,7 @@ describe('retired face images', () => {
   it('are kept through their grace and deleted at the first call after it', async () => {
     const t = setup();
     t.put(`${FACE}.jpg`);
-    t.store.commit({ upserts: [row(`${FACE}.png`)], deletes: [] });
+    await t.store.commit({ upserts: [row(`${FACE}.png`)], deletes: [] });
     t.retired.add([`${FACE}.jpg`]);
     t.clock.now += 59_999;
     await t.retired.removeDue();
@@ -48,11 +48,11 @@ describe('retired face images', () => {
     if (loaded) await t.store.loadRows();
     t.put(`${FACE}.jpg`);
     t.put(`${FACE}.png`);
-    t.store.commit({ upserts: [row(`${FACE}.png`)], deletes: [] });
+    await t.store.commit({ upserts: [row(`${FACE}.png`)], deletes: [] });
     t.retired.add([`${FACE}.jpg`]);
     t.clock.now += 30_000;
     // The face went back to jpg: its png is retired in turn, and the jpg is the one served.
-    t.store.commit({ upserts: [row(`${FACE}.jpg`)], deletes: [] });
+    await t.store.commit({ upserts: [row(`${FACE}.jpg`)], deletes: [] });
     t.retired.add([`${FACE}.png`]);
     t.clock.now += 30_000;
     await t.retired.removeDue();
