@@ -147,7 +147,7 @@ export function createAgent(deps: AgentDeps): Agent {
         await Promise.all([stopOne('enroll', c.enroll), stopOne('voice', c.voice)]);
         await stopOne('speech', c.speech);
         await stopOne('faces', c.faces);
-        c.close();
+        await c.close();
       })();
       return stopping;
     },

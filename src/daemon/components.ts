@@ -5,6 +5,7 @@ import { createVoiceEnroll } from '../voiceprint/voice-enroll.js';
 import { createEnrollment } from '../enroll/index.js';
 import type { SayRequest } from '../audio/speech.js';
 import { createSyncfsRunner } from '../util/syncfs.js';
+import { createWalSyncer } from '../db/wal-sync.js';
 
 // The seam between the daemon and the capabilities: each is built from its factory with its config
 // slice, `logger.child({ component })`, the shared db, the service client and this generation's
@@ -50,8 +51,8 @@ export interface Components {
   enroll: EnrollComponent | undefined;
   speech: SpeechComponent | undefined;
   voice: VoiceComponent | undefined;
-  /** Ends what the components share (the syncfs helpers), once every one has stopped. */
-  close(): void;
+  /** Ends what the components share (the syncfs helpers, the WAL's descriptor), once every one has stopped. */
+  close(): Promise<void>;
 }
 
 export function buildComponents(deps: AgentDeps): Components {
@@ -63,14 +64,16 @@ export function buildComponents(deps: AgentDeps): Components {
   const firstSync = deps.onFirstSync ? { onFirstSync: deps.onFirstSync } : {};
   // One set of syncfs helpers for the face cache and the result files (util/syncfs.ts).
   const syncfs = createSyncfsRunner();
-  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, ...firstSync, syncfs });
+  // One WAL syncer for agent.db's connection: a face-cache commit and the outbox's share its syncs.
+  const walSyncer = createWalSyncer(db);
+  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, ...firstSync, syncfs, walSyncer });
   const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}), ...(afterReady ? { warmUpAfter: afterReady } : {}) });
   // An upload under way at a stop gets service.request_timeout, as the outbox's do, but never more
   // than VOICE_UPLOAD_STOP_GRACE_MS: its answer must still reach the caller within the daemon's bound.
   const uploadStopGraceMs = Math.min(config.service.request_timeout, VOICE_UPLOAD_STOP_GRACE_MS);
   const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, ...events, playback: speech, uploadStopGraceMs, ...(env ? { env } : {}) });
   const enroll = createEnrollment({
-    config, db, client, logger: child('enroll'), metrics, ...events, syncfs,
+    config, db, client, logger: child('enroll'), metrics, ...events, syncfs, walSyncer,
     // A face this agent created or updated goes into the cache at once, not at the next sync: from
     // the bytes it sent when it has them, else downloaded.
     onFaceChanged: (faceId, seed) => void (seed ? faces.seedFace(seed) : faces.refreshFace(faceId)).catch(() => {}),
@@ -80,6 +83,9 @@ export function buildComponents(deps: AgentDeps): Components {
     enroll,
     speech,
     voice,
-    close: () => syncfs.close(),
+    close: async () => {
+      syncfs.close();
+      await walSyncer.close();
+    },
   };
 }

@@ -7,6 +7,7 @@ import { createSpeakerUploader, createVoiceprintUploader } from './audio-uploade
 import { createClaimer } from './claim.js';
 import { createClaimedBytes } from './claimed-bytes.js';
 import { createCommitBatcher } from './commit-batcher.js';
+import { createWalSyncer } from '../db/wal-sync.js';
 import { createDirSync } from './dir-sync.js';
 import { createDispatcher } from './dispatcher.js';
 import { createFaceUploader } from './face-uploader.js';
@@ -48,7 +49,8 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const settings = config.enroll;
   const layout = createLayout(settings.dir, config.state_dir);
   const store = createOutboxStore(db);
-  const commit = createCommitBatcher(db);
+  const walSyncer = deps.walSyncer ?? createWalSyncer(db);
+  const commit = createCommitBatcher(db, walSyncer);
   const placer = createPlacer(layout);
   const syncDir = createDirSync();
   // Where calls on enroll.dir's files are made: decided at each start (enroll-fs.ts).
@@ -286,6 +288,8 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       await notifier.stop();
       // The daemon closes the database right after stop(): nothing may still be waiting to commit.
       await commit.drain();
+      // Before the database closes (SQLite then removes the WAL file); a later start opens it again.
+      if (!deps.walSyncer) await walSyncer.close();
     },
     status,
   };

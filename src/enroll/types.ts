@@ -1,4 +1,5 @@
 import type { SyncfsRunner } from '../util/syncfs.js';
+import type { WalSyncer } from '../db/wal-sync.js';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
@@ -35,6 +36,8 @@ export interface EnrollmentDeps {
   onFaceChanged?(faceId: string, seed?: FaceSeedImage): void;
   /** Runs syncfs for result batches without forking the daemon (util/syncfs.ts). */
   syncfs?: SyncfsRunner;
+  /** The connection's WAL syncer, shared with the face cache (db/wal-sync.ts); default: one of its own, closed by stop(). */
+  walSyncer?: WalSyncer;
   /** Retry policy for uploads while the service is unreachable (default 1 s doubling to 60 s). */
   retry?: BackoffPolicy;
   /** How long faces waiting for their id wait for more to gather (default 1 s; dispatcher.ts). */

@@ -1,5 +1,5 @@
 import { inTransaction, inUnsyncedTransaction, type Db } from '../db/database.js';
-import { createDurableCommit } from '../db/wal-sync.js';
+import { createDurableCommit, type WalSyncer } from '../db/wal-sync.js';
 import type { CachedFace, SyncReport } from './types.js';
 import { isoTime } from '../util/iso-time.js';
 
@@ -78,8 +78,8 @@ function rowOf(r: RawRow, at: number): FaceRow {
   };
 }
 
-export function createFaceStore(db: Db) {
-  const durableCommit = createDurableCommit(db);
+export function createFaceStore(db: Db, syncer: WalSyncer) {
+  const durableCommit = createDurableCommit(db, syncer);
   const all = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces`).raw(true);
   const batch = db.prepare<[number, number], RawRow>(`SELECT rowid, ${ROW_COLUMNS} FROM faces WHERE rowid > ? ORDER BY rowid LIMIT ?`).raw(true);
   const served = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`).raw(true);

@@ -8,6 +8,7 @@ import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
 import { createCacheFiles, isValidFaceId } from './cache-files.js';
 import { createFaceMetrics, type SyncResult } from './face-metrics.js';
 import { createFaceStore } from './face-store.js';
+import { createWalSyncer } from '../db/wal-sync.js';
 import { createStaging, STAGING_DIR } from './staging.js';
 import { runSyncPass, type SyncPassResult, type SyncProgress } from './sync-run.js';
 import { combinePasses, runSeedPass, type FaceSeed } from './seed-pass.js';
@@ -33,7 +34,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   const log = deps.logger;
   let client = deps.client;
   let facesConfig = deps.config.faces;
-  const store = createFaceStore(deps.db);
+  const walSyncer = deps.walSyncer ?? createWalSyncer(deps.db);
+  const store = createFaceStore(deps.db, walSyncer);
   const files = createCacheFiles(join(deps.config.state_dir, 'faces'));
   const staging = createStaging({ db: deps.db, dir: join(files.dir, STAGING_DIR), logger: log, now, ...(deps.stagingMaxAgeMs !== undefined ? { maxAgeMs: deps.stagingMaxAgeMs } : {}) });
   const metrics = createFaceMetrics(deps.metrics, {
@@ -262,6 +264,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       lifecycle.abort();
       await loop;
       await running?.catch(() => {});
+      if (!deps.walSyncer) await walSyncer.close();
     },
     syncNow,
     refreshFace,

@@ -1,4 +1,5 @@
 import type { SyncfsRunner } from '../util/syncfs.js';
+import type { WalSyncer } from '../db/wal-sync.js';
 import type { FaceSeed } from './seed-pass.js';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -62,6 +63,8 @@ export interface FaceSyncDeps {
   onFirstSync?: () => void;
   /** Runs syncfs for large batches without forking the daemon (util/syncfs.ts); default: a fork of `sync` each. */
   syncfs?: SyncfsRunner;
+  /** The connection's WAL syncer, shared with the outbox (db/wal-sync.ts); default: one of its own, closed by stop(). */
+  walSyncer?: WalSyncer;
 }
 
 /** A face as the cache serves it: the service's record plus its image file. */

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openDatabase } from '../../src/db/database.js';
+import { createWalSyncer } from '../../src/db/wal-sync.js';
 import { createFaceStore, type FaceRow } from '../../src/faces/face-store.js';
 import { createFaceList } from '../../src/console/face-list.js';
 import { PreparedJson } from '../../src/console/http.js';
@@ -22,7 +23,7 @@ const status = { faces: { cached: 0, last_sync: null, last_ok_sync_at: '2026-12-
 
 async function setUp(keepMs?: number) {
   const db = openDatabase({ path: join(tmpDir('ta-face-list-'), 'agent.db') });
-  const store = createFaceStore(db);
+  const store = createFaceStore(db, createWalSyncer(db));
   await store.commit({ upserts: [row(1, 'Ada'), row(2, 'Grace'), row(3, 'Alan')], deletes: [] });
   let reads = 0;
   const list = createFaceList({
@@ -84,7 +85,7 @@ describe('the console\'s face list', () => {
 
   it('keeps nothing when the cache has no version to compare', async () => {
     const db = openDatabase({ path: join(tmpDir('ta-face-list-'), 'agent.db') });
-    const store = createFaceStore(db);
+    const store = createFaceStore(db, createWalSyncer(db));
     await store.commit({ upserts: [row(1, 'Ada')], deletes: [] });
     let reads = 0;
     const list = createFaceList({ faces: () => { reads++; return store.cachedFaces(); }, status: () => status });

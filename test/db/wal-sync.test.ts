@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { unlinkSync } from 'node:fs';
+import { readdirSync, readlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.js';
-import { createDurableCommit, walPathOf } from '../../src/db/wal-sync.js';
+import { createDurableCommit, createWalSyncer, walPathOf } from '../../src/db/wal-sync.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 // A real agent.db file in WAL mode, read back through a second connection as the CLI and the
@@ -18,7 +18,7 @@ function fresh() {
 describe('a durable commit with its sync on the pool', () => {
   it('is committed when it returns, resolves once synced, and leaves the connection at synchronous=FULL', async () => {
     const { path, db } = fresh();
-    const commit = createDurableCommit(db);
+    const commit = createDurableCommit(db, createWalSyncer(db));
     const { result, synced } = commit(() => db.prepare('INSERT INTO t (x) VALUES (7)').run().changes);
     expect(result).toBe(1);
     // Before the sync: another connection already reads the row, and the next commit is FULL again.
@@ -32,7 +32,7 @@ describe('a durable commit with its sync on the pool', () => {
 
   it('throws a failed transaction at once, rolled back, with nothing to sync', () => {
     const { db } = fresh();
-    const commit = createDurableCommit(db);
+    const commit = createDurableCommit(db, createWalSyncer(db));
     expect(() => commit(() => {
       db.prepare('INSERT INTO t (x) VALUES (1)').run();
       throw new Error('no room');
@@ -44,21 +44,45 @@ describe('a durable commit with its sync on the pool', () => {
 
   it('says so when the WAL cannot be synced, instead of resolving', async () => {
     const { path, db } = fresh();
-    const commit = createDurableCommit(db);
-    await commit(() => db.prepare('INSERT INTO t (x) VALUES (1)').run()).synced;
+    const commit = createDurableCommit(db, createWalSyncer(db));
     expect(walPathOf(db)).toBe(`${path}-wal`);
-    // The WAL file gone from under the connection (SQLite keeps its own descriptor): the sync
-    // cannot vouch for the commit, and its promise rejects with the reason.
+    // The WAL file gone from under the connection before its first sync (SQLite keeps its own
+    // descriptor): the sync cannot vouch for the commit, and its promise rejects with the reason.
     unlinkSync(`${path}-wal`);
     const { synced } = commit(() => db.prepare('INSERT INTO t (x) VALUES (2)').run());
     await expect(synced).rejects.toMatchObject({ code: 'ENOENT' });
     db.close();
   });
 
+  it('gives every commit made while a sync runs to one more sync, and lets the WAL go on close', async () => {
+    const { path, db } = fresh();
+    const syncer = createWalSyncer(db);
+    const commit = createDurableCommit(db, syncer);
+    let settled = 0;
+    syncer.onSettled(() => { settled++; });
+    const first = commit(() => db.prepare('INSERT INTO t (x) VALUES (1)').run());
+    expect(syncer.busy()).toBe(true);
+    const more = [2, 3, 4].map((x) => commit(() => db.prepare('INSERT INTO t (x) VALUES (?)').run(x)).synced);
+    await Promise.all([first.synced, ...more]);
+    expect(settled).toBe(2);
+    expect(syncer.busy()).toBe(false);
+    const fds = () => readdirSync('/proc/self/fd').filter((fd) => {
+      try { return readlinkSync(`/proc/self/fd/${fd}`) === `${path}-wal`; } catch { return false; }
+    }).length;
+    const withSyncer = fds(); // SQLite's own descriptor and the syncer's
+    await syncer.close();
+    expect(fds()).toBe(withSyncer - 1);
+    // A sync after close opens the file again.
+    await commit(() => db.prepare('INSERT INTO t (x) VALUES (5)').run()).synced;
+    expect(fds()).toBe(withSyncer);
+    await syncer.close();
+    db.close();
+  });
+
   it('commits FULL, with nothing left to wait for, on a database without a WAL file', async () => {
     const db = openDatabase({ path: ':memory:', migrations: [{ version: 1, name: 't', sql: 'CREATE TABLE t (x INTEGER);' }] });
     expect(walPathOf(db)).toBeUndefined();
-    const { result, synced } = createDurableCommit(db)(() => db.prepare('INSERT INTO t (x) VALUES (3)').run().changes);
+    const { result, synced } = createDurableCommit(db, createWalSyncer(db))(() => db.prepare('INSERT INTO t (x) VALUES (3)').run().changes);
     expect(result).toBe(1);
     await expect(synced).resolves.toBeUndefined();
     expect(db.prepare('SELECT x FROM t').pluck().all()).toEqual([3]);

@@ -6,14 +6,32 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { openDatabase } from '../../src/db/database.js';
 import { createCommitBatcher } from '../../src/enroll/commit-batcher.js';
+import { createDurableCommit, createWalSyncer } from '../../src/db/wal-sync.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 const TABLE = [{ version: 1, name: 't', sql: 'CREATE TABLE t (x INTEGER UNIQUE);' }];
 
+/**
+ * Syncs run on libuv's pool (4 threads in this test's own process): opening a FIFO with no writer
+ * holds a pool thread, so with all four held a sync stays in flight until they are let go.
+ * Nothing else of the agent runs in this process.
+ */
+function holdPool(dir: string) {
+  const fifos = [0, 1, 2, 3].map((i) => join(dir, `hold-${i}`));
+  for (const f of fifos) execFileSync('mkfifo', [f]);
+  const held = fifos.map((f) => open(f, 'r'));
+  return {
+    async release() {
+      for (const f of fifos) writeFileSync(f, ''); // not through the pool: its threads are all held
+      await Promise.all(held.map(async (h) => (await h).close()));
+    },
+  };
+}
+
 describe('the outbox commit batcher', () => {
   it('commits changes queued together, each in its own savepoint, and drain() waits for durable ones', async () => {
     const db = openDatabase({ path: join(tmpDir(), 'agent.db'), migrations: TABLE });
-    const commit = createCommitBatcher(db);
+    const commit = createCommitBatcher(db, createWalSyncer(db));
     const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
     const results = Promise.allSettled([
       commit(() => insert.run(1).changes, { durable: true }),
@@ -28,7 +46,7 @@ describe('the outbox commit batcher', () => {
 
   it('a change alone in its batch that throws half-way leaves none of its writes, and the next change commits', async () => {
     const db = openDatabase({ path: join(tmpDir(), 'agent.db'), migrations: TABLE });
-    const commit = createCommitBatcher(db);
+    const commit = createCommitBatcher(db, createWalSyncer(db));
     const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
     await commit(() => insert.run(1));
     // Its first insert succeeds, its second violates UNIQUE: the first must not stay.
@@ -42,7 +60,7 @@ describe('the outbox commit batcher', () => {
 
   it('a change queued after the database closed fails its caller instead of crashing the process', async () => {
     const db = openDatabase({ path: join(tmpDir(), 'agent.db'), migrations: TABLE });
-    const commit = createCommitBatcher(db);
+    const commit = createCommitBatcher(db, createWalSyncer(db));
     const late = commit(() => db.prepare('SELECT 1').get());
     db.close();
     await expect(late).rejects.toMatchObject({ code: 'TA_ERR_ABORTED' });
@@ -52,7 +70,7 @@ describe('the outbox commit batcher', () => {
   it('changes queued while the WAL is being synced wait for that sync and commit together, in order', async () => {
     const dir = tmpDir();
     const db = openDatabase({ path: join(dir, 'agent.db'), migrations: TABLE });
-    const commit = createCommitBatcher(db);
+    const commit = createCommitBatcher(db, createWalSyncer(db));
     const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
     // Frames in the WAL, from its size (no checkpoint meanwhile: it would start the WAL over).
     db.pragma('wal_autocheckpoint = 0');
@@ -60,12 +78,7 @@ describe('the outbox commit batcher', () => {
     const walFrames = () => (statSync(join(dir, 'agent.db-wal')).size - 32) / (24 + pageSize);
     const other = openDatabase({ path: join(dir, 'agent.db'), readonly: true });
     const seen = () => other.prepare('SELECT x FROM t ORDER BY x').pluck().all();
-    // The sync runs on libuv's pool (4 threads in this test's own process): opening a FIFO with
-    // no writer holds a pool thread, so with all four held the sync stays in flight until they
-    // are let go. Nothing else of the agent runs in this process.
-    const fifos = [0, 1, 2, 3].map((i) => join(dir, `hold-${i}`));
-    for (const f of fifos) execFileSync('mkfifo', [f]);
-    const held = fifos.map((f) => open(f, 'r'));
+    const pool = holdPool(dir);
     const start = walFrames();
     const first = commit(() => insert.run(1), { durable: true });
     await nextTurn();
@@ -79,8 +92,7 @@ describe('the outbox commit batcher', () => {
     await nextTurn();
     await nextTurn();
     expect(seen()).toEqual([1]); // 2 to 4 wait for the running sync
-    for (const f of fifos) writeFileSync(f, ''); // not through the pool: its threads are all held
-    await Promise.all([first, ...later, ...held.map(async (h) => (await h).close())]);
+    await Promise.all([first, ...later, pool.release()]);
     expect(seen()).toEqual([1, 2, 3, 4]);
     // One transaction for the three: their pages written to the WAL once, not three times.
     expect(walFrames() - before).toBe(oneTransaction);
@@ -88,4 +100,39 @@ describe('the outbox commit batcher', () => {
     other.close();
     db.close();
   });
+
+  it('shares the WAL syncer with the face cache: its changes wait for a face commit sync, then share the next', async () => {
+    const dir = tmpDir();
+    const db = openDatabase({ path: join(dir, 'agent.db'), migrations: TABLE });
+    db.exec('CREATE TABLE faces (id INTEGER)');
+    const syncer = createWalSyncer(db);
+    const commit = createCommitBatcher(db, syncer);
+    const faceCommit = createDurableCommit(db, syncer);
+    const other = openDatabase({ path: join(dir, 'agent.db'), readonly: true });
+    const seen = () => other.prepare('SELECT x FROM t ORDER BY x').pluck().all();
+    let settled = 0;
+    syncer.onSettled(() => { settled++; });
+    const pool = holdPool(dir);
+    // The face cache's commit, visible at once; its sync is held on the pool.
+    const face = faceCommit(() => db.prepare('INSERT INTO faces (id) VALUES (1)').run());
+    expect(syncer.busy()).toBe(true);
+    const outbox = [commit(() => insert(db, 1), { durable: true }), commit(() => insert(db, 2))];
+    await nextTurn();
+    await nextTurn();
+    expect(seen()).toEqual([]); // the outbox waits for the sync the face cache started
+    const secondFace = faceCommit(() => db.prepare('INSERT INTO faces (id) VALUES (2)').run());
+    await pool.release();
+    await Promise.all([face.synced, secondFace.synced, ...outbox]);
+    expect(seen()).toEqual([1, 2]);
+    // The face commit's sync, then one more for the outbox's batch and the second face commit.
+    expect(settled).toBe(2);
+    await commit.drain();
+    await syncer.close();
+    other.close();
+    db.close();
+  });
 });
+
+function insert(db: ReturnType<typeof openDatabase>, x: number): void {
+  db.prepare('INSERT INTO t (x) VALUES (?)').run(x);
+}

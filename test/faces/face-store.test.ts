@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.js';
+import { createWalSyncer } from '../../src/db/wal-sync.js';
 import { createFaceStore, toCachedFace, type FaceRow } from '../../src/faces/face-store.js';
 import { tmpDir } from '../helpers/tmp.js';
 import { faceRow } from './face-fixtures.js';
@@ -15,7 +16,7 @@ function row(i: number): FaceRow {
 
 async function storeWith(n: number) {
   const db = openDatabase({ path: join(tmpDir('ta-face-store-'), 'agent.db') });
-  const store = createFaceStore(db);
+  const store = createFaceStore(db, createWalSyncer(db));
   await store.commit({ upserts: Array.from({ length: n }, (_, i) => row(i + 1)), deletes: [] });
   return { db, store };
 }

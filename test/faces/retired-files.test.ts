@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.js';
+import { createWalSyncer } from '../../src/db/wal-sync.js';
 import { createCacheFiles } from '../../src/faces/cache-files.js';
 import { createFaceStore } from '../../src/faces/face-store.js';
 import { createRetiredFiles } from '../../src/faces/retired-files.js';
@@ -20,7 +21,7 @@ function setup() {
   const dir = join(state, 'faces');
   mkdirSync(dir);
   const db = openDatabase({ path: join(state, 'agent.db') });
-  const store = createFaceStore(db);
+  const store = createFaceStore(db, createWalSyncer(db));
   const clock = { now: 1_000_000 };
   const retired = createRetiredFiles({ files: createCacheFiles(dir), store, graceMs: 60_000, now: () => clock.now });
   const put = (name: string) => writeFileSync(join(dir, name), 'jpeg');
