@@ -88,8 +88,12 @@ export function createWalSyncer(db: Db): WalSyncer {
       (err: unknown) => { for (const w of waiters) w.reject(err); },
     ).finally(() => {
       running = undefined;
-      for (const fn of settledListeners) fn();
-      pump(path);
+      // The next sync starts even if a listener throws: commits of other components wait for it.
+      try {
+        for (const fn of settledListeners) fn();
+      } finally {
+        pump(path);
+      }
     });
   }
 
