@@ -185,6 +185,10 @@ build_arch() { # deb-arch
 
   # Smoke test: the bundled node loads every addon (arm64 runs through qemu-user via binfmt).
   if [ "$arch" = amd64 ] || [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+    # Under qemu the target's node loads this machine's multiarch libraries: without them it ended
+    # with exit 127 and only the dynamic loader's line ("libstdc++.so.6: cannot open shared object").
+    [ "$arch" = amd64 ] || [ -e "/usr/lib/$triplet/libstdc++.so.6" ] || {
+      echo "build.sh: libstdc++6:$arch missing, which the addons' load test under qemu needs (dpkg --add-architecture $arch; apt-get install libstdc++6:$arch)" >&2; exit 1; }
     log "$arch: loading the native addons with the bundled node"
     # Each addon is dlopen'ed as it is, and better-sqlite3 runs a query. speaker's binding opens
     # the default ALSA device when it loads (and aborts without one): point it at a null device.

@@ -8,7 +8,10 @@ export { scrubSecrets } from './scrub-secrets.js';
 
 export interface LoggerSetup {
   level?: string;
-  /** Where JSON lines go; stdout (synchronous) when absent. */
+  /**
+   * Where JSON lines go. When absent, stdout through pino's own SonicBoom, which writes
+   * asynchronously (lines wait in memory while a write is under way) and flushes at exit.
+   */
   destination?: DestinationStream;
   /**
    * Returns the secret values currently in use. Any occurrence in a finished log line is replaced,
