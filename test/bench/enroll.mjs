@@ -344,7 +344,7 @@ for (const v of VARIANTS) {
   }
   const line = `  => ${pi ? 'Pi budget' : `${latency} ms`}: end to end ${spread(rs.map((r) => r.endMs / 1000), 2, ' s')}; plain loop ${spread(rs.map((r) => r.plainMs / 1000), 2, ' s')}; ratio ${spread(rs.map((r) => r.ratio))}x; ` +
     `node:http loop ${spread(rs.map((r) => r.nodePlainMs / 1000), 2, ' s')} (daemon / node:http ${spread(rs.map((r) => r.nodeRatio))}x); ` +
-    `CPU ${spread(rs.map((r) => r.cpuMs / COUNT))} ms/file (plain loop ${spread(rs.map((r) => r.plainCpuMs / COUNT))}, node:http loop ${spread(rs.map((r) => r.nodePlainCpuMs / COUNT))}); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}` +
+    `CPU ${spread(rs.map((r) => r.cpuMs / COUNT))} ms/file (plain loop ${spread(rs.map((r) => r.plainCpuMs / COUNT))}, node:http loop ${spread(rs.map((r) => r.nodePlainCpuMs / COUNT))}; daemon / plain loop ${spread(rs.map((r) => r.cpuMs / r.plainCpuMs))}x, which moves less with this machine's speed than either); peak RSS ${spread(rs.map((r) => r.peakRssMb), 1, ' MB')}` +
     (rs.every((r) => r.rssAfterMb !== undefined) ? `; RSS after the burst ${spread(rs.map((r) => r.rssAfterMb), 1, ' MB')} (before it ${spread(rs.map((r) => r.rssBeforeMb), 1, ' MB')})` : '') +
     (rs.every((r) => r.writtenKb !== undefined) ? `; written per file: daemon ${spread(rs.map((r) => r.writtenKb), 1, ' KB')}` : '') +
     (rs.every((r) => r.deviceKb !== undefined) ? `, device ${spread(rs.map((r) => r.deviceKb), 1, ' KB')} (image ${(IMAGE_BYTES / 1024).toFixed(0)} KB)` : '');
