@@ -28,6 +28,8 @@
 //   BENCH_SCHED=other (the daemon without the unit's CPUSchedulingPolicy=batch; lib/daemon-run.mjs),
 //   BENCH_JOURNAL=1 (the daemon logs through the journal's native socket, as under systemd, to a
 //   receiver in its own process: lib/daemon-run.mjs startJournalReceiver),
+//   BENCH_SLOW_SYNC_MS=N (every fsync/fdatasync of the daemon N ms slower, an SD card's flush:
+//   lib/slow-sync.mjs; r48: 5 ms made the burst about 1.15x longer, 20 ms about 2.25x),
 //   BENCH_TLS=1 (daemon and plain loop both talk HTTPS to the emulator through lib/tls-front.mjs, as
 //   a terminal talks to its cloud: every upload encrypted, each new connection a TLS handshake),
 //   AFTER_SECONDS=N (default 15 in the no-latency runs, 0 in the others): how long the daemon is
@@ -41,6 +43,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { benchWorkDir, createCost, deviceWrittenBytes, settleDisk } from './lib/bench-fs.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
+import { slowSyncEnv } from './lib/slow-sync.mjs';
 import { randomJpeg, seedMembers } from './lib/images.mjs';
 import { createPiBudget, startJournalReceiver, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, procRssMb, procWriteBytes, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
@@ -65,6 +68,8 @@ const names = Array.from({ length: COUNT }, (_, i) => `person-${String(i).padSta
 const WARM = Number(process.env.BENCH_WARM ?? 0);
 const GROUP = Number(process.env.BENCH_GROUP ?? 0);
 const TLS = process.env.BENCH_TLS === '1';
+const slowSync = slowSyncEnv(process.env.BENCH_SLOW_SYNC_MS);
+if (slowSync.SLOW_SYNC_MS) console.log(`the daemon's every fsync and fdatasync ${slowSync.SLOW_SYNC_MS} ms slower (BENCH_SLOW_SYNC_MS, lib/slow-sync.mjs)`);
 const warmNames = Array.from({ length: WARM }, (_, i) => `warm-${String(i).padStart(4, '0')}`);
 for (const n of [...names, ...warmNames]) {
   await writeFile(join(source, `${n}.jpg`), randomJpeg(IMAGE_BYTES));
@@ -199,7 +204,7 @@ async function oneRun(latencyMs, budget, runNo) {
     const config = writeDaemonConfig(dir, served, terminals[1]);
     const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     journal = await startJournalReceiver(dir);
-    daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: { ...tlsEnv, ...journal.env } });
+    daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: { ...tlsEnv, ...journal.env, ...slowSync } });
     await daemon.ready;
     const inbox = join(dir, 'enroll', 'faces');
     const doneDir = join(dir, 'enroll', 'done', 'faces');
