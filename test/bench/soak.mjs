@@ -32,7 +32,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rena
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { indexEntries, procCpuMs, procFdCount, procPeakRssMb, procRssMb, procThreadCount, procWriteBytes, spawnDaemon, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
+import { indexEntries, median, procCpuMs, procFdCount, procPeakRssMb, procRssMb, procThreadCount, procWriteBytes, spawnDaemon, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { createServiceClient } = await import(join(ROOT, 'dist/client/service-client.js'));
@@ -269,8 +269,7 @@ const checks = [
   [`problems seen by the soak's clients: ${problems.length}${problems.length ? ` (${problems.slice(0, 3).join('; ')})` : ''}`, problems.length === 0],
 ];
 console.log(`\nsoak: ${CYCLES} cycles of ${CYCLE_MS / 1000} s (${((Date.now() - started) / 60_000).toFixed(1)} min), ${dropped} files, ${counts.said} phrases spoken (${counts.sayFailed} failed, in outages), ${counts.scrapes} scrapes, ${counts.statuses} status calls, ${counts.consolePages} console visits, ${counts.operatorChanges} operator changes`);
-const medianOf = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-console.log(`RSS at the cycles' ends: median ${medianOf(settled.map((s) => s.rss)).toFixed(1)} MB, ${Math.min(...settled.map((s) => s.rss)).toFixed(1)} to ${Math.max(...settled.map((s) => s.rss)).toFixed(1)}; slope over the second half ${slope.toFixed(2)} MB per hour; CPU ${cpuShare.toFixed(2)} % of one core on average; events seen ${JSON.stringify(events)}`);
+console.log(`RSS at the cycles' ends: median ${median(settled.map((s) => s.rss)).toFixed(1)} MB, ${Math.min(...settled.map((s) => s.rss)).toFixed(1)} to ${Math.max(...settled.map((s) => s.rss)).toFixed(1)}; slope over the second half ${slope.toFixed(2)} MB per hour; CPU ${cpuShare.toFixed(2)} % of one core on average; events seen ${JSON.stringify(events)}`);
 if (writtenPerHourMb !== undefined) console.log(`disk: the daemon wrote ${writtenPerHourMb.toFixed(0)} MB per hour over the second half (/proc/PID/io write_bytes), ${((writtenPerHourMb * 1024) / ((3_600_000 / CYCLE_MS) * FILES)).toFixed(0)} KB per file dropped, its index.json ${indexKb.toFixed(0)} KB`);
 console.log(`error lines in the daemon's log: ${errorLines.length}${errorLines.length ? `, first: ${errorLines[0].slice(0, 300)}` : ''}`);
 for (const [text, pass] of checks) console.log(`${ok(pass)}: ${text}`);

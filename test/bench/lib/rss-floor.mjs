@@ -6,11 +6,7 @@
 // in the quarter, not only on their bottoms: in a 20-minute soak (10 cycles a quarter, a tooth
 // every 6) the second quarter held two bottoms and the last one, and a run whose bottoms were
 // 51.6, 51.9, 47.3, 51.8 and 51.6 MB read 1.064x.
-
-/** Median of a non-empty list (the upper middle one for an even count, as the soak's other medians). */
-function median(xs) {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-}
+import { median } from './daemon-run.mjs';
 
 /** The lower quartile (with 4 values or fewer, the lowest). */
 export function lowerQuartile(xs) {

@@ -14,23 +14,15 @@ static void pause_first(void) {
   if (ms > 0) nanosleep(&ts, 0);
 }
 
-int fsync(int fd) {
-  static int (*real)(int);
-  if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-  pause_first();
-  return real(fd);
-}
+// Each call: the pause, then libc's own function, found once.
+#define SLOWED(name)                                                       \
+  int name(int fd) {                                                       \
+    static int (*real)(int);                                               \
+    if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, #name);               \
+    pause_first();                                                         \
+    return real(fd);                                                       \
+  }
 
-int fdatasync(int fd) {
-  static int (*real)(int);
-  if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-  pause_first();
-  return real(fd);
-}
-
-int syncfs(int fd) {
-  static int (*real)(int);
-  if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "syncfs");
-  pause_first();
-  return real(fd);
-}
+SLOWED(fsync)
+SLOWED(fdatasync)
+SLOWED(syncfs)
