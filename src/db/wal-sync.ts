@@ -1,5 +1,6 @@
 import { inTransaction, inUnsyncedTransaction, type Db } from './database.js';
 import { close, fdatasync, open } from 'node:fs';
+import { performance } from '../util/monotonic.js';
 
 // Commits whose fsync runs on libuv's pool instead of the event loop. agent.db runs with
 // synchronous=FULL, so every commit fsyncs the WAL inside better-sqlite3's synchronous call: the
@@ -34,16 +35,28 @@ export interface WalSyncer {
    * while one ran (the commit batcher) commits then, and its sync is that next one.
    */
   onSettled(fn: () => void): void;
+  /**
+   * How long a sync takes here (ms, a moving average of the recent ones; 0 before the first): what
+   * the outbox sizes its pipeline by (enroll/pipeline-depth.ts). This VM's disk flushes in 1 to 3
+   * ms, an SD card in tens.
+   */
+  typicalMs(): number;
   /** Lets the WAL's descriptor go once the sync under way has settled; a later sync opens it again. */
   close(): Promise<void>;
 }
+
+/** The flush itself: node:fs's fdatasync, unless a test stands in a slower disk. */
+export type Flush = (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void;
+
+/** Weight of the latest sync in typicalMs(): a burst's first few syncs set it. */
+const TYPICAL_WEIGHT = 0.25;
 
 interface Waiter {
   resolve(): void;
   reject(err: unknown): void;
 }
 
-export function createWalSyncer(db: Db): WalSyncer {
+export function createWalSyncer(db: Db, flush: Flush = fdatasync): WalSyncer {
   // Asked at the first use: stores made for a read (the CLI's) never pay for the pragma.
   let walPath: string | null | undefined = null;
   // The WAL stays open between syncs (an open and a close are two more trips to the pool). It is
@@ -53,6 +66,7 @@ export function createWalSyncer(db: Db): WalSyncer {
   let waiting: Waiter[] = [];
   let running: Promise<void> | undefined;
   const settledListeners: (() => void)[] = [];
+  let typical = 0;
 
   const wal = () => {
     if (walPath === null) walPath = walPathOf(db);
@@ -65,7 +79,7 @@ export function createWalSyncer(db: Db): WalSyncer {
       const withFd = (err: NodeJS.ErrnoException | null, handle: number) => {
         if (err) return reject(err);
         fd = handle;
-        fdatasync(handle, (syncErr) => {
+        flush(handle, (syncErr) => {
           if (!syncErr) return resolve();
           // A descriptor that failed is not trusted again: the next sync opens the file anew.
           fd = undefined;
@@ -82,9 +96,14 @@ export function createWalSyncer(db: Db): WalSyncer {
     if (running || waiting.length === 0) return;
     const waiters = waiting;
     waiting = [];
+    const t0 = performance.now();
     const sync = syncOnce(path);
     running = sync.then(
-      () => { for (const w of waiters) w.resolve(); },
+      () => {
+        const ms = performance.now() - t0;
+        typical = typical === 0 ? ms : typical + TYPICAL_WEIGHT * (ms - typical);
+        for (const w of waiters) w.resolve();
+      },
       (err: unknown) => { for (const w of waiters) w.reject(err); },
     ).finally(() => {
       running = undefined;
@@ -108,6 +127,7 @@ export function createWalSyncer(db: Db): WalSyncer {
       });
     },
     busy: () => running !== undefined,
+    typicalMs: () => typical,
     onSettled(fn) {
       settledListeners.push(fn);
     },

@@ -17,7 +17,11 @@ import { performance } from '../util/monotonic.js';
 // order the uploads come in, and later ones are kept as uploads make room; an entry nobody takes
 // (a row cancelled or failed before its upload) ages out.
 
-/** Bytes of face images kept between claim and upload (about 34 images of 30 KB: in a burst of 1,000 every upload still found its bytes, with 4 MB as with 1). */
+/**
+ * Bytes of face images kept between claim and upload (about 34 images of 30 KB: in a burst of 1,000
+ * every upload still found its bytes, with 4 MB as with 1), per step of the pipeline's depth: a
+ * deeper one claims that much further ahead (pipeline-depth.ts).
+ */
 const KEPT_MAX_BYTES = 1024 * 1024;
 /** A kept entry older than this is dropped: its upload did not come. */
 const KEPT_MAX_AGE_MS = 60_000;
@@ -33,7 +37,7 @@ interface Kept {
 
 export type ClaimedBytes = ReturnType<typeof createClaimedBytes>;
 
-export function createClaimedBytes(maxBytes = KEPT_MAX_BYTES, maxAgeMs = KEPT_MAX_AGE_MS) {
+export function createClaimedBytes(maxBytes = KEPT_MAX_BYTES, maxAgeMs = KEPT_MAX_AGE_MS, depth: () => number = () => 1) {
   const kept = new Map<number, Kept>();
   let total = 0;
 
@@ -54,7 +58,7 @@ export function createClaimedBytes(maxBytes = KEPT_MAX_BYTES, maxAgeMs = KEPT_MA
         if (now - k.at < maxAgeMs) break;
         drop(id);
       }
-      if (total + bytes.length > maxBytes) return;
+      if (total + bytes.length > maxBytes * depth()) return;
       kept.set(rowId, { staged, bytes, linked, at: now });
       total += bytes.length;
     },

@@ -53,10 +53,12 @@ export function createDispatcher(deps: DispatcherDeps) {
   const tasks = new Set<Promise<void>>();
   // An upload's durable "sending" commit (an fsync, several ms on a busy disk) is made while the
   // slot's previous request is still on the wire: up to twice upload_concurrency uploads are
-  // started, and the request slots keep upload_concurrency requests at the service at most.
+  // started (times the pipeline's depth when syncs are slow: pipeline-depth.ts), and the request
+  // slots keep upload_concurrency requests at the service at most.
   // A row marked sending whose request never leaves (crash) is settled like any unknown outcome.
   const slots = createRequestSlots(deps.concurrency);
-  const maxStarted = deps.concurrency * 2;
+  const depth = deps.depth ?? (() => 1);
+  const maxStarted = () => deps.concurrency * 2 * depth();
   let loopSignal: AbortSignal | undefined;
   const readyRows = createReadyRows(store); // startable rows read ahead; claims wait on them
 
@@ -235,9 +237,10 @@ export function createDispatcher(deps: DispatcherDeps) {
         }).finally(() => side--));
       }
     }
-    if (paused.leftAt(mono) > 0 || uploading.size >= maxStarted) return;
+    const most = maxStarted();
+    if (paused.leftAt(mono) > 0 || uploading.size >= most) return;
     readyRows.refill(now, uploading, finishing);
-    while (uploading.size < maxStarted && readyRows.size > 0) {
+    while (uploading.size < most && readyRows.size > 0) {
       const row = store.get(readyRows.take()!);
       if (!row) continue;
       uploading.add(row.id);
@@ -274,7 +277,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         // With every upload slot taken, the next wake-up is an upload finishing: the earliest due
         // time is not read (a query per pass, several passes per file in a burst). A row falling
         // due meanwhile waits for that wake-up, or IDLE_POLL_MS at most.
-        let next = uploading.size >= maxStarted ? null : store.nextDue();
+        let next = uploading.size >= maxStarted() ? null : store.nextDue();
         const now = Date.now();
         if (next !== null && next - now > MAX_ROW_WAIT_MS) next = await rescheduleAfterClockStep(deps, now, next, IDLE_POLL_MS, () => readyRows.markStale());
         const empty = next === null && uploading.size === 0 && tasks.size === 0 && resolvingRows === 0 && readyRows.size === 0;

@@ -10,6 +10,7 @@ import { createCommitBatcher } from './commit-batcher.js';
 import { createWalSyncer } from '../db/wal-sync.js';
 import { createDirSync } from './dir-sync.js';
 import { createDispatcher } from './dispatcher.js';
+import { pipelineDepth } from './pipeline-depth.js';
 import { createFaceUploader } from './face-uploader.js';
 import { OUTCOME_UNKNOWN } from './failure.js';
 import { createKnowledgeNotifier, createKnowledgeUploader, queueKnowledgeDeletions } from './knowledge-mirror.js';
@@ -30,7 +31,7 @@ import { isoTime } from '../util/iso-time.js';
 
 const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
-/** Copies (claims) and result moves run a few at a time: disk-bound, and cheap. */
+/** Copies (claims) run a few at a time, times the pipeline's depth: disk-bound, and cheap. */
 const CLAIM_CONCURRENCY = 4;
 /** How long one read of the unfinished rows' paths serves the files a rescan offers. */
 const ACTIVE_MEMO_MS = 200;
@@ -38,7 +39,7 @@ const ACTIVE_MEMO_MS = 200;
  * Face claims wait while this many startable rows are queued for an upload slot: a burst is then
  * claimed about a budget of claimed-bytes.ts ahead of its uploads, which find the bytes the claim
  * read still in memory (claiming all of it at once, the uploads read and hashed their staged
- * copies again: four thread-pool round trips and a sha256 per file).
+ * copies again: four thread-pool round trips and a sha256 per file). Times the pipeline's depth.
  */
 const CLAIM_AHEAD = 8;
 /** Finished files whose results share one sync and one commit, at most. */
@@ -65,7 +66,10 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   let requestAc = new AbortController();
   let loop: Promise<void> | undefined;
 
-  const claimed = createClaimedBytes();
+  // The claims, the claims ahead, the uploads started and the bytes kept for them all scale with
+  // how slow agent.db's syncs are (pipeline-depth.ts): each stage moves its window per sync.
+  const depth = () => pipelineDepth(walSyncer.typicalMs());
+  const claimed = createClaimedBytes(undefined, undefined, depth);
   const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged, claimed });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
@@ -114,7 +118,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   }
 
   const dispatcher = createDispatcher({
-    commit, store, faces, concurrency: settings.upload_concurrency, retry, graceMs, logger, resolveWaitMs: deps.resolveWaitMs,
+    commit, store, faces, concurrency: settings.upload_concurrency, depth, retry, graceMs, logger, resolveWaitMs: deps.resolveWaitMs,
     handlers: { faces, speakers, voiceprints: createVoiceprintUploader({ client, store, commit, db, config }), knowledge: createKnowledgeUploader({ client, store, commit }) },
     poll: (row, signal) => speakers.poll(row, signal),
     place: placer.place,
@@ -137,12 +141,12 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
 
   /** The tracker's last look at a settled file (stability.ts), for its claim: one lstat less per file. */
   const settledLooks = new Map<string, Stats>();
-  const claimer = createWorkQueue<string>(CLAIM_CONCURRENCY, async (rel) => {
+  const claimer = createWorkQueue<string>(() => CLAIM_CONCURRENCY * depth(), async (rel) => {
     const look = settledLooks.get(rel);
     settledLooks.delete(rel);
     const c = candidateOf(rel);
     if (!c) return;
-    if (c.kind === 'faces') await dispatcher.whenReadyBelow(CLAIM_AHEAD);
+    if (c.kind === 'faces') await dispatcher.whenReadyBelow(CLAIM_AHEAD * depth());
     const r = await claim(c, look);
     if (r.outcome !== 'retry') notFiles.delete(rel);
     if (r.outcome === 'queued') {
@@ -225,7 +229,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       last_service_error: dispatcher.lastServiceError(),
     };
   }
-  const metrics = registerEnrollMetrics(deps.metrics, status);
+  const metrics = registerEnrollMetrics(deps.metrics, status, { syncMs: () => walSyncer.typicalMs(), depth });
 
   /** Settles what a crash (or kill -9) left half-done, before anything new starts. */
   async function recover(): Promise<void> {

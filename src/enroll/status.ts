@@ -36,12 +36,19 @@ export interface EnrollMetrics {
   attempt(kind: Kind, outcome: 'ok' | 'retry' | 'error', seconds: number): void;
 }
 
-export function registerEnrollMetrics(registry: Registry | undefined, status: () => EnrollmentStatus): EnrollMetrics {
+/** The outbox's pace (pipeline-depth.ts): agent.db's typical WAL sync and the depth taken from it. */
+export interface PipelinePace {
+  syncMs(): number;
+  depth(): number;
+}
+
+export function registerEnrollMetrics(registry: Registry | undefined, status: () => EnrollmentStatus, pace?: PipelinePace): EnrollMetrics {
   if (!registry) return { finished: () => undefined, attempt: () => undefined };
   const registers = [registry];
   // A reload may build a new Enrollment on the same registry: the new one takes the names over.
   for (const name of ['terminal_agent_enroll_files_total', 'terminal_agent_enroll_upload_seconds', 'terminal_agent_enroll_outbox',
-    'terminal_agent_enroll_oldest_waiting_seconds', 'terminal_agent_enroll_settling_files']) registry.removeSingleMetric(name);
+    'terminal_agent_enroll_oldest_waiting_seconds', 'terminal_agent_enroll_settling_files', 'terminal_agent_db_sync_seconds',
+    'terminal_agent_enroll_pipeline_depth']) registry.removeSingleMetric(name);
   const files = new Counter({ name: 'terminal_agent_enroll_files_total', help: 'Enrollment files finished, by kind and result', labelNames: ['kind', 'result'], registers });
   const attempts = new Histogram({
     name: 'terminal_agent_enroll_upload_seconds', help: 'Upload attempts of enrollment files, by kind and outcome', labelNames: ['kind', 'outcome'],
@@ -70,6 +77,21 @@ export function registerEnrollMetrics(registry: Registry | undefined, status: ()
       this.set(status().settling);
     },
   });
+  if (pace) {
+    // A terminal whose SD card flushes slowly (or is wearing out) shows here before it shows as a backlog.
+    new Gauge({
+      name: 'terminal_agent_db_sync_seconds', help: 'Typical time of one agent.db WAL sync (a moving average of the recent ones)', registers,
+      collect() {
+        this.set(pace.syncMs() / 1000);
+      },
+    });
+    new Gauge({
+      name: 'terminal_agent_enroll_pipeline_depth', help: 'How many times its fast-disk windows the outbox works ahead of its uploads, from the WAL sync time', registers,
+      collect() {
+        this.set(pace.depth());
+      },
+    });
+  }
   return {
     finished: (kind, result) => files.inc({ kind, result }),
     attempt: (kind, outcome, seconds) => attempts.observe({ kind, outcome }, seconds),

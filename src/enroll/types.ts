@@ -183,6 +183,8 @@ export interface DispatcherDeps {
   /** A place from `place` that was not recorded: free it again. */
   unplace(row: OutboxRow, rel: string, failed: boolean): void;
   concurrency: number;
+  /** The pipeline's depth now (pipeline-depth.ts): uploads started ahead scale with it; 1 unless given. */
+  depth?: () => number;
   retry: BackoffPolicy;
   /** How long a request may still be running at the service after we lost sight of it, ms. */
   graceMs: number;

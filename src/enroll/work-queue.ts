@@ -1,13 +1,15 @@
-// A small de-duplicating work queue: each key is processed once at a time, `limit` keys at once.
+// A small de-duplicating work queue: each key is processed once at a time, `limit` keys at once
+// (a function: asked each time one could start, so the limit can follow the disk's pace).
 
-export function createWorkQueue<K>(limit: number, work: (key: K) => Promise<void>, onError: (err: unknown, key: K) => void) {
+export function createWorkQueue<K>(limit: number | (() => number), work: (key: K) => Promise<void>, onError: (err: unknown, key: K) => void) {
   const waiting: K[] = [];
   const queued = new Set<K>();
   let active = 0;
   let idleWaiters: (() => void)[] = [];
+  const limitNow = typeof limit === 'number' ? () => limit : limit;
 
   function pump(): void {
-    while (active < limit && waiting.length > 0) {
+    while (active < limitNow() && waiting.length > 0) {
       const key = waiting.shift()!;
       active++;
       void work(key)

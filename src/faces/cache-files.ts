@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { commitTemp, tempSuffix, writeFileAtomic, writeTempFile } from '../util/fs-atomic.js';
+import { fsyncDir, tempSuffix, writeFileAtomic, writeTempFile } from '../util/fs-atomic.js';
 import { makeDir } from '../util/make-dir.js';
 import type { FaceRow } from './face-store.js';
 import type { IndexEntry } from './types.js';
@@ -50,9 +50,10 @@ function indexEntry(r: FaceRow): IndexEntry {
   return { face_id: r.face_id, group_id: r.group_id, id: r.id ?? 0, name: r.name, image: r.image_file! };
 }
 
-/** An index.json written to its temp name and fsynced, waiting for the commit that names its rows. */
+/** An index.json and its index.version written to temp names and fsynced, waiting for the commit that names their rows. */
 export interface PreparedIndex {
   tmp: string;
+  versionTmp: string;
   version: string;
 }
 
@@ -85,11 +86,34 @@ export function createCacheFiles(folder: string) {
   const indexPath = join(dir, INDEX_FILE);
   const versionPath = join(dir, INDEX_VERSION_FILE);
 
-  async function write(text: string): Promise<string> {
+  // index.json and index.version are written and fsynced side by side, then renamed in that order
+  // and the folder fsynced once: two flushes on the way, not four one after the other (on an SD
+  // card each is tens of ms, and an enrollment burst's seed passes wait for them). A crash between
+  // the renames leaves a new index.json beside the old version, as one between the two atomic
+  // writes did; a reader tells them apart by the version, and the start-up rewrites both.
+  async function prepare(text: string, flag: 'w' | 'wx'): Promise<PreparedIndex> {
     const version = indexVersion(text);
-    await writeFileAtomic(indexPath, text);
-    await writeFileAtomic(versionPath, `${version}\n`);
-    return version;
+    await makeDir(dir);
+    const [index, ver] = await Promise.allSettled([writeTempFile(indexPath, text, flag), writeTempFile(versionPath, `${version}\n`, flag)]);
+    if (index.status === 'fulfilled' && ver.status === 'fulfilled') return { tmp: index.value, versionTmp: ver.value, version };
+    await Promise.all([index, ver].map((r) => (r.status === 'fulfilled' ? rm(r.value, { force: true }) : undefined)));
+    throw index.status === 'rejected' ? index.reason : (ver as PromiseRejectedResult).reason;
+  }
+
+  async function publish(prepared: PreparedIndex): Promise<string> {
+    try {
+      await rename(prepared.tmp, indexPath);
+      await rename(prepared.versionTmp, versionPath);
+    } catch (err) {
+      await Promise.all([rm(prepared.tmp, { force: true }), rm(prepared.versionTmp, { force: true })]);
+      throw err;
+    }
+    await fsyncDir(dir);
+    return prepared.version;
+  }
+
+  async function write(text: string): Promise<string> {
+    return publish(await prepare(text, 'w'));
   }
 
   return {
@@ -105,28 +129,17 @@ export function createCacheFiles(folder: string) {
       return write(render(rows));
     },
     /**
-     * The index of `rows`, written beside index.json under a temp name (a dot name the start-up
-     * removes if the agent dies before the commit), fsynced: while a pass's images are made
-     * durable, so that the commit only renames it into place (publishIndex).
+     * The index of `rows` and its version, written beside index.json under temp names (dot names
+     * the start-up removes if the agent dies before the commit), fsynced: while a pass's images
+     * are made durable, so that after the commit they are only renamed into place (publishIndex).
      */
-    async prepareIndex(rows: readonly FaceRow[]): Promise<PreparedIndex> {
-      const text = render(rows);
-      await makeDir(dir);
-      return { tmp: await writeTempFile(indexPath, text, 'wx'), version: indexVersion(text) };
+    prepareIndex(rows: readonly FaceRow[]): Promise<PreparedIndex> {
+      return prepare(render(rows), 'wx');
     },
-    /** Renames a prepared index into place (durably), then writes index.version; returns the version. */
-    async publishIndex(prepared: PreparedIndex): Promise<string> {
-      try {
-        await commitTemp(prepared.tmp, indexPath);
-      } catch (err) {
-        await rm(prepared.tmp, { force: true });
-        throw err;
-      }
-      await writeFileAtomic(versionPath, `${prepared.version}\n`, { dirExists: true });
-      return prepared.version;
-    },
+    /** Renames a prepared index and its version into place, durably; returns the version. */
+    publishIndex: publish,
     async discardIndex(prepared: PreparedIndex): Promise<void> {
-      await rm(prepared.tmp, { force: true });
+      await Promise.all([rm(prepared.tmp, { force: true }), rm(prepared.versionTmp, { force: true })]);
     },
     /** Rewrites index.json (and index.version) only when they differ from what the rows say (start-up repair). */
     async ensureIndex(rows: readonly FaceRow[]): Promise<{ rewritten: boolean; version: string }> {

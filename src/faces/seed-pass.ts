@@ -151,15 +151,29 @@ export async function runSeedPass(ctx: SeedPassContext, seeds: readonly FaceSeed
   const empty = { failures: [], imageRequests: 0, reused: 0, rechecks: 0, rechecksDeferred: 0, skipped: [], removed: 0 };
   if (upserts.length === 0) return { ...empty, added: 0, updated: 0, indexWritten: false, indexVersion: null, obsolete: [] };
 
-  if (writes.length > 0) {
-    await ctx.disk?.assertRoom(writes.reduce((n, w) => n + w.bytes.length, 0), 'face images');
-    await writeImages(ctx, writes);
-    await fsyncDir(ctx.files.dir);
-  }
-  await ctx.store.commit({ upserts, deletes: [] });
+  const changes = { upserts, deletes: [] };
+  if (writes.length > 0) await ctx.disk?.assertRoom(writes.reduce((n, w) => n + w.bytes.length, 0), 'face images');
+  // The index the commit will name is written and fsynced while the images are (as a sync pass
+  // does, sync-run.ts): after the commit it is only renamed into place. On an SD card every flush
+  // waited for in turn is tens of ms, and the seeds of a burst pile up in memory meanwhile.
   const t0 = performance.now();
-  const indexVersion = await ctx.files.writeIndex(ctx.store.servedRows());
-  const indexMs = performance.now() - t0;
+  let indexMs = 0;
+  const preparing = ctx.files.prepareIndex(ctx.store.servedRowsAfter(changes)).finally(() => { indexMs = performance.now() - t0; });
+  const [images, prepared] = await Promise.allSettled([
+    writes.length > 0 ? writeImages(ctx, writes).then(() => fsyncDir(ctx.files.dir)) : undefined,
+    preparing,
+  ]);
+  try {
+    if (images.status === 'rejected') throw images.reason;
+    if (prepared.status === 'rejected') throw prepared.reason;
+    await ctx.store.commit(changes);
+  } catch (err) {
+    if (prepared.status === 'fulfilled') await ctx.files.discardIndex(prepared.value);
+    throw err;
+  }
+  const t1 = performance.now();
+  const indexVersion = await ctx.files.publishIndex(prepared.value);
+  indexMs += performance.now() - t1;
   ctx.logger.debug({ seeded: upserts.length, images: writes.length }, 'face cache seeded from uploaded images');
   return { ...empty, added, updated, indexWritten: true, indexVersion, obsolete, indexMs };
 }

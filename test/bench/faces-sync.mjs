@@ -6,7 +6,8 @@
 //   BENCH_DAEMON_ENV and BENCH_SCHED=other (daemon-run.mjs), BENCH_LOG_LEVEL=debug (the daemon's log, with BENCH_NODE_ARGS), BENCH_FIRST_ONLY=1,
 //   BENCH_DAEMON_ONLY=1 (first sync only, no plain loop: the daemon's CPU and timeline while iterating; no ratio),
 //   BENCH_THREADS=1 (the daemon's CPU by thread: main, libuv pool, V8's), BENCH_FS=ext4 (every folder on a loop-mounted ext4 with a journal, as a Pi's SD card; lib/bench-fs.mjs; ext4-nojournal: a new one without),
-//   BENCH_TLS=1 (the first syncs, daemon's and plain loop's, over HTTPS through lib/tls-front.mjs, as a terminal talks to its cloud)
+//   BENCH_TLS=1 (the first syncs, daemon's and plain loop's, over HTTPS through lib/tls-front.mjs, as a terminal talks to its cloud),
+//   BENCH_SLOW_SYNC_MS=N (the daemon's every fsync/fdatasync N ms slower, an SD card's flush: lib/slow-sync.mjs; the plain loops write nothing durably)
 // Prints, as figures and ratios:
 //   - the first sync end to end as a user sees it: from spawning the real daemon (dist/main.js run,
 //     as the unit runs it, a fresh state_dir) to index.json naming all N faces, against a plain
@@ -29,6 +30,7 @@ import { createPiBudget, indexEntries, procCpuSplitMs, procPeakRssMb, procThread
 import { benchWorkDir, createCost, settleDisk } from './lib/bench-fs.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
 import { randomJpeg } from './lib/images.mjs';
+import { slowSyncEnv } from './lib/slow-sync.mjs';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -44,6 +46,8 @@ const serviceConfig = (emu) => ({
   ca_file: '', allow_insecure_http: false, retries: 4, other_auth: 'none',
 });
 
+// Compiled in the benchmark's own process only (its children do not spawn daemons).
+const slowSync = process.argv[2] === '--child' ? {} : slowSyncEnv(process.env.BENCH_SLOW_SYNC_MS);
 const imageSize = (base) => base - 2048 + Math.floor(Math.random() * 4096); // ~base bytes, varied
 
 // ---------------- child: the agent's face sync ----------------
@@ -126,6 +130,7 @@ async function main() {
   if (!workDir) return;
   const work = workDir.dir;
   if (process.env.BENCH_FS) console.log(`folders on ${workDir.how}`);
+  if (slowSync.SLOW_SYNC_MS) console.log(`the daemon's every fsync and fdatasync ${slowSync.SLOW_SYNC_MS} ms slower (BENCH_SLOW_SYNC_MS, lib/slow-sync.mjs)`);
   const emu = await startEmulator({ dataDir: join(work, 'emulator'), terminals: [{ terminal_secret: SECRET, group_id: GROUP }], tts: 'tone' });
   try {
     let t0 = performance.now();
@@ -302,7 +307,7 @@ async function daemonFirstSync(emu, via, work, n, budget) {
   const wall0 = Date.now();
   let readyMs = NaN;
   const extraArgs = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-  const daemon = spawnDaemon(dir, config, { budget, extraArgs, env: via.env });
+  const daemon = spawnDaemon(dir, config, { budget, extraArgs, env: { ...via.env, ...slowSync } });
   daemon.ready.then(() => { readyMs = performance.now() - t0; }, () => {});
   let lastMtime = 0;
   let ms;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readdirSync, readlinkSync, unlinkSync } from 'node:fs';
+import { fdatasync, readdirSync, readlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.js';
 import { createDurableCommit, createWalSyncer, walPathOf } from '../../src/db/wal-sync.js';
@@ -76,6 +76,20 @@ describe('a durable commit with its sync on the pool', () => {
     await commit(() => db.prepare('INSERT INTO t (x) VALUES (5)').run()).synced;
     expect(fds()).toBe(withSyncer);
     await syncer.close();
+    db.close();
+  });
+
+  it('knows how long its syncs take: the flush of a slow disk shows in typicalMs', async () => {
+    const { db } = fresh();
+    // Faked: a flush of tens of ms (an SD card) cannot exist on this VM's disk; the real
+    // fdatasync runs, then the wait.
+    const slow = createWalSyncer(db, (fd, done) => fdatasync(fd, (err) => setTimeout(() => done(err), 30)));
+    const commit = createDurableCommit(db, slow);
+    expect(slow.typicalMs()).toBe(0);
+    for (let x = 0; x < 4; x++) await commit(() => db.prepare('INSERT INTO t (x) VALUES (?)').run(x)).synced;
+    expect(slow.typicalMs()).toBeGreaterThanOrEqual(29);
+    expect(slow.typicalMs()).toBeLessThan(1_000);
+    await slow.close();
     db.close();
   });
 

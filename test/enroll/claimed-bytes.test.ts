@@ -60,4 +60,17 @@ describe('claimed bytes', () => {
     aging.keep(2, 's2', Buffer.alloc(6), undefined);
     expect(await aging.take(1, 's1')).toBeUndefined();
   });
+
+  it('keeps a budget per step of the pipeline\'s depth: a deeper pipeline claims further ahead', async () => {
+    let depth = 1;
+    const kept = createClaimedBytes(10, 60_000, () => depth);
+    kept.keep(1, 's1', Buffer.alloc(6), undefined);
+    kept.keep(2, 's2', Buffer.alloc(6), undefined);
+    expect(kept.size()).toBe(1);
+    depth = 3; // slow syncs: 30 bytes now
+    kept.keep(3, 's3', Buffer.alloc(6), undefined);
+    kept.keep(4, 's4', Buffer.alloc(6), undefined);
+    expect(kept.size()).toBe(3);
+    for (const id of [1, 3, 4]) expect(await kept.take(id, `s${id}`)).toBeDefined();
+  });
 });

@@ -9,6 +9,7 @@ import type { ServiceClient } from '../../src/client/types.js';
 import type { AgentConfig } from '../../src/config/schema.js';
 import { encodeWav } from '../../src/audio/wav.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { createWalSyncer, type Flush } from '../../src/db/wal-sync.js';
 import { createEnrollment } from '../../src/enroll/index.js';
 import { createEnrollFs, type EnrollFs } from '../../src/enroll/enroll-fs.js';
 import { createLayout, ensureFolders, type Layout } from '../../src/enroll/layout.js';
@@ -101,6 +102,8 @@ export interface RigOptions {
   logger?: Logger;
   /** The dispatcher's wait for more faces to resolve at once (EnrollmentDeps.resolveWaitMs). */
   resolveWaitMs?: number;
+  /** agent.db's WAL flush (db/wal-sync.ts Flush): a test's slower disk; fdatasync when absent. */
+  flush?: Flush;
 }
 
 /** A real emulator, real client, real SQLite file and real folders; all torn down after the test. */
@@ -118,8 +121,11 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
   const changed: string[] = [];
   const seeds: FaceSeedImage[] = [];
   let metrics = new Registry();
+  // Shared by every Enrollment of the rig, as the daemon's is (closed below, after the last one).
+  const walSyncer = opts.flush ? createWalSyncer(db, opts.flush) : undefined;
   const make = () => createEnrollment({
-    config, db, client, logger: opts.logger ?? silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, ...(opts.resolveWaitMs ? { resolveWaitMs: opts.resolveWaitMs } : {}), onFaceChanged: (id, seed) => {
+    config, db, client, logger: opts.logger ?? silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, ...(opts.resolveWaitMs ? { resolveWaitMs: opts.resolveWaitMs } : {}),
+    ...(walSyncer ? { walSyncer } : {}), onFaceChanged: (id, seed) => {
       changed.push(id);
       if (seed) seeds.push(seed);
     },
@@ -137,6 +143,7 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
   };
   onTestFinished(async () => {
     await rig.enrollment.stop();
+    await walSyncer?.close();
     await client.close();
     db.close();
   });

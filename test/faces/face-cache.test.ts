@@ -82,6 +82,9 @@ describe('the face cache on disk', () => {
     await first.stop();
     rmSync(join(h.facesDir, `${alice!.face_id}.jpg`));
     writeFileSync(join(h.facesDir, `.${bob!.face_id}.img.0000.tmp`), 'left by a crash');
+    // A pass's index and its version, written side by side and not yet renamed when it died.
+    writeFileSync(join(h.facesDir, '.index.json.0badc0de.tmp'), '[]\n');
+    writeFileSync(join(h.facesDir, '.index.version.0badc0de.tmp'), '0000000000000000\n');
 
     const again = h.make();
     await again.start();

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpDir } from '../helpers/tmp.js';
+import { indexVersion } from '../../src/faces/cache-files.js';
 import { GROUP, expectIndexMatchesServer, harness, imageRequests, jpeg, listRequests, png, readIndex, writeTemp } from './face-fixtures.js';
 
 // A face this agent uploaded goes into the cache from the bytes it sent (no download), and the
@@ -119,6 +120,10 @@ describe('seeding the face cache from uploaded images', () => {
     await Promise.all(reports);
 
     expect(expectIndexMatchesServer(h.facesDir, h.emu)).toHaveLength(312);
+    // index.json and index.version are renamed into place together: the version is the index's,
+    // and no temp file of either is left.
+    expect(readFileSync(join(h.facesDir, 'index.version'), 'utf8').trim()).toBe(indexVersion(readFileSync(join(h.facesDir, 'index.json'), 'utf8')));
+    expect(readdirSync(h.facesDir).filter((f) => f.startsWith('.'))).toEqual([]);
     // Each pass logs when it is done (its log time), how long it took and how long its index write took.
     const passes = h.log.lines.filter((l) => l.msg === 'face sync done' && l.reason === 'refresh')
       .map((l) => ({ end: Date.parse(l.time as string), ms: l.duration_ms as number, indexMs: l.seed_index_ms as number }));
