@@ -14,7 +14,8 @@ import { tmpDir } from '../helpers/tmp.js';
 // Each stage of a file's way crosses a WAL sync, and the syncer runs one at a time; with windows
 // sized for a fast disk (four claims, twice upload_concurrency uploads started) a burst moved
 // about 4 files per sync, whatever the wire could take (3.9 here, r49). The outbox widens them by
-// the syncs' typical time (src/enroll/pipeline-depth.ts): 7.7 to 10 files shared a sync (r49).
+// the syncs' typical time (src/enroll/pipeline-depth.ts): 10.9 to 12.6 files shared a sync, 7.5 to 8
+// with two busy loops beside the test (r49).
 
 const FLUSH_MS = 40;
 const FILES = 240;
@@ -42,7 +43,7 @@ describe('enrollment on a disk with slow flushes', () => {
     expect(gauge(metrics, 'terminal_agent_enroll_pipeline_depth')).toBe(pipelineDepth(syncSeconds * 1000));
   });
 
-  it('moves a burst through more than 6 files per WAL sync, each face uploaded once', async () => {
+  it('moves a burst through more than 5 files per WAL sync, each face uploaded once', async () => {
     const syncs = { n: 0 };
     const rig = await startRig({ flush: slowFlush(syncs) });
     const before = syncs.n;
@@ -54,7 +55,7 @@ describe('enrollment on a disk with slow flushes', () => {
     for (const n of names) renameSync(join(incoming, n), join(rig.dir, 'faces', n));
     await waitFor('every result in done/faces', () => listResults(join(rig.dir, 'done/faces')).filter((f) => f.endsWith('.json')).length === FILES, 60_000);
     const perSync = FILES / (syncs.n - before);
-    expect(perSync, `${syncs.n - before} WAL syncs for ${FILES} files`).toBeGreaterThan(6);
+    expect(perSync, `${syncs.n - before} WAL syncs for ${FILES} files`).toBeGreaterThan(5);
     const uploaded = rig.emulator.state.faces().map((f) => `${f.name}.jpg`).sort();
     expect(uploaded).toEqual(names);
     expect(listResults(join(rig.dir, 'done/faces')).filter((f) => f.endsWith('.jpg'))).toHaveLength(FILES);
