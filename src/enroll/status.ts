@@ -42,7 +42,7 @@ export interface PipelinePace {
   depth(): number;
 }
 
-export function registerEnrollMetrics(registry: Registry | undefined, status: () => EnrollmentStatus, pace?: PipelinePace): EnrollMetrics {
+export function registerEnrollMetrics(registry: Registry | undefined, status: () => EnrollmentStatus, pace: PipelinePace): EnrollMetrics {
   if (!registry) return { finished: () => undefined, attempt: () => undefined };
   const registers = [registry];
   // A reload may build a new Enrollment on the same registry: the new one takes the names over.
@@ -77,21 +77,19 @@ export function registerEnrollMetrics(registry: Registry | undefined, status: ()
       this.set(status().settling);
     },
   });
-  if (pace) {
-    // A terminal whose SD card flushes slowly (or is wearing out) shows here before it shows as a backlog.
-    new Gauge({
-      name: 'terminal_agent_db_sync_seconds', help: 'Typical time of one agent.db WAL sync (a moving average of the recent ones)', registers,
-      collect() {
-        this.set(pace.syncMs() / 1000);
-      },
-    });
-    new Gauge({
-      name: 'terminal_agent_enroll_pipeline_depth', help: 'How many times its fast-disk windows the outbox works ahead of its uploads, from the WAL sync time', registers,
-      collect() {
-        this.set(pace.depth());
-      },
-    });
-  }
+  // A terminal whose SD card flushes slowly (or is wearing out) shows here before it shows as a backlog.
+  new Gauge({
+    name: 'terminal_agent_db_sync_seconds', help: 'Typical time of one agent.db WAL sync (a moving average of the recent ones)', registers,
+    collect() {
+      this.set(pace.syncMs() / 1000);
+    },
+  });
+  new Gauge({
+    name: 'terminal_agent_enroll_pipeline_depth', help: 'How many times its fast-disk windows the outbox works ahead of its uploads, from the WAL sync time', registers,
+    collect() {
+      this.set(pace.depth());
+    },
+  });
   return {
     finished: (kind, result) => files.inc({ kind, result }),
     attempt: (kind, outcome, seconds) => attempts.observe({ kind, outcome }, seconds),

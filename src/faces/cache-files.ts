@@ -124,10 +124,6 @@ export function createCacheFiles(folder: string) {
       return `${dir}/${file}`;
     },
     versionPath,
-    /** Replaces index.json, then index.version; returns the new version. */
-    writeIndex(rows: readonly FaceRow[]): Promise<string> {
-      return write(render(rows));
-    },
     /**
      * The index of `rows` and its version, written beside index.json under temp names (dot names
      * the start-up removes if the agent dies before the commit), fsynced: while a pass's images

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { fdatasync, readdirSync, readlinkSync, unlinkSync } from 'node:fs';
+import { readdirSync, readlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.js';
 import { createDurableCommit, createWalSyncer, walPathOf } from '../../src/db/wal-sync.js';
+import { slowFlush } from '../helpers/slow-flush.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 // A real agent.db file in WAL mode, read back through a second connection as the CLI and the
@@ -81,9 +82,8 @@ describe('a durable commit with its sync on the pool', () => {
 
   it('knows how long its syncs take: the flush of a slow disk shows in typicalMs', async () => {
     const { db } = fresh();
-    // Faked: a flush of tens of ms (an SD card) cannot exist on this VM's disk; the real
-    // fdatasync runs, then the wait.
-    const slow = createWalSyncer(db, (fd, done) => fdatasync(fd, (err) => setTimeout(() => done(err), 30)));
+    // Faked: a flush of tens of ms (an SD card) cannot exist on this VM's disk (slow-flush.ts).
+    const slow = createWalSyncer(db, slowFlush(30));
     const commit = createDurableCommit(db, slow);
     expect(slow.typicalMs()).toBe(0);
     for (let x = 0; x < 4; x++) await commit(() => db.prepare('INSERT INTO t (x) VALUES (?)').run(x)).synced;

@@ -1,14 +1,14 @@
-import { fdatasync, renameSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { Flush } from '../../src/db/wal-sync.js';
 import { pipelineDepth } from '../../src/enroll/pipeline-depth.js';
 import { jpeg, listResults, put, startRig, waitFor } from './fixtures.js';
 import { join } from 'node:path';
+import { slowFlush } from '../helpers/slow-flush.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 // A burst of faces on a disk whose flush is slow, as a Raspberry Pi's SD card (tens of ms).
 // Faked, because such a disk cannot exist on this VM (its flushes take 1 to 3 ms): agent.db's WAL
-// flush is the real fdatasync followed by a wait of FLUSH_MS (the Flush the WAL syncer takes).
+// flush is the real fdatasync followed by a wait of FLUSH_MS (test/helpers/slow-flush.ts).
 // Everything else is real: the emulator over loopback, the SQLite file, the folders, chokidar.
 //
 // Each stage of a file's way crosses a WAL sync, and the syncer runs one at a time; with windows
@@ -22,13 +22,6 @@ const FILES = 240;
 
 /** A gauge's value in Prometheus' text format (NaN when absent). */
 const gauge = (metrics: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
-
-function slowFlush(count: { n: number }): Flush {
-  return (fd, done) => fdatasync(fd, (err) => {
-    count.n++;
-    setTimeout(() => done(err), FLUSH_MS);
-  });
-}
 
 describe('enrollment on a disk with slow flushes', () => {
   it('shows agent.db\'s sync time and the depth taken from it in its metrics', async () => {
@@ -45,7 +38,7 @@ describe('enrollment on a disk with slow flushes', () => {
 
   it('moves a burst through more than 5 files per WAL sync, each face uploaded once', async () => {
     const syncs = { n: 0 };
-    const rig = await startRig({ flush: slowFlush(syncs) });
+    const rig = await startRig({ flush: slowFlush(FLUSH_MS, syncs) });
     const before = syncs.n;
     // Written beside the inbox, then renamed in all at once: a burst, not a trickle that the test's
     // own writes (on the event loop the agent shares here) would pace.
