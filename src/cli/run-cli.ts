@@ -6,7 +6,7 @@ import { ExitCode, UsageError, exitCodeOf, isAgentError, isProgramReplaced, Conf
 
 export const DEFAULT_CONFIG_PATH = '/etc/terminal-agent/config.yaml';
 
-const GLOBAL_OPTIONS = {
+export const GLOBAL_OPTIONS = {
   config: { type: 'string', description: 'config file (else $TERMINAL_AGENT_CONFIG, else /etc/terminal-agent/config.yaml)', valueName: 'PATH' },
   json: { type: 'boolean', description: 'machine-readable output' },
   help: { type: 'boolean', short: 'h', description: 'show help' },
