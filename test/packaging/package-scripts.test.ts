@@ -119,7 +119,7 @@ describe('Debian packaging', () => {
 
   it('pins a Node.js runtime of a long-term-support line still supported (24: to April 2028)', () => {
     // Node 20, which the package carried before, reached its end of life in April 2026: no security
-    // release since 20.20.2 (docs/performance-history.md, r36). LTS lines are the even majors.
+    // release since 20.20.2. LTS lines are the even majors.
     const v = readFileSync(join(PKG, 'node-version'), 'utf8').trim().split('.').map(Number);
     expect(v).toHaveLength(3);
     expect(v[0]! % 2).toBe(0);
