@@ -99,18 +99,20 @@ function splitComment(rest) {
 
 async function configMarkdown() {
   const { KNOWN_KEYS, configSchema } = await dist('config/schema.js');
+  const { RESTART_ONLY_KEYS } = await dist('daemon/reload.js');
+  const onHup = (path) => (RESTART_ONLY_KEYS.some((r) => path === r || path.startsWith(`${r}.`)) ? 'restart' : 'reload');
   const notes = exampleNotes(KNOWN_KEYS);
   const minimal = { service: { base_url: 'https://api.example.com', face_base_url: 'https://api.example.com/v1/api' } };
   const defaults = configSchema.parse(minimal);
   const out = ['# Configuration keys', '', `${GENERATED} Source: src/config/schema.ts (keys, defaults) and config/config.example.yaml (what each means).`, ''];
-  out.push('Durations take a unit (`500ms`, `30s`, `5m`, `1h`, `1d`); sizes `512KB`, `20MB`, `1GB`. Unknown keys are errors. How the file is read, the secrets and what SIGHUP changes: [configuration.md](../configuration.md).', '');
+  out.push('Durations take a unit (`500ms`, `30s`, `5m`, `1h`, `1d`); sizes `512KB`, `20MB`, `1GB`. Unknown keys are errors. "On SIGHUP": `reload` takes effect at `systemctl reload terminal-agent`, `restart` only at `systemctl restart terminal-agent` (until then the running value is kept, and the log says so). How the file is read and the secrets: [configuration.md](../configuration.md).', '');
   for (const section of Object.keys(KNOWN_KEYS)) {
     const keys = section === '' ? KNOWN_KEYS[''].filter((k) => !KNOWN_KEYS[k]) : KNOWN_KEYS[section];
-    out.push(`## ${section ? `\`${section}:\`` : 'Top level'}`, '', '| key | default | what it is |', '|---|---|---|');
+    out.push(`## ${section ? `\`${section}:\`` : 'Top level'}`, '', '| key | default | on SIGHUP | what it is |', '|---|---|---|---|');
     for (const key of keys) {
       const path = section ? `${section}.${key}` : key;
       const note = notes.get(path);
-      out.push(`| \`${path}\` | ${defaultText(configSchema, minimal, defaults, section, key, note)} | ${cell(note?.text ?? '')} |`);
+      out.push(`| \`${path}\` | ${defaultText(configSchema, minimal, defaults, section, key, note)} | ${onHup(path)} | ${cell(note?.text ?? '')} |`);
     }
     out.push('');
   }
