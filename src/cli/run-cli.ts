@@ -55,14 +55,12 @@ function commandsUnder(commands: readonly CommandSpec[], words: readonly string[
 
 /** The help of a group of commands: `terminal-agent faces --help`, `terminal-agent help faces`. */
 export function groupHelp(words: readonly string[], group: readonly CommandSpec[]): string {
-  const rows = group.map((c) => [`${c.path.join(' ')}${c.usage ? ` ${c.usage}` : ''}`, c.summary] as const);
-  const width = Math.min(60, Math.max(...rows.map((r) => r[0].length)));
   const name = words.join(' ');
   return [
     `usage: terminal-agent ${name} <command> [options]`,
     '',
     'commands:',
-    ...rows.map(([u, s]) => `  ${u.padEnd(width)}  ${s}`),
+    ...commandRows(group),
     '',
     `run 'terminal-agent ${name} <command> --help' for a command's options`,
   ].join('\n');
@@ -108,16 +106,21 @@ export function commandHelp(spec: CommandSpec): string {
   return lines.join('\n');
 }
 
-export function overallHelp(commands: readonly CommandSpec[], version: string): string {
+/** One line per command: its usage, then its summary, in a column. */
+function commandRows(commands: readonly CommandSpec[]): string[] {
   const rows = commands.map((c) => [`${c.path.join(' ')}${c.usage ? ` ${c.usage}` : ''}`, c.summary] as const);
   const width = Math.min(60, Math.max(...rows.map((r) => r[0].length)));
+  return rows.map(([u, s]) => `  ${u.padEnd(width)}  ${s}`);
+}
+
+export function overallHelp(commands: readonly CommandSpec[], version: string): string {
   return [
     `terminal-agent ${version}: keeps an edge terminal in step with its cloud service`,
     '',
     'usage: terminal-agent <command> [options]   (terminal-agent <command> --help for details)',
     '',
     'commands:',
-    ...rows.map(([u, s]) => `  ${u.padEnd(width)}  ${s}`),
+    ...commandRows(commands),
     '',
     'global options: --config PATH, --json, --help, --version',
     'exit codes: 0 ok, 1 failure, 64 usage, 65 bad input, 69 service unavailable, 77 credentials refused, 78 configuration',
