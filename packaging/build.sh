@@ -163,6 +163,12 @@ build_arch() { # deb-arch
 
   local doc="$root/usr/share/doc/$PKG"
   gzip -9n -c "$SRC/README.md" >"$doc/README.md.gz"
+  # The pages README links to (docs/), without the screenshots (changelog.gz is CHANGELOG.md's source).
+  install -d "$doc/docs/reference"
+  local page
+  for page in "$SRC"/docs/*.md "$SRC"/docs/reference/*.md; do
+    gzip -9n -c "$page" >"$doc/${page#"$SRC"/}.gz"
+  done
   # A native package (the version has no Debian revision): changelog.gz, not changelog.Debian.gz.
   gzip -9n -c "$SRC/packaging/debian/changelog" >"$doc/changelog.gz"
   install -m 0644 "$SRC/packaging/debian/copyright" "$doc/copyright"

@@ -3,34 +3,23 @@
 import { loadAllCommands } from './cli/commands.js';
 import { readCommandIndex } from './cli/command-index.js';
 import { runCli } from './cli/run-cli.js';
-import { createFdOutput } from './cli/fd-output.js';
 import type { CliContext } from './cli/command.js';
 import { packageVersion } from './version.js';
 import { escapeControls } from './util/terminal-text.js';
 
 async function main(): Promise<void> {
-  // Commands print through fds 1 and 2 (fd-output.ts); process.stdout and process.stderr are
-  // built only for a command that uses a stream itself (a logger, a live progress line, bytes
-  // piped out), and from then on every line of that fd goes through the stream, in order.
+  // Writing to a closed pipe (`terminal-agent faces list | head`) must not crash with EPIPE: the
+  // output is not wanted any more, as with SIGPIPE.
   let stdoutReady = false;
-  // Whether a stream of ours was built (stdin, or stdout/stderr for text): see the exit below.
-  let streamed = false;
   const stdout = () => {
-    streamed = true;
     if (!stdoutReady) {
       stdoutReady = true;
-      // Writing to a closed pipe (`terminal-agent faces list | head`) must not crash with EPIPE.
       process.stdout.on('error', (err: NodeJS.ErrnoException) => {
         if (err.code === 'EPIPE') process.exit(0);
       });
     }
     return process.stdout;
   };
-  const stderr = () => {
-    streamed = true;
-    return process.stderr;
-  };
-  const out = createFdOutput({ stream: (fd) => (fd === 1 ? stdout() : stderr()), onBrokenPipe: () => process.exit(0) });
   // The AbortController is made when a command asks for the signal (about 0.5 ms to load), or
   // when a signal comes first.
   let shutdown: AbortController | undefined;
@@ -43,7 +32,7 @@ async function main(): Promise<void> {
   const lastWords = (text: string, code: string, extra: Record<string, unknown> = {}) => {
     // The text line goes to a terminal: an error's message may carry text from outside (a face
     // name, the service's words), escaped like every other message shown there.
-    out.write(2, json ? `${JSON.stringify({ error: text, code, ...extra })}\n` : `terminal-agent: ${escapeControls(text, true)}\n`);
+    process.stderr.write(json ? `${JSON.stringify({ error: text, code, ...extra })}\n` : `terminal-agent: ${escapeControls(text, true)}\n`);
   };
   let signals = 0;
   const onStop = (sig: NodeJS.Signals) => {
@@ -90,18 +79,14 @@ async function main(): Promise<void> {
     cwd: process.cwd(),
     io: {
       get stdout() {
-        out.useStream(1);
         return stdout();
       },
       get stderr() {
-        out.useStream(2);
-        return stderr();
+        return process.stderr;
       },
-      text: (fd, text) => out.write(fd, text),
       // Read when a command reads stdin: process.stdin's first access builds a stream (with
       // fs/promises and readline for a file), a cost no other command should pay.
       get stdin() {
-        streamed = true;
         return process.stdin;
       },
     },
@@ -123,15 +108,13 @@ async function main(): Promise<void> {
   const code = await runCli(commands, process.argv.slice(2), ctx);
   process.exitCode = code;
   // Long-running commands have closed their handles; anything left (a stuck socket) must not keep
-  // a finished CLI alive. Most commands leave nothing that keeps the process: they skip the
-  // timer (a process's first timer costs about 0.5 ms).
+  // a finished CLI alive. A finished exchange with the daemon leaves its socket, closed on the next
+  // turn of the loop: exiting now loses nothing once no text waits in stdout's or stderr's queue
+  // (a slow reader of a pipe) and nothing but sockets is left (no child, timer or file request).
   const left = process.getActiveResourcesInfo();
   if (left.length === 0) return;
-  // A finished exchange with the daemon leaves its socket, closed on the next turn of the loop
-  // (src/control/control-http.ts): not worth waiting for, as the teardown costs about 3 % of a
-  // `status`. Exiting now loses nothing when every line went out with writeSync (no stream holds
-  // unwritten text) and nothing but sockets and that close is left (no child, timer or file request).
-  if (!streamed && left.every((r) => r === 'PipeWrap' || r === 'Immediate')) process.exit(code);
+  const flushed = (!stdoutReady || process.stdout.writableLength === 0) && process.stderr.writableLength === 0;
+  if (flushed && left.every((r) => r === 'PipeWrap' || r === 'TTYWrap' || r === 'Immediate')) process.exit(code);
   setTimeout(() => process.exit(code), 2000).unref();
 }
 

@@ -86,20 +86,21 @@ export function spawnPlayerProcess(opts: SpawnOptions): PlayerProcess {
 }
 
 /**
- * What went wrong with `child`, for the operator: the step (`what`), how it ended (its own error,
- * the signal, the exit code, or `hung.how`), ALSA's last lines, and what to check.
+ * What went wrong with `child`, for the operator: one short line naming the device and the fix.
+ * The step (`what`), how it ended and ALSA's own last lines (its assertion text is no help to an
+ * operator) go in the error's details: `--json` output and the log carry them.
  */
 export function deviceError(device: string, child: PlayerProcess, what: string, hung?: { how: string; details: Record<string, unknown> }): AudioDeviceError {
   const { exitCode, signalCode } = child.proc;
   const alsa = child.stderrTail().split('\n').map((l) => l.trim()).filter((l) => /ALSA|alsa\.c|error|Assertion/i.test(l)).slice(-3);
   const how = hung?.how ?? child.lastError?.message ?? (signalCode ? `killed by ${signalCode}` : exitCode !== null ? `exit code ${exitCode}` : 'no answer');
-  const hint = signalCode === 'SIGABRT'
-    ? '; speaker aborts when ALSA cannot open a device (it also probes the ALSA "default" device when it loads)'
-    : '';
+  // `speaker` aborts when ALSA cannot open a device (it also probes the "default" device when it
+  // loads): on a machine with no sound card, every device.
+  const why = signalCode === 'SIGABRT' ? 'ALSA cannot open it (no sound card, or the device is missing)' : `${what}: ${how}`;
   return new AudioDeviceError(
-    `cannot play on ALSA device "${device}" (audio.output_device): ${what}: ${how}${alsa.length ? ` [${alsa.join(' | ')}]` : ''}${hint}; ` +
-      'check that the speaker is connected and not used by another program, and that the name is listed by `aplay -L`',
-    { details: { device, signal: signalCode ?? undefined, exit_code: exitCode ?? undefined, alsa, ...hung?.details } },
+    `cannot play on ALSA device "${device}" (audio.output_device): ${why}; ` +
+      "fix: connect the speaker, or set audio.output_device to a device that 'aplay -L' lists",
+    { details: { device, step: what, how, signal: signalCode ?? undefined, exit_code: exitCode ?? undefined, alsa, ...hung?.details } },
   );
 }
 

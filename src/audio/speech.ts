@@ -199,6 +199,8 @@ export function createSpeech(deps: SpeechDeps): Speech {
       if (code === 'TA_ERR_AUDIO_DEVICE') metrics.deviceErrors.inc({ role: 'output' });
       lastError = { code, message: describeError(err), at: isoTime() };
       logger.warn({ id: item.id, code, err: describeError(err) }, 'utterance failed');
+      // How it ended and the device's own words (ALSA's lines), for whoever looks into it.
+      if (isAgentError(err) && Object.keys(err.details).length > 0) logger.debug({ id: item.id, code, ...err.details }, 'utterance failed: details');
       deps.events?.publish('speech.finished', { id: item.id, outcome: 'failed', code, reason: lastError.message });
       item.reject(err);
     }

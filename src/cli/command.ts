@@ -8,12 +8,6 @@ export interface CliIo {
   stdout: Writable;
   stderr: Writable;
   stdin: Readable;
-  /**
-   * Writes text to stdout (1) or stderr (2) without building those streams (src/main.ts, with
-   * fd-output.ts); output.ts uses it when there is one. Without it (tests) the text goes to the
-   * streams above.
-   */
-  text?(fd: 1 | 2, text: string): void;
 }
 
 export interface CliContext {

@@ -88,8 +88,17 @@ export function formatCheck(r: CheckResult): string {
 }
 
 function finish(ctx: CliContext, results: CheckResult[], json: boolean, code: number): number {
-  const failed = results.filter((r) => r.result === 'fail').length;
-  if (json) writeJson(ctx, { ok: failed === 0, failed, checks: results });
-  else writeLine(ctx, failed === 0 ? `all ${results.length} checks passed` : `${failed} of ${results.length} checks failed`);
+  const count = (result: CheckResult['result']) => results.filter((r) => r.result === result).length;
+  const [passed, warned, failed] = [count('ok'), count('warn'), count('fail')];
+  if (json) writeJson(ctx, { ok: failed === 0, passed, warned, failed, checks: results });
+  else writeLine(ctx, doctorSummary(passed, warned, failed));
   return code;
+}
+
+/** `17 checks: all passed`, `16 of 17 checks passed, 1 warning`, `15 of 17 checks passed, 1 failed, 1 warning`. */
+export function doctorSummary(passed: number, warned: number, failed: number): string {
+  const total = passed + warned + failed;
+  if (passed === total) return `all ${total} checks passed`;
+  const rest = [failed ? `${failed} failed` : '', warned ? `${warned} warning${warned > 1 ? 's' : ''}` : ''].filter(Boolean);
+  return `${passed} of ${total} checks passed, ${rest.join(', ')}`;
 }

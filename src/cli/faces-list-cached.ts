@@ -2,7 +2,6 @@ import { join } from 'node:path';
 import type { CliContext, ParsedArgs } from './command.js';
 import { writeJson, writeTable, type Column } from './output.js';
 import { loadLocalConfig } from './local-config.js';
-import { stateDirOf } from '../config/state-dir.js';
 import { readCachedFaces, type CachedFaceView } from '../faces/read-cache.js';
 
 // `faces list --cached` (wired in src/cli/faces-commands.ts), apart from faces-cli.ts: it reads
@@ -19,8 +18,9 @@ const CACHED_COLUMNS: Column<CachedFaceView>[] = [
 
 /** `faces list --cached`: agent.db under the configured state_dir, read-only, no network. */
 export async function listCachedCommand(args: ParsedArgs, ctx: CliContext): Promise<void> {
-  // Only state_dir is needed: from a plain config without YAML or zod, else from the full load.
-  const stateDir = stateDirOf(args.global.configPath, ctx.cwd) ?? (await loadLocalConfig(args, ctx)).state_dir;
+  // The whole config is read and checked, as by every other command: a misspelt key is refused
+  // here too, not silently taken.
+  const stateDir = (await loadLocalConfig(args, ctx)).state_dir;
   const faces = readCachedFaces(stateDir);
   if (args.global.json) return writeJson(ctx, faces);
   writeTable(ctx, faces, CACHED_COLUMNS, `(no faces cached in ${join(stateDir, 'faces')})`);

@@ -41,8 +41,7 @@ export function writeWarning(ctx: CliContext, json: boolean, warning: { text: st
 }
 
 function put(ctx: CliContext, fd: 1 | 2, text: string): void {
-  if (ctx.io.text) ctx.io.text(fd, text);
-  else (fd === 1 ? ctx.io.stdout : ctx.io.stderr).write(text);
+  (fd === 1 ? ctx.io.stdout : ctx.io.stderr).write(text);
 }
 
 export interface Column<T> {

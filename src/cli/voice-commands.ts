@@ -70,7 +70,7 @@ const voices: CommandSpec = {
       // Without --all the service sends name and voice only: leave out columns nobody filled.
       const columns = VOICE_COLUMNS.filter((c, i) => i < 2 || speakers.some((v) => c.value(v) !== undefined));
       writeTable(ctx, speakers, columns, '(no voices match)');
-      writeLine(ctx, `${speakers.length} of ${total} voice(s)`);
+      writeLine(ctx, `${speakers.length} of ${total} voice(s)${!all && speakers.length < total ? ' (--all lists every one, --skip N --top N a page of them)' : ''}`);
     });
   },
 };

@@ -8,15 +8,16 @@
 // Written with zod/mini's functions (z._default(x, v), x.check(...), z.pipe(x, z.transform(...)))
 // rather than the classic API's chained methods: the same core and messages, and every command
 // that reads the config builds this schema once, cold, where a classic schema object cost about
-// three times as much to make (docs/performance-history.md, r32).
+// three times as much to make.
 import { join } from 'node:path';
 import { DEFAULT_CONTROL_SOCKET } from './control-socket.js';
-import { DEFAULT_STATE_DIR } from './state-dir.js';
 import * as z from 'zod/mini';
 import { baseUrl, bool, choice, decimal, duration, integer, listenAddress, minFree, secretText, size, text } from './schema-fields.js';
 import { isLoopbackHost } from './plain-checks.js';
 import { parsePasswordHash } from '../util/password-hash-format.js';
 import { isLoopbackListen, parseConsoleListen } from './listen-address.js';
+
+const DEFAULT_STATE_DIR = '/var/lib/terminal-agent';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

@@ -34,26 +34,27 @@ describe('a player process', () => {
     expect(exits).toEqual([{ code: 0, signal: null, dead: true }]);
   });
 
-  it('that aborts while loading speaker: ready fails with the device, ALSA\'s words and the SIGABRT hint', async () => {
+  it('that aborts while loading speaker: ready fails with one short line naming the device and the fix, ALSA\'s words in the details', async () => {
     const { child, exits } = start("process.stderr.write('ALSA lib pcm.c:2666:(snd_pcm_open_noupdate) Unknown PCM plughw:7,0\\n'); setTimeout(() => process.abort(), 50);");
     const err = await child.ready.then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(AudioDeviceError);
     expect((err as Error).message).toBe(
-      'cannot play on ALSA device "plughw:7,0" (audio.output_device): the player process ended while starting: killed by SIGABRT'
-      + ' [ALSA lib pcm.c:2666:(snd_pcm_open_noupdate) Unknown PCM plughw:7,0]; speaker aborts when ALSA cannot open a device'
-      + ' (it also probes the ALSA "default" device when it loads); check that the speaker is connected and not used by another'
-      + ' program, and that the name is listed by `aplay -L`',
+      'cannot play on ALSA device "plughw:7,0" (audio.output_device): ALSA cannot open it (no sound card, or the device is missing);'
+      + " fix: connect the speaker, or set audio.output_device to a device that 'aplay -L' lists",
     );
-    expect((err as AudioDeviceError).details).toMatchObject({ device: 'plughw:7,0', signal: 'SIGABRT' });
+    expect((err as AudioDeviceError).details).toMatchObject({
+      device: 'plughw:7,0', signal: 'SIGABRT', step: 'the player process ended while starting', how: 'killed by SIGABRT',
+      alsa: ['ALSA lib pcm.c:2666:(snd_pcm_open_noupdate) Unknown PCM plughw:7,0'],
+    });
     expect(exits).toEqual([{ code: null, signal: 'SIGABRT', dead: true }]);
   });
 
   it('that reports an error of its own: the error names it, and a hang is told as the supervisor saw it', async () => {
     const { child } = start("process.send({ type: 'error', message: 'speaker: cannot load the native module', code: 'ERR_DLOPEN_FAILED' }); setTimeout(() => {}, 10_000);");
     const err = await child.ready.then(() => undefined, (e: unknown) => e);
-    expect((err as Error).message).toMatch(/^cannot play on ALSA device "plughw:7,0" \(audio.output_device\): the speaker module could not be loaded: speaker: cannot load the native module; check/);
+    expect((err as Error).message).toMatch(/^cannot play on ALSA device "plughw:7,0" \(audio.output_device\): the speaker module could not be loaded: speaker: cannot load the native module; fix: /);
     const hung = deviceError('plughw:7,0', child, 'the player process stopped responding', { how: 'nothing played for 9.0 s', details: { reason: 'hung' } });
-    expect(hung.message).toMatch(/: the player process stopped responding: nothing played for 9\.0 s; check/);
+    expect(hung.message).toMatch(/: the player process stopped responding: nothing played for 9\.0 s; fix: /);
     expect(hung.details).toMatchObject({ reason: 'hung', device: 'plughw:7,0' });
     child.proc.kill('SIGKILL');
     await child.exited;
@@ -63,7 +64,8 @@ describe('a player process', () => {
     const child = spawnPlayerProcess({ script: '/nonexistent/player-child.js', device: 'default', log: silentLogger(), onExit: () => undefined });
     const err = await child.ready.then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(AudioDeviceError);
-    expect((err as Error).message).toMatch(/^cannot play on ALSA device "default" \(audio.output_device\): the player process ended while starting: exit code 1 \[.*Error: Cannot find module '\/nonexistent\/player-child.js'/);
+    expect((err as Error).message).toMatch(/^cannot play on ALSA device "default" \(audio.output_device\): the player process ended while starting: exit code 1; fix: /);
+    expect((err as AudioDeviceError).details.alsa).toEqual(expect.arrayContaining([expect.stringContaining("Error: Cannot find module '/nonexistent/player-child.js'")]));
     expect(child.dead).toBe(true);
   });
 });

@@ -7,7 +7,7 @@
 //   npm run bench -- cli            (RUNS=10 pairs per command by default)
 // Then the "Pi budget" lines: the same runs with each process confined to a quarter of one core
 // (pi-budget.mjs: a cgroup with 25 ms of CPU per 100 ms; needs root, else that part is skipped).
-// Target: each command <= 1.5x bare node (whole-process CPU); a call through the control socket
+// Budget (Node 20): `--help` <= 1.5x bare node, the others <= 2x; a call through the control socket
 // costs little more than the socket round trip (printed for comparison).
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -69,17 +69,17 @@ function measure(argv, cgroup) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const COMMANDS = [
-  ['--help', ['--help']],
-  ['status (running daemon)', ['status', '--config', config]],
-  ['faces list --cached', ['faces', 'list', '--cached', '--config', config]],
-  ['config check', ['config', 'check', '--config', config]],
+  ['--help', ['--help'], 1.5],
+  ['status (running daemon)', ['status', '--config', config], 2],
+  ['faces list --cached', ['faces', 'list', '--cached', '--config', config], 2],
+  ['config check', ['config', 'check', '--config', config], 2],
 ];
 const BARE = [NODE, '-e', '0'];
 
 function runAll(label, cgroup) {
   console.log(`\n${label}: ${RUNS} pairs each, A = the command, B = bare 'node -e 0', in turn`);
   const rows = [];
-  for (const [name, args] of COMMANDS) {
+  for (const [name, args, budget] of COMMANDS) {
     const a = [];
     const b = [];
     measure([NODE, MAIN, ...args], cgroup); // warm-up: page cache, first-run effects
@@ -90,7 +90,7 @@ function runAll(label, cgroup) {
     }
     const ratio = median(a.map((x, i) => x.wall / b[i].wall));
     const cpuRatio = median(a.map((x, i) => x.cpu / Math.max(b[i].cpu, 0.001)));
-    const r = { name, wall: median(a.map((x) => x.wall)), bareWall: median(b.map((x) => x.wall)), ratio, cpu: median(a.map((x) => x.cpu)), bareCpu: median(b.map((x) => x.cpu)), cpuRatio, rss: median(a.map((x) => x.rss)), bareRss: median(b.map((x) => x.rss)) };
+    const r = { name, budget, wall: median(a.map((x) => x.wall)), bareWall: median(b.map((x) => x.wall)), ratio, cpu: median(a.map((x) => x.cpu)), bareCpu: median(b.map((x) => x.cpu)), cpuRatio, rss: median(a.map((x) => x.rss)), bareRss: median(b.map((x) => x.rss)) };
     rows.push(r);
     console.log(`  ${name.padEnd(24)} wall ${(r.wall * 1000).toFixed(0)} ms vs ${(r.bareWall * 1000).toFixed(0)} ms: ${r.ratio.toFixed(2)}x   CPU ${(r.cpu * 1000).toFixed(0)} ms vs ${(r.bareCpu * 1000).toFixed(0)} ms: ${r.cpuRatio.toFixed(2)}x   peak RSS ${r.rss.toFixed(1)} MB vs ${r.bareRss.toFixed(1)} MB`);
   }
@@ -113,10 +113,12 @@ else {
   }
 }
 
-// The target is on CPU (what a slow core pays); wall time on a shared machine is printed beside it.
-const worst = Math.max(...rows.map((r) => r.cpuRatio));
-console.log(`\nworst CPU ratio without a CPU limit ${worst.toFixed(2)}x (target <= 1.5x bare node), worst wall ratio ${Math.max(...rows.map((r) => r.ratio)).toFixed(2)}x`);
-for (const r of rows) console.log(`  ${r.name.padEnd(24)} CPU ${r.cpuRatio.toFixed(2)}x: ${r.cpuRatio <= 1.5 ? 'within target' : 'OUTSIDE target'}`);
+// Each budget is checked on wall time and on CPU (what a slow core pays), without a CPU limit.
+console.log('');
+for (const r of rows) {
+  const within = r.ratio <= r.budget && r.cpuRatio <= r.budget;
+  console.log(`  ${r.name.padEnd(24)} wall ${r.ratio.toFixed(2)}x, CPU ${r.cpuRatio.toFixed(2)}x (budget <= ${r.budget}x bare node): ${within ? 'within budget' : 'OUTSIDE budget'}`);
+}
 daemon.kill('SIGTERM');
 await new Promise((r) => daemon.once('close', r));
 await emulator.close();

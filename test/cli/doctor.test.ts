@@ -68,7 +68,7 @@ describe('terminal-agent doctor', () => {
     const human = await runCliProcess(['doctor', '--config', files.configPath], { env: { ALSA_CONFIG_PATH: audio.ALSA_CONFIG_PATH, PATH: bin } });
     expect(human.code).toBe(1);
     expect(human.stdout).toMatch(/^FAIL {2}credential terminal_secret +refused by .* \(401\) -- fix: /m);
-    expect(human.stdout).toMatch(/^\d+ of \d+ checks failed$/m);
+    expect(human.stdout).toMatch(/^\d+ of \d+ checks passed, \d+ failed$/m);
   });
 
   it('reports an unreachable service and a broken config', async () => {
@@ -98,7 +98,7 @@ describe('terminal-agent doctor', () => {
     expect(r.code).toBe(78);
     expect(r.stderr).toBe('');
     expect(r.stdout).toMatch(new RegExp(`^FAIL {2}config +${files.configPath}: service\\.ca_file: ${notCa} holds no PEM certificate \\(-----BEGIN CERTIFICATE-----\\) -- fix: `, 'm'));
-    expect(r.stdout).toMatch(/^1 of 1 checks failed$/m);
+    expect(r.stdout).toMatch(/^0 of 1 checks passed, 1 failed$/m);
   });
 
   it('over HTTPS: names the handshake\'s protocol and cipher; a certificate it does not trust fails with the fix naming ca_file', async () => {

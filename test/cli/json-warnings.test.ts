@@ -76,7 +76,7 @@ describe('warnings in --json mode', () => {
   it('an unknown command with --json is the JSON error line too', async () => {
     const r = await runCliProcess(['facez', 'list', '--json']);
     expect(r.code).toBe(64);
-    expect(jsonLines(r.stderr)).toEqual([{ error: "unknown command 'facez list'; run 'terminal-agent --help' for the list", code: 'TA_ERR_USAGE' }]);
+    expect(jsonLines(r.stderr)).toEqual([{ error: "unknown command 'facez list'; did you mean 'faces list'? (terminal-agent faces --help)", code: 'TA_ERR_USAGE' }]);
   });
 
   it('say --json without a daemon, its TTS cache unusable: a JSON warning line, then the JSON error line of the failed synthesis', async () => {

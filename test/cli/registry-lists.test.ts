@@ -4,14 +4,13 @@ import { join } from 'node:path';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { createVoiceprintRegistry } from '../../src/voiceprint/registry.js';
 import { createSpeakerRegistry } from '../../src/enroll/speaker-registry.js';
-import { spawnSync } from 'node:child_process';
-import { CLI_ENTRY, runCliProcess, type CliRunOptions } from '../helpers/cli.js';
+import { cliEntryFor, runCliProcess, type CliRunOptions } from '../helpers/cli.js';
 import { tmpDir } from '../helpers/tmp.js';
 
 // `voiceprint list`, `speaker list` (and `faces list --cached`) as an operator who may only read agent.db: the Debian
 // package makes state_dir 0750 and the agent's UMask=0027 its files 0640, owner and group
-// terminal-agent. As root (these tests' usual case) the CLI runs as nobody, with the files' group
-// set to nobody's; as any other user, the user's own write permissions are taken away, which
+// terminal-agent. As root (these tests' usual case) the CLI runs as nobody (from a copy nobody can
+// read when the checkout is closed to it, as under /root), with the files' group set to nobody's; as any other user, the user's own write permissions are taken away, which
 // leaves SQLite the same situation: the file and its folder readable, neither writable.
 
 const NOBODY = 65534;
@@ -26,17 +25,7 @@ interface Terminal {
   readOnly(): void;
 }
 
-/**
- * As root the CLI runs as nobody, who must be able to read the checkout: one cloned under /root
- * (mode 700) is closed to it, and the CLI would only say that dist/main.js cannot be found.
- */
-function needCheckoutReadableByNobody(): void {
-  if (spawnSync('test', ['-r', CLI_ENTRY], { uid: NOBODY, gid: NOBODY }).status === 0) return;
-  throw new Error(`these tests run the CLI as nobody (a reader who may not write agent.db), and nobody cannot read ${CLI_ENTRY}: a folder above the checkout is closed to other users (as /root is); clone the project where other users may read it`);
-}
-
 function terminal(): Terminal {
-  if (asRoot) needCheckoutReadableByNobody();
   const dir = tmpDir('ta-lists-');
   const state = join(dir, 'state');
   const configPath = join(dir, 'config.yaml');
@@ -55,7 +44,7 @@ function terminal(): Terminal {
       for (const f of readdirSync(state)) chmodSync(join(state, f), 0o600);
     });
   };
-  return { state, configPath, reader: asRoot ? { uid: NOBODY, gid: NOBODY } : {}, readOnly };
+  return { state, configPath, reader: asRoot ? { uid: NOBODY, gid: NOBODY, command: [process.execPath, cliEntryFor(NOBODY, NOBODY)] } : {}, readOnly };
 }
 
 /** agent.db with one voiceprint and one speaker, as the daemon leaves it; the connection stays open when asked. */

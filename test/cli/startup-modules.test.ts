@@ -26,11 +26,6 @@ function builtinsOf(traceFile: string): string[] {
   return readFileSync(traceFile, 'utf8').split('\n').filter((l) => l.startsWith('builtin:')).map((l) => l.slice('builtin:'.length));
 }
 
-/** process.stdout / process.stderr, if the process built them (the trace's `stream:` lines). */
-function streamsOf(traceFile: string): string[] {
-  return readFileSync(traceFile, 'utf8').split('\n').filter((l) => l.startsWith('stream:')).map((l) => l.slice('stream:'.length));
-}
-
 /** Source modules (src/... .ts or node_modules/...) behind the files a process loaded. */
 function modulesOf(traceFile: string): string[] {
   const meta = existsSync(META) ? (JSON.parse(readFileSync(META, 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> }) : { outputs: {} };
@@ -48,21 +43,18 @@ function modulesOf(traceFile: string): string[] {
 
 async function traceCli(
   name: string, args: string[], env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[]; builtins: string[]; streams: string[] }> {
+): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[]; builtins: string[] }> {
   const traceFile = join(dir.dir, `trace-${name}.txt`);
   rmSync(traceFile, { force: true });
   const r = await runCliProcess(args, { env: { ...env, NODE_OPTIONS: `--require=${HOOK}`, TA_TRACE_FILE: traceFile } });
-  return { ...r, modules: modulesOf(traceFile), builtins: builtinsOf(traceFile), streams: streamsOf(traceFile) };
+  return { ...r, modules: modulesOf(traceFile), builtins: builtinsOf(traceFile) };
 }
 
-// Built-in modules the light commands must not load, each a measured cost on every call:
-// - node:stream (with node:net, node:tty or a SyncWriteStream): process.stdout/stderr, about 3 ms;
-//   the CLI prints through fds 1 and 2 (src/cli/fd-output.ts);
-// - node:util's parseArgs (internal/util/parse_args), about 1 ms: src/cli/parse-argv.ts;
+// Built-in modules the light commands must not load, each a measured cost on every call (the CLI
+// prints through process.stdout/stderr and reads its arguments with node:util's parseArgs: Node's
+// own parts, whatever they load):
 // - node:fs/promises (with readline and fs watchers), about 2 ms;
 // - node:crypto, about 3 ms; node:module (the chunk loader's createRequire), about 0.5 ms.
-const STREAMS = ['stream', 'net', 'tty', 'internal/fs/sync_write_stream'];
-const PARSE_ARGS = 'internal/util/parse_args/parse_args';
 const FS_PROMISES = 'fs/promises';
 const CRYPTO = 'crypto';
 const LOADER_EXTRAS = ['module'];
@@ -138,8 +130,7 @@ describe('what each CLI command loads at start-up', () => {
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('usage: terminal-agent');
       expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(zod|yaml|pino|better-sqlite3)\//]), args.join(' ')).toEqual([]);
-      expect(r.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b)), args.join(' ')).toEqual([]);
-      expect(r.streams, args.join(' ')).toEqual([]);
+      expect(r.builtins.filter((b) => [FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b)), args.join(' ')).toEqual([]);
     }
   });
 
@@ -153,11 +144,8 @@ describe('what each CLI command loads at start-up', () => {
     expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3|zod|yaml)\//, /^src\/config\/schema\.ts$/, /^src\/cli\/api-client\.ts$/, /^src\/client\//,
       // nor the disk floor's or the enrollment folders' code (node:fs/promises) for one line of text.
       /^src\/disk\/disk-floor\.ts$/, /^src\/enroll\/layout\.ts$/])).toEqual([]);
-    // node:net is its one stream; no parseArgs, fs/promises, crypto or extra loader modules.
-    expect(r.builtins.filter((b) => [PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
-    // Nor process.stdout or process.stderr: it prints with writeSync, and exits once it has the
-    // answer rather than tearing its socket down (Node's teardown reads process.stderr, building it).
-    expect(r.streams).toEqual([]);
+    // No fs/promises, crypto or extra loader modules.
+    expect(r.builtins.filter((b) => [FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
   });
 
   it('status with a config file that no longer validates still asks the daemon at its socket; with no daemon there it reports the problem (exit 78)', async () => {
@@ -181,19 +169,17 @@ describe('what each CLI command loads at start-up', () => {
     expect(check.code, check.stderr).toBe(0);
     expect(check.stdout).toContain('config OK');
     expect(loadedOf(check.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3)\//])).toEqual([]);
-    // Nor node:net (for an IP address check: src/util/ip-address.ts) or node:crypto (for reading a
-    // password hash: src/util/password-hash-format.ts).
-    expect(check.builtins.filter((b) => ['net', CRYPTO, PARSE_ARGS, 'module'].includes(b))).toEqual([]);
+    // Nor node:crypto (for reading a password hash: src/util/password-hash-format.ts).
+    expect(check.builtins.filter((b) => [CRYPTO, 'module'].includes(b))).toEqual([]);
 
     const cached = await traceCli('faces-cached', ['faces', 'list', '--cached', '--config', files.configPath]);
     expect(cached.code, cached.stderr).toBe(0);
-    // Nor the logger: it reads the database and prints. Nor, for a plain config, the YAML library
-    // and the schema (state_dir is all it needs), nor the control client or the event stream (node:http).
-    expect(loadedOf(cached.modules, [...HEAVY, /^node_modules\/(pino|zod|yaml)\//, /^src\/config\/(schema|load-config)\.ts$/, /^src\/(control\/control-client|events\/sse-client)\.ts$/,
+    // Nor the logger: it reads the config and the database and prints. Nor the control client or the event stream (node:http).
+    expect(loadedOf(cached.modules, [...HEAVY, /^node_modules\/pino\//, /^src\/(control\/control-client|events\/sse-client)\.ts$/,
       // nor the faces API's checks or the atomic file writes (node:crypto), which only other faces commands use,
       // nor the service commands' helpers (image and name checks) or what `faces sync` needs.
       /^src\/(client\/faces-api|util\/fs-atomic)\.ts$/, /^src\/cli\/(api-client|progress-format|live-area)\.ts$/, /^src\/client\/media-types\.ts$/,
       /^src\/cli\/faces-sync-command\.ts$/, /^src\/events\/event-bus\.ts$/])).toEqual([]);
-    expect(cached.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
+    expect(cached.builtins.filter((b) => [FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
   });
 });

@@ -95,8 +95,8 @@ describe('the event stream of a running daemon', () => {
     }
   });
 
-  it("README's event consumer reloads the face index when a sync changes it, and only then", async () => {
-    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+  it("docs/operations.md's event consumer reloads the face index when a sync changes it, and only then", async () => {
+    const readme = readFileSync(join(REPO_ROOT, 'docs', 'operations.md'), 'utf8');
     const code = /<!-- events-consumer:start -->\n```js\n([\s\S]*?)```\n<!-- events-consumer:end -->/.exec(readme)![1]!;
     expect(code.split('\n').filter(Boolean).length).toBeLessThanOrEqual(20);
     const script = join(tmp.dir, 'reload-faces.mjs');

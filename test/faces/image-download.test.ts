@@ -10,8 +10,8 @@ import { ID, imageRoutes, rec, syncAgainst } from './hostile-fixtures.js';
 // A new face's image is put in faces/ while the others download (image-fetch.ts publish): written
 // under a temp name, checked, then renamed to its final name. What a program watching faces/
 // (inotify, as a face-recognition program may) sees of it: under its final name only the whole
-// image, never a bad one or one cut short, nor a file there written into (docs/performance-history.md:
-// writing straight under the final name, one rename less, was left out for this).
+// image, never a bad one or one cut short, nor a file there written into (writing straight
+// under the final name, one rename less, was left out for this).
 
 const served = (type: string, bytes: Buffer | string, length = true): Route => (_q, res) => {
   res.writeHead(200, { 'content-type': type, ...(length ? { 'content-length': Buffer.byteLength(bytes) } : {}) }).end(bytes);

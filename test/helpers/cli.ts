@@ -1,5 +1,7 @@
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root (where package.json and dist/ live). */
@@ -76,4 +78,44 @@ export function runCliProcess(args: readonly string[], opts: CliRunOptions = {})
     if (opts.input !== undefined) child.stdin.end(opts.input);
     else child.stdin.end();
   });
+}
+
+let readableCopy: string | undefined;
+
+/**
+ * dist/main.js as user `uid` may run it: the checkout's own when that user can read it, else a
+ * copy of dist/ and of the production dependencies in a folder of the temp dir open to every
+ * user. A clone under /root (mode 700) is closed to nobody, whom tests run the CLI as to provoke a
+ * reader who may not write. The copy is made once per test file and removed at its end.
+ */
+export function cliEntryFor(uid: number, gid: number): string {
+  if (spawnSync('test', ['-r', CLI_ENTRY], { uid, gid }).status === 0) return CLI_ENTRY;
+  if (readableCopy) return readableCopy;
+  const root = mkdtempSync(join(tmpdir(), 'ta-cli-copy-'));
+  process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+  chmodSync(root, 0o755);
+  cpSync(join(REPO_ROOT, 'dist'), join(root, 'dist'), { recursive: true, verbatimSymlinks: true });
+  cpSync(join(REPO_ROOT, 'package.json'), join(root, 'package.json'));
+  for (const name of productionDependencies()) {
+    cpSync(join(REPO_ROOT, 'node_modules', name), join(root, 'node_modules', name), { recursive: true, verbatimSymlinks: true });
+  }
+  readableCopy = join(root, 'dist', 'main.js');
+  if (spawnSync('test', ['-r', readableCopy], { uid, gid }).status !== 0) throw new Error(`user ${uid} cannot read the copy of the CLI at ${readableCopy} either: is the temp dir (${tmpdir()}) open to other users?`);
+  return readableCopy;
+}
+
+/** The packages the built CLI may load (package.json's dependencies and theirs, the optional ones present). */
+function productionDependencies(): string[] {
+  const seen = new Set<string>();
+  const visit = (pkgJson: string) => {
+    const pkg = JSON.parse(readFileSync(pkgJson, 'utf8')) as { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
+    for (const name of Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies })) {
+      const dir = join(REPO_ROOT, 'node_modules', name);
+      if (seen.has(name) || !existsSync(join(dir, 'package.json'))) continue;
+      seen.add(name);
+      visit(join(dir, 'package.json'));
+    }
+  };
+  visit(join(REPO_ROOT, 'package.json'));
+  return [...seen];
 }

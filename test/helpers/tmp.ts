@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
@@ -52,4 +52,23 @@ export function mountTmpfs(dir: string, sizeMb: number, inodes?: number): string
     }
   });
   return dir;
+}
+
+/**
+ * Throws one line when this environment cannot give the test a private mount namespace (as root
+ * in a chroot or a container without CAP_SYS_ADMIN, unshare(2) is refused): why, and where the
+ * test can run instead, rather than unshare(1)'s own words deep in a child's output.
+ */
+export function needMountNamespace(what: string): void {
+  needRoot(what);
+  const r = spawnSync('unshare', ['--mount', 'true'], { encoding: 'utf8' });
+  if (r.status === 0) return;
+  const why = (r.error?.message ?? r.stderr).trim().split('\n')[0];
+  throw new Error(`this test needs a private mount namespace to ${what}, and this environment refuses one (${why}; a chroot or a container without CAP_SYS_ADMIN): run the suite on a machine or a VM as root (bash .ci/run)`);
+}
+
+/** Throws one line when `path` (a kernel file system's file) is missing here, naming what to run instead. */
+export function needPath(path: string, what: string, instead: string): void {
+  if (existsSync(path)) return;
+  throw new Error(`this test reads ${path} to ${what}, and it is missing here (no ${path.split('/')[1]} mounted: a chroot?): ${instead}`);
 }

@@ -8,7 +8,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { createJournalDestination, journalTarget } from '../../src/log/journal-destination.js';
 import { decodeJournalEntry, encodeJournalEntry, fieldName, priorityOf } from '../../src/log/journal-format.js';
 import { AuthError } from '../../src/errors.js';
-import { needRoot, tmpDir } from '../helpers/tmp.js';
+import { needMountNamespace, tmpDir } from '../helpers/tmp.js';
 import { CLI_ENTRY } from '../helpers/cli.js';
 import { runCliInPty } from '../helpers/pty.js';
 import { startTestEmulator } from '../helpers/emulator.js';
@@ -211,7 +211,7 @@ describe('the daemon logger under systemd', () => {
   it('under a real systemd-journald, journalctl shows sentences, filters by priority and by field, and no secret', async () => {
     // systemd-journald runs in a private mount namespace (unshare -m, as root; a tmpfs over /run):
     // the host's /run is not touched. See real-journald.sh.
-    needRoot('run systemd-journald in a private mount namespace (unshare -m)');
+    needMountNamespace('run systemd-journald apart from the host (a tmpfs over /run)');
     const emulator = await startTestEmulator();
     const config = agentConfig(emulator);
     const out = await new Promise<string>((resolve, reject) => {

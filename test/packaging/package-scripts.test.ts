@@ -4,6 +4,7 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/cli.js';
+import { needMountNamespace } from '../helpers/tmp.js';
 import { unitNodeFlags } from '../helpers/unit-flags.js';
 
 // What can be checked of the Debian packaging without building it (npm run package takes minutes
@@ -32,6 +33,7 @@ describe('Debian packaging', () => {
   // on a terminal, not here), and deb-systemd-invoke is a stand-in on PATH that records its
   // arguments. check-systemd.sh runs the same scripts under a real systemd.
   function systemdCalls(script: string, ...args: string[]): string[] {
+    needMountNamespace('give the maintainer scripts a /run/systemd/system of their own');
     const dir = mkdtempSync(join(tmpdir(), 'ta-maint-'));
     const log = join(dir, 'calls');
     writeFileSync(join(dir, 'deb-systemd-invoke'), `#!/bin/sh\necho "$*" >>${log}\n`);
@@ -117,7 +119,7 @@ describe('Debian packaging', () => {
 
   it('pins a Node.js runtime of a long-term-support line still supported (24: to April 2028)', () => {
     // Node 20, which the package carried before, reached its end of life in April 2026: no security
-    // release since 20.20.2 (docs/performance-history.md, r36). LTS lines are the even majors.
+    // release since 20.20.2. LTS lines are the even majors.
     const v = readFileSync(join(PKG, 'node-version'), 'utf8').trim().split('.').map(Number);
     expect(v).toHaveLength(3);
     expect(v[0]! % 2).toBe(0);

@@ -254,8 +254,7 @@ export async function consoleUrl(child) {
  * (src/log/journal-destination.ts, chosen because INVOCATION_ID is set and stdout is no terminal),
  * to a receiver in a process of its own that takes every entry and drops it, as journald takes
  * them in another process on a terminal. Without it the benchmarks' daemons log JSON lines to
- * /dev/null: another path, which costs the daemon the same within the noise of a burst
- * (docs/performance-history.md, r31).
+ * /dev/null: another path, which costs the daemon the same within the noise of a burst.
  * Returns the environment to give the daemon, and `stop` for the receiver.
  */
 export async function startJournalReceiver(dir) {

@@ -1,9 +1,9 @@
 #!/bin/bash
-# The README's Performance table, "now" column: every command behind it, one after another, each
+# The figures of docs/performance.md: every command behind them, one after another, each
 # benchmark's output in its own file under OUT (default: a new folder under /tmp, printed).
-# About 25 minutes (r27) on the 2-core development machine; as root (the Pi budget needs a cgroup,
+# About 25 minutes on the 2-core development machine; as root (the Pi budget needs a cgroup,
 # BENCH_FS a loop mount). Nothing else should run meanwhile: the figures are CPU and wall times.
-#   bash test/bench/readme-figures.sh [OUT]
+#   bash test/bench/all-figures.sh [OUT]
 set -u
 cd "$(dirname "$0")/../.."
 out=${1:-$(mktemp -d /tmp/ta-figures-XXXXXX)}
