@@ -127,9 +127,8 @@ async function main(): Promise<void> {
   // timer (a process's first timer costs about 0.5 ms).
   const left = process.getActiveResourcesInfo();
   if (left.length === 0) return;
-  // A finished exchange with the daemon leaves its socket, closed on the next turn of the loop
-  // (src/control/control-http.ts): not worth waiting for, as the teardown costs about 3 % of a
-  // `status`. Exiting now loses nothing when every line went out with writeSync (no stream holds
+  // A finished exchange with the daemon may leave its socket closing (src/control/control-client.ts):
+  // not worth waiting for. Exiting now loses nothing when every line went out with writeSync (no stream holds
   // unwritten text) and nothing but sockets and that close is left (no child, timer or file request).
   if (!streamed && left.every((r) => r === 'PipeWrap' || r === 'Immediate')) process.exit(code);
   setTimeout(() => process.exit(code), 2000).unref();
