@@ -118,11 +118,11 @@ crash_loop() {
       || { echo "check: FAIL: crash $i: the unit is $(show ActiveState) ($(show SubState)) $back_ms ms after the crash; expected active again within RestartSec ${delay_s} s + 15 s" >&2; exit 1; }
     [ "$back_ms" -gt "$worst" ] && worst=$back_ms
   done
-  local total_ms=$((($(date +%s%N) - t0) / 1000000)) restarts=$(($(show NRestarts) - n0))
-  [ "$total_ms" -le 60000 ] || { echo "check: FAIL: 10 crashes took $total_ms ms; the check wants them within a minute" >&2; exit 1; }
+  local total_ms=$((($(date +%s%N) - t0) / 1000000)) crashes_ms=$(((t - t0) / 1000000)) restarts=$(($(show NRestarts) - n0))
+  [ "$crashes_ms" -le 60000 ] || { echo "check: FAIL: the 10 crashes took $crashes_ms ms; the check wants them within a minute" >&2; exit 1; }
   [ "$restarts" = 10 ] || { echo "check: FAIL: systemd counted $restarts restarts for 10 crashes" >&2; exit 1; }
-  echo "systemd-bookworm-amd64 crash_loop_total_ms=$total_ms crash_back_worst_ms=$worst" >>"$CACHE/results.txt"
-  echo "check: crash loop: 10 crashes (SIGKILL) in $total_ms ms, each followed by a restart by systemd (RestartSec ${delay_s} s; the slowest back to READY in $worst ms); NRestarts +$restarts, unit $(show ActiveState)"
+  echo "systemd-bookworm-amd64 crash_loop_crashes_ms=$crashes_ms crash_back_worst_ms=$worst" >>"$CACHE/results.txt"
+  echo "check: crash loop: 10 crashes (SIGKILL) in $crashes_ms ms, each followed by a restart by systemd (RestartSec ${delay_s} s; the slowest back to READY in $worst ms; active again $total_ms ms after the first); NRestarts +$restarts, unit $(show ActiveState)"
 }
 
 if [ "$CRASH_ONLY" = yes ]; then
