@@ -21,7 +21,8 @@
 #
 #   sudo packaging/check-systemd.sh [DEB_N [DEB_N+1]]   (N+1 built with build.sh --version when absent)
 #   sudo packaging/check-systemd.sh --crash-loop   the crash loop alone, on the checkout's unit as
-#                      install.sh writes it (dist/ built; no package needed): about 2 minutes
+#                      install.sh writes it (dist/ built; no package needed): 3 to 5 minutes
+#                      on a 2-core machine once the base root is cached, 48 s of it the crashes
 # One drop-in is needed here: PrivateUsers=no (this machine cannot give systemd a user namespace
 # inside the PID namespace: 217/USER); every other hardening option of the unit stays on.
 set -euo pipefail
@@ -97,8 +98,9 @@ stopped_before() { # file who what
   awk -v s="$s" -v u="$u" 'BEGIN { printf "%.0f", (u - s) * 1000 }'
 }
 
-# 10 crashes in a minute: each time systemd starts the daemon again by itself (a new MainPID,
-# active = READY again) within RestartSec plus a start-up allowance; the unit is never left failed.
+# 10 crashes in a minute: each time systemd starts the daemon again by itself (a new MainPID)
+# within RestartSec plus an allowance, and the next crash comes as soon as it has (a crash during
+# start-up is one too); after the 10th it is active (READY) again, and the unit was never failed.
 crash_loop() {
   local delay_s n0 t0 i pid t back_ms worst=0 now
   delay_s=$(show RestartUSec | sed -n 's/^\([0-9]*\)s$/\1/p')
@@ -110,19 +112,20 @@ crash_loop() {
     "${E[@]}" systemctl kill --kill-whom=main -s KILL terminal-agent
     for _ in $(seq $(((delay_s + 15) * 10))); do
       now=$(show MainPID)
-      [ "$(show ActiveState)" = active ] && [ "$now" != 0 ] && [ "$now" != "$pid" ] && break
+      [ "$now" != 0 ] && [ "$now" != "$pid" ] && { [ "$i" -lt 10 ] || [ "$(show ActiveState)" = active ]; } && break
       sleep 0.1
     done
     back_ms=$((($(date +%s%N) - t) / 1000000))
-    [ "$(show ActiveState)" = active ] && [ "$(show MainPID)" != "$pid" ] \
-      || { echo "check: FAIL: crash $i: the unit is $(show ActiveState) ($(show SubState)) $back_ms ms after the crash; expected active again within RestartSec ${delay_s} s + 15 s" >&2; exit 1; }
+    now=$(show MainPID)
+    [ "$now" != 0 ] && [ "$now" != "$pid" ] && [ "$(show ActiveState)" != failed ] && { [ "$i" -lt 10 ] || [ "$(show ActiveState)" = active ]; } \
+      || { echo "check: FAIL: crash $i: the unit is $(show ActiveState) ($(show SubState)), MainPID $now, $back_ms ms after the crash; expected started again within RestartSec ${delay_s} s + 15 s" >&2; exit 1; }
     [ "$back_ms" -gt "$worst" ] && worst=$back_ms
   done
   local total_ms=$((($(date +%s%N) - t0) / 1000000)) crashes_ms=$(((t - t0) / 1000000)) restarts=$(($(show NRestarts) - n0))
   [ "$crashes_ms" -le 60000 ] || { echo "check: FAIL: the 10 crashes took $crashes_ms ms; the check wants them within a minute" >&2; exit 1; }
   [ "$restarts" = 10 ] || { echo "check: FAIL: systemd counted $restarts restarts for 10 crashes" >&2; exit 1; }
   echo "systemd-bookworm-amd64 crash_loop_crashes_ms=$crashes_ms crash_back_worst_ms=$worst" >>"$CACHE/results.txt"
-  echo "check: crash loop: 10 crashes (SIGKILL) in $crashes_ms ms, each followed by a restart by systemd (RestartSec ${delay_s} s; the slowest back to READY in $worst ms; active again $total_ms ms after the first); NRestarts +$restarts, unit $(show ActiveState)"
+  echo "check: crash loop: 10 crashes (SIGKILL) in $crashes_ms ms, each followed by a restart by systemd (RestartSec ${delay_s} s; the slowest started again in $worst ms; active (READY) again $total_ms ms after the first crash); NRestarts +$restarts, unit $(show ActiveState)"
 }
 
 if [ "$CRASH_ONLY" = yes ]; then
