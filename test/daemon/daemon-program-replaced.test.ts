@@ -15,7 +15,7 @@ const REPLACED_LOG = "this daemon's program files were replaced while it ran (an
 describe('a chunk of the program gone under the running daemon', () => {
   it('the unit restarts a daemon that exits 1', () => {
     const unit = readFileSync(join(REPO_ROOT, 'systemd', 'terminal-agent.service'), 'utf8');
-    expect(unit).toMatch(/^Restart=on-failure$/m);
+    expect(unit).toMatch(/^Restart=always$/m);
     expect(unit.match(/^RestartPreventExitStatus=(.*)$/m)?.[1]?.split(/\s+/)).not.toContain('1');
   });
 
