@@ -15,13 +15,23 @@
 #                      replacing the code and starts it after (every face in done/ and the emulator
 #                      once); run with the unit stopped, it leaves it stopped
 #
+#   crash loop         10 crashes (SIGKILL) in a minute: after each, systemd starts the daemon
+#                      again by itself within its restart delay, and the unit never ends failed
+#                      (Restart=always, StartLimitIntervalSec=0)
+#
 #   sudo packaging/check-systemd.sh [DEB_N [DEB_N+1]]   (N+1 built with build.sh --version when absent)
+#   sudo packaging/check-systemd.sh --crash-loop   the crash loop alone, on the checkout's unit as
+#                      install.sh writes it (dist/ built; no package needed): 3 to 5 minutes
+#                      on a 2-core machine once the base root is cached, 48 s of it the crashes
 # One drop-in is needed here: PrivateUsers=no (this machine cannot give systemd a user namespace
 # inside the PID namespace: 217/USER); every other hardening option of the unit stays on.
 set -euo pipefail
 . "$(dirname "$0")/check/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "check-systemd.sh: run as root (unshare, chroot, mount)" >&2; exit 77; }
 FACES=${FACES:-40}; LATENCY=${LATENCY:-1500ms}
+CRASH_ONLY=no
+if [ "${1:-}" = --crash-loop ]; then CRASH_ONLY=yes; shift; fi
+if [ "$CRASH_ONLY" = no ]; then
 DEB_N=${1:-$(deb_for amd64)}
 V_N=$(dpkg-deb -f "$DEB_N" Version)
 if [ -n "${2:-}" ]; then DEB_N1=$2; else
@@ -30,6 +40,7 @@ if [ -n "${2:-}" ]; then DEB_N1=$2; else
   [ -f "$DEB_N1" ] && [ "$DEB_N1" -nt "$DEB_N" ] || DEB_N1=$("$PKGDIR/build.sh" --arch amd64 --version "$V_N+upgradetest" --out "$PKGDIR/../dist-pkg/upgrade" | tail -n 1)
 fi
 V_N1=$(dpkg-deb -f "$DEB_N1" Version)
+fi
 
 # The base root with systemd, made once.
 sdbase="$CACHE/base-bookworm-amd64-systemd"
@@ -49,7 +60,8 @@ trap finish EXIT
 cleanup_root "$root"
 cp -a "$sdbase" "$root"
 mkdir -p "$root/root/check" "$root/etc/systemd/system/terminal-agent.service.d"
-cp "$PKGDIR/check/inside.sh" "$DEB_N" "$DEB_N1" "$root/root/check/"
+cp "$PKGDIR/check/inside.sh" "$root/root/check/"
+[ "$CRASH_ONLY" = yes ] || cp "$DEB_N" "$DEB_N1" "$root/root/check/"
 echo 8796 >"$root/root/check/port"
 make_faces "$root" sd "$FACES"
 printf '[Service]\n# check-systemd.sh: no user namespace inside this PID namespace\nPrivateUsers=no\n' \
@@ -86,6 +98,54 @@ stopped_before() { # file who what
   awk -v s="$s" -v u="$u" 'BEGIN { printf "%.0f", (u - s) * 1000 }'
 }
 
+# 10 crashes in a minute: each time systemd starts the daemon again by itself (a new MainPID)
+# within RestartSec plus an allowance, and the next crash comes as soon as it has (a crash during
+# start-up is one too); after the 10th it is active (READY) again, and the unit was never failed.
+crash_loop() {
+  local delay_s n0 t0 i pid t back_ms worst=0 now
+  delay_s=$(show RestartUSec | sed -n 's/^\([0-9]*\)s$/\1/p')
+  [ -n "$delay_s" ] || { echo "check: FAIL: RestartSec is $(show RestartUSec); expected whole seconds" >&2; exit 1; }
+  n0=$(show NRestarts); t0=$(date +%s%N)
+  for i in $(seq 10); do
+    pid=$(show MainPID)
+    t=$(date +%s%N)
+    "${E[@]}" systemctl kill --kill-whom=main -s KILL terminal-agent
+    for _ in $(seq $(((delay_s + 15) * 10))); do
+      now=$(show MainPID)
+      [ "$now" != 0 ] && [ "$now" != "$pid" ] && { [ "$i" -lt 10 ] || [ "$(show ActiveState)" = active ]; } && break
+      sleep 0.1
+    done
+    back_ms=$((($(date +%s%N) - t) / 1000000))
+    now=$(show MainPID)
+    [ "$now" != 0 ] && [ "$now" != "$pid" ] && [ "$(show ActiveState)" != failed ] && { [ "$i" -lt 10 ] || [ "$(show ActiveState)" = active ]; } \
+      || { echo "check: FAIL: crash $i: the unit is $(show ActiveState) ($(show SubState)), MainPID $now, $back_ms ms after the crash; expected started again within RestartSec ${delay_s} s + 15 s" >&2; exit 1; }
+    [ "$back_ms" -gt "$worst" ] && worst=$back_ms
+  done
+  local total_ms=$((($(date +%s%N) - t0) / 1000000)) crashes_ms=$(((t - t0) / 1000000)) restarts=$(($(show NRestarts) - n0))
+  [ "$crashes_ms" -le 60000 ] || { echo "check: FAIL: the 10 crashes took $crashes_ms ms; the check wants them within a minute" >&2; exit 1; }
+  [ "$restarts" = 10 ] || { echo "check: FAIL: systemd counted $restarts restarts for 10 crashes" >&2; exit 1; }
+  echo "systemd-bookworm-amd64 crash_loop_crashes_ms=$crashes_ms crash_back_worst_ms=$worst" >>"$CACHE/results.txt"
+  echo "check: crash loop: 10 crashes (SIGKILL) in $crashes_ms ms, each followed by a restart by systemd (RestartSec ${delay_s} s; the slowest started again in $worst ms; active (READY) again $total_ms ms after the first crash); NRestarts +$restarts, unit $(show ActiveState)"
+}
+
+if [ "$CRASH_ONLY" = yes ]; then
+  [ -f "$PKGDIR/../dist/main.js" ] || { echo "check: FAIL: no dist/ in the checkout for install.sh (npm run build)" >&2; exit 1; }
+  nodebin=$(readlink -f "$(command -v node)")
+  install -m 0755 "$nodebin" "$root/usr/local/bin/node"
+  mkdir -p "$root/root/checkout"
+  cp -a "$PKGDIR/../dist" "$PKGDIR/../node_modules" "$PKGDIR/../package.json" "$PKGDIR/../systemd" "$PKGDIR/../config" "$root/root/checkout/"
+  "${E[@]}" sh -c 'cd /root/checkout && systemd/install.sh' >"$CACHE/install-sh.log" 2>&1 \
+    || { cat "$CACHE/install-sh.log"; echo "check: FAIL: systemd/install.sh exited non-zero" >&2; exit 1; }
+  in_sd configure >/dev/null
+  in_sd start_emulator
+  "${E[@]}" systemctl start terminal-agent
+  [ "$(show ActiveState)" = active ] || { echo "check: FAIL: the unit install.sh wrote is $(show ActiveState)" >&2; exit 1; }
+  crash_loop
+  in_sd stop_emulator
+  echo "check-systemd.sh --crash-loop: passed"
+  exit 0
+fi
+
 in_sd install_pkg "/root/check/$(basename "$DEB_N")"
 for _ in $(seq 30); do [ "$(show ActiveState)" = failed ] && break; sleep 1; done
 [ "$(show ActiveState)" = failed ] && [ "$(show ExecMainStatus)" = 78 ] \
@@ -106,6 +166,8 @@ policies=$("${E[@]}" chrt -a -p "$pid_n" | sed -n 's/.*current scheduling policy
 [ "$(printf '%s\n' "$policies" | grep -c .)" = 1 ] && printf '%s\n' "$policies" | grep -q ' SCHED_BATCH$' \
   || { echo "check: FAIL: the daemon's threads run with$policies; the unit says CPUSchedulingPolicy=batch" >&2; exit 1; }
 echo "check: the daemon's threads all run as SCHED_BATCH:$policies"
+crash_loop
+pid_n=$(show MainPID)
 
 # Node's start-up pages given back 15 s after the daemon's start, under systemd's own cgroup and
 # the unit's hardening (its SystemCallFilter among it): at least 10 MB of the binary's resident

@@ -15,4 +15,8 @@ case "$v8" in
   11.*) drop="" ;;
   *) drop='/^ExecStart=/s# --max-inlined-bytecode-size-cumulative=[0-9]*##' ;;
 esac
-sed -e "$drop" -e "s#^ExecStart=/usr/bin/node #ExecStart=$node #" -e "s#/opt/terminal-agent/#$prefix/#g" "$unit"
+# Restart back-off (5 s growing to 5 min over 5 restarts) where systemd knows it: 254 and later.
+sd=$(systemctl --version 2>/dev/null | sed -n '1s/^systemd \([0-9]*\).*/\1/p')
+backoff='/^RestartSec=/a RestartSteps=5\nRestartMaxDelaySec=5min'
+[ "${sd:-0}" -ge 254 ] || backoff=''
+sed -e "$drop" -e "$backoff" -e "s#^ExecStart=/usr/bin/node #ExecStart=$node #" -e "s#/opt/terminal-agent/#$prefix/#g" "$unit"

@@ -25,7 +25,7 @@ export async function openLiveArea(ctx: CliContext, json: boolean): Promise<Live
   const { createLogUpdate } = await import('log-update');
   // showCursor: log-update would otherwise hide the cursor and install exit handlers to show it
   // again; signals are main.ts's business.
-  const draw = createLogUpdate(ctx.io.stdout as NodeJS.WriteStream, { showCursor: true });
+  const draw = createLogUpdate(sized(ctx.io.stdout as NodeJS.WriteStream), { showCursor: true });
   let last = '';
   return {
     live: true,
@@ -39,4 +39,22 @@ export async function openLiveArea(ctx: CliContext, json: boolean): Promise<Live
       draw.clear();
     },
   };
+}
+
+/**
+ * The terminal as log-update sees it, 80x24 where it reports no size: a serial console, or `script`
+ * with no window, says 0x0, and log-update would then wrap at 0 columns and keep 0 rows (nothing
+ * drawn at all). Read at each frame, so a window resized meanwhile is followed.
+ */
+function sized(out: NodeJS.WriteStream): NodeJS.WriteStream {
+  return {
+    get columns() {
+      return out.columns || 80;
+    },
+    get rows() {
+      return out.rows || 24;
+    },
+    isTTY: true,
+    write: (text: string) => out.write(text),
+  } as unknown as NodeJS.WriteStream;
 }

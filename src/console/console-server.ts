@@ -14,7 +14,7 @@ import { createLayout } from '../enroll/layout.js';
 import { sweepUploads } from '../enroll/drop.js';
 import { hashPassword, parsePasswordHash, type PasswordHash } from '../util/password-hash.js';
 import { createConsoleAuth, type ConsoleAuth } from './auth.js';
-import { ConsoleHttpError, errorStatus, notFound, securityHeaders, sendError, sendJsonCompressed } from './http.js';
+import { ConsoleHttpError, badRequest, errorStatus, notFound, securityHeaders, sendError, sendJsonCompressed } from './http.js';
 import { createRoutes, type ConsoleHandlers } from './routes.js';
 import { createStaticFiles } from './static-files.js';
 import { createThumbnails } from './thumbnails.js';
@@ -86,15 +86,18 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
 
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
-    const u = new URL(req.url ?? '/', 'http://console');
     const method = req.method ?? 'GET';
-    const path = u.pathname;
+    let path = '(target not read)';
     const gone = new AbortController();
     res.once('close', () => {
       if (!res.writableFinished) gone.abort(new Error('the browser went away'));
     });
     securityHeaders(res, tls);
+    // Everything read from the request, its target first, is read inside the try: whatever was
+    // sent, a failure is this request's answer, never the daemon's end.
     try {
+      const u = targetOf(req.url);
+      path = u.pathname;
       const a = auth!;
       a.checkHost(req);
       if (!path.startsWith('/api/')) {
@@ -121,8 +124,8 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
         case 'GET /api/events': return routes.events(req, res);
         case 'GET /api/faces': return await json(await routes.faces(u));
         case 'POST /api/faces/sync': return await json(await routes.syncFaces());
-        case 'GET /api/faces/:id/thumb': return await routes.faceThumb(req, res, decodeURIComponent(face![1]!));
-        case 'GET /api/faces/:id/image': return await routes.faceImage(req, res, decodeURIComponent(face![1]!));
+        case 'GET /api/faces/:id/thumb': return await routes.faceThumb(req, res, segment(face![1]!));
+        case 'GET /api/faces/:id/image': return await routes.faceImage(req, res, segment(face![1]!));
         case 'GET /api/enroll': return await json(await routes.enroll(u));
         case 'GET /api/enroll/file': return await routes.enrollFile(req, res, u);
         case 'POST /api/enroll/upload': return await json(await routes.upload(req, u), 201);
@@ -138,7 +141,9 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       }
     } catch (err) {
       const status = errorStatus(err);
-      if (status >= 500 && !(err instanceof AgentError)) log.error({ err, route: `${method} ${path}` }, 'console request failed');
+      // A browser that went away mid-request (its body cut short) is no fault of the daemon's.
+      const hungUp = gone.signal.aborted || (err as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
+      if (status >= 500 && !(err instanceof AgentError) && !hungUp) log.error({ err, route: `${method} ${path}` }, 'console request failed');
       else log.debug({ route: `${method} ${path}`, status, code: (err as AgentError).code }, 'console request refused');
       // A refused upload is not read to its end: close the connection after the answer rather than
       // drain megabytes; a small unread body is drained so the connection can be reused.
@@ -172,7 +177,11 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       const handler = (req: IncomingMessage, res: ServerResponse) => {
         if (unanswerable(req)) return;
         setDateHeader(res);
-        void dispatch(req, res);
+        // dispatch answers its own errors; this is for a failure in answering one.
+        dispatch(req, res).catch((err: unknown) => {
+          log.error({ err }, 'console request could not be answered');
+          res.destroy();
+        });
       };
       let srv: Server;
       try {
@@ -184,7 +193,7 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       srv.requestTimeout = 10 * 60_000;
       srv.headersTimeout = 20_000;
       srv.maxConnections = 128;
-      answerClientErrors(srv);
+      answerClientErrors(srv, (status, message) => ({ contentType: 'application/json', text: `${JSON.stringify({ error: { code: status === 408 ? 'TA_ERR_TIMEOUT' : 'TA_ERR_USAGE', message } })}\n` }));
       await new Promise<void>((resolve, reject) => {
         srv.once('error', (err: NodeJS.ErrnoException) => {
           const why = err.code === 'EADDRINUSE' ? 'another program already listens there: stop it or choose another port'
@@ -222,4 +231,22 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       return stopping;
     },
   };
+}
+
+/** The request target as a URL; one that is no URL (`http://[`) is the caller's 400. */
+function targetOf(target: string | undefined): URL {
+  try {
+    return new URL(target ?? '/', 'http://console');
+  } catch {
+    throw badRequest('the request target is not a valid URL', 'open /');
+  }
+}
+
+/** A percent-encoded path segment; a malformed escape (`%zz`) is the caller's 400. */
+function segment(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw badRequest('the face id in the path is not valid percent-encoding');
+  }
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { AgentError, AudioDeviceError, RecorderError, isAgentError } from '../errors.js';
-import { httpStatusFor } from '../control/control-server.js';
+import { httpStatusFor } from '../control/control-errors.js';
 
 // What every console answer shares: the security headers, one JSON error shape
 // ({error: {code, message, hint}}) and bounded body reads.

@@ -59,9 +59,9 @@ export function createStaticFiles(webDir: string) {
       p = load(rel);
       cache.set(rel, p);
       // A missing file is looked for again next time (the pages may be built after the start).
-      void p.then((e) => {
+      p.then((e) => {
         if (!e) cache.delete(rel);
-      });
+      }, () => cache.delete(rel));
     }
     return p;
   }
@@ -72,7 +72,12 @@ export function createStaticFiles(webDir: string) {
       let rel: string;
       if (pathname === '/' || pathname === '/index.html') rel = 'index.html';
       else if (pathname.startsWith('/assets/')) {
-        rel = normalize(decodeURIComponent(pathname.slice(1)));
+        // A malformed escape (`%zz`) names no file.
+        try {
+          rel = normalize(decodeURIComponent(pathname.slice(1)));
+        } catch {
+          return false;
+        }
         if (rel.startsWith('..') || rel.includes(`${sep}..`) || !rel.startsWith(`assets${sep}`)) return false;
       } else return false;
       const e = await entry(rel);

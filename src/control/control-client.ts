@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { ControlAborted, ControlClosed, ControlTimeout, controlRequest, type ControlResponse } from './control-http.js';
+import { request } from 'node:http';
 import {
   AbortedError, AgentError, AudioDeviceError, AudioQualityError, AuthError, BadRequestError,
   BadResponseError, BusyError, DaemonError, InvalidInputError, NetworkError, NotFoundError,
@@ -8,6 +8,68 @@ import {
 import type { AgentStatus, SayBody, VoiceprintEnrollBody } from './types.js';
 
 // What the CLI (and any Node program on the terminal) uses to talk to the running daemon.
+
+export interface ControlResponse {
+  status: number;
+  text: string;
+}
+
+/** The call took longer than its deadline. */
+export class ControlTimeout extends Error {}
+
+/** The caller's signal ended the call: the connection is closed, which the daemon takes as a hang-up. */
+export class ControlAborted extends Error {}
+
+/**
+ * The daemon's end closed (or reset) the connection before a whole answer came: it stopped,
+ * crashed or restarted during the call, which may have had its effect by then.
+ */
+export class ControlClosed extends Error {}
+
+/**
+ * One HTTP exchange with the daemon over its unix socket (node:http, a connection of its own, not
+ * kept alive): the status and the body as text, within `timeoutMs` from start to end.
+ */
+export function controlRequest(socketPath: string, method: string, path: string, payload: string | undefined, timeoutMs: number, signal?: AbortSignal): Promise<ControlResponse> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new ControlAborted(`${method} ${path} not sent: interrupted`));
+      return;
+    }
+    let done = false;
+    const headers: Record<string, string | number> = { connection: 'close' };
+    if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+    const req = request({ socketPath, method, path, headers, agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => finish(undefined, { status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
+      // The daemon went away in the middle of its answer.
+      res.on('aborted', () => finish(new ControlClosed('the connection closed before a whole answer came')));
+      res.on('error', () => finish(new ControlClosed('the connection closed before a whole answer came')));
+    });
+    const finish = (err: Error | undefined, res?: ControlResponse) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (err) {
+        req.destroy();
+        reject(err);
+      } else resolve(res!);
+    };
+    const timer = setTimeout(() => finish(new ControlTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => finish(new ControlAborted(`${method} ${path} interrupted before the daemon answered`));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      // Once connected, a reset, a broken pipe or a hang-up is the daemon's end going away.
+      const gone = err.code === 'ECONNRESET' || err.code === 'EPIPE';
+      if (gone) finish(new ControlClosed(`the connection was closed (${err.code}) before an answer came`, { cause: err }));
+      else if (err.code?.startsWith('HPE_')) finish(new Error(`the answer is not HTTP (${err.message})`, { cause: err }));
+      else finish(err);
+    });
+    req.end(payload);
+  });
+}
 
 export interface ControlClient {
   readonly socketPath: string;

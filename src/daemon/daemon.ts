@@ -108,7 +108,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
   // The bundle's chunks are read when first needed: one found gone means another build was
   // installed under this process (the package's preinst stops the daemon first, so a half-done or
   // manual upgrade). What else of it is gone cannot be known: a restart from the installed files
-  // is the fix, so the daemon drains and exits 1, and Restart=on-failure starts it again.
+  // is the fix, so the daemon drains and exits 1, and Restart=always starts it again.
   // A reload that could not start the components again ends the same way (cannotContinue).
   const restart = new AbortController();
   const stopForRestart = (err: unknown, fields: Record<string, unknown>, why: string): void => {
@@ -235,7 +235,7 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
   }
 }
 
-const REPLACED = "this daemon's program files were replaced while it ran (an upgrade?) and a part it needs is gone: it stops and exits 1, so that systemd (Restart=on-failure) starts the installed files; if this comes again after the restart, the installation is incomplete: reinstall the package (apt install --reinstall terminal-agent)";
+const REPLACED = "this daemon's program files were replaced while it ran (an upgrade?) and a part it needs is gone: it stops and exits 1, so that systemd (Restart=always) starts the installed files; if this comes again after the restart, the installation is incomplete: reinstall the package (apt install --reinstall terminal-agent)";
 
 /**
  * `terminal-agent run`: starts, waits for the first SIGTERM/SIGINT (or a part of the program

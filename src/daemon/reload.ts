@@ -123,7 +123,7 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
 // What a SIGHUP can change in place. Paths the process is bound to (the state it holds locked, the
 // socket it listens on) need a restart: for those the running values are kept and the operator told.
 
-const RESTART_FAILED = 'the components could not be started again with the new configuration: the daemon stops and exits 1, so that systemd (Restart=on-failure) starts it afresh; the outbox resumes where it stopped (if the start fails too, journalctl -u terminal-agent and terminal-agent doctor say why)';
+const RESTART_FAILED = 'the components could not be started again with the new configuration: the daemon stops and exits 1, so that systemd (Restart=always) starts it afresh; the outbox resumes where it stopped (if the start fails too, journalctl -u terminal-agent and terminal-agent doctor say why)';
 
 // The web console keeps its listener, password and sessions until a restart.
 export const RESTART_ONLY_KEYS = ['state_dir', 'control.socket', 'log.format', 'metrics', 'console'] as const;

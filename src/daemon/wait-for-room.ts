@@ -7,10 +7,9 @@ import type { Notifier } from './sd-notify.js';
 
 // What the daemon needs of state_dir before it can start (the folder, the instance lock, agent.db)
 // cannot be made on a file system full to its last block or inode. Exiting would have systemd
-// start the agent again every 5 s and give up after 5 starts in 10 minutes (the unit's
-// StartLimitBurst), leaving the terminal without its agent after the space is freed. So the
-// daemon waits for the space, says so in its log and its systemd status, and asks systemd for
-// more start time at each try (EXTEND_TIMEOUT_USEC, over TimeoutStartSec=60s).
+// start the agent again every 5 s, a start and a journal entry each time, for as long as the disk
+// stays full. So the daemon waits for the space, says so in its log and its systemd status, and
+// asks systemd for more start time at each try (EXTEND_TIMEOUT_USEC, over TimeoutStartSec=60s).
 
 /** First wait between tries; it doubles up to MAX_WAIT_MS. */
 const FIRST_WAIT_MS = 1_000;

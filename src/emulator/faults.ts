@@ -22,7 +22,8 @@ export interface FaultEngine extends FaultController {
   decide(method: string, path: string): FaultDecision;
 }
 
-function mulberry32(seed: number): () => number {
+/** A small seeded generator: the same sequence for the same seed on every machine. */
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

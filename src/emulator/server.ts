@@ -82,7 +82,13 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://emulator.invalid');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://emulator.invalid');
+    } catch {
+      await writeReply(res, errorReply('code', 400, 'the request target is not a valid URL'), { onStatus: () => {} });
+      return;
+    }
     const method = (req.method ?? 'GET').toUpperCase();
     if (url.pathname === CONTROL_PREFIX || url.pathname.startsWith(`${CONTROL_PREFIX}/`)) {
       const ctx = context(req, url, {}, () => {});

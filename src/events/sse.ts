@@ -20,13 +20,13 @@ export interface EventStreamOptions {
   onSlowClient?(info: { bufferedBytes: number; lastId: number }): void;
 }
 
-/** What the stream reads of a request: node:http's IncomingMessage, or the control socket's own. */
+/** What the stream reads of a request (node:http's IncomingMessage, on the control socket and the web console). */
 export interface EventStreamRequest {
   url?: string;
   headers: Record<string, string | string[] | undefined>;
 }
 
-/** What the stream writes to: node:http's ServerResponse (the web console), or the control socket's own. */
+/** What the stream writes to (node:http's ServerResponse, on the control socket and the web console). */
 export interface EventStreamResponse {
   writeHead(status: number, headers: Record<string, string>): unknown;
   write(text: string): unknown;

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import { parseListenAddress } from '../config/listen-address.js';
@@ -30,28 +30,42 @@ export function createMetricsServer(o: MetricsServerOptions): MetricsServer {
   if (!addr) throw new Error(`metrics.listen ${o.listen} is not host:port`); // the schema checked it
   let server: Server | undefined;
 
+  function answer(req: IncomingMessage, res: ServerResponse): void {
+    if (unanswerable(req)) return;
+    setDateHeader(res);
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('only GET /metrics\n');
+      return;
+    }
+    if (pathOf(req.url) !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('terminal-agent serves GET /metrics here\n');
+      return;
+    }
+    o.scrape().then((m) => {
+      if (res.destroyed) return;
+      res.writeHead(200, { 'content-type': m.contentType, 'content-length': Buffer.byteLength(m.text) });
+      res.end(req.method === 'HEAD' ? undefined : m.text);
+    }, (err: unknown) => {
+      o.logger.error({ err }, 'collecting metrics failed');
+      if (!res.destroyed) res.writeHead(500, { 'content-type': 'text/plain' }).end('collecting metrics failed; see the agent log\n');
+    }).catch((err: unknown) => {
+      o.logger.error({ err }, 'metrics request could not be answered');
+      res.destroy();
+    });
+  }
+
   return {
     async start() {
       if (server) return;
+      // Whatever was sent, a failure is this request's answer, never the daemon's end.
       const srv = createServer((req, res) => {
-        if (unanswerable(req)) return;
-        setDateHeader(res);
-        const path = new URL(req.url ?? '/', 'http://metrics').pathname;
-        if (req.method !== 'GET' && req.method !== 'HEAD') {
-          res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('only GET /metrics\n');
-          return;
+        try {
+          answer(req, res);
+        } catch (err) {
+          o.logger.error({ err }, 'metrics request failed');
+          if (res.headersSent) res.destroy();
+          else res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error; see the agent log\n');
         }
-        if (path !== '/metrics') {
-          res.writeHead(404, { 'content-type': 'text/plain' }).end('terminal-agent serves GET /metrics here\n');
-          return;
-        }
-        o.scrape().then((m) => {
-          res.writeHead(200, { 'content-type': m.contentType, 'content-length': Buffer.byteLength(m.text) });
-          res.end(req.method === 'HEAD' ? undefined : m.text);
-        }, (err: unknown) => {
-          o.logger.error({ err }, 'collecting metrics failed');
-          res.writeHead(500, { 'content-type': 'text/plain' }).end('collecting metrics failed; see the agent log\n');
-        });
       });
       srv.maxConnections = MAX_CONNECTIONS;
       answerClientErrors(srv);
@@ -85,4 +99,13 @@ export function createMetricsServer(o: MetricsServerOptions): MetricsServer {
       return a ? { host: a.address, port: a.port } : undefined;
     },
   };
+}
+
+/** The path of a request target; a target that is no URL (`http://[`) is answered 404 like any other path. */
+function pathOf(target: string | undefined): string | undefined {
+  try {
+    return new URL(target ?? '/', 'http://metrics').pathname;
+  } catch {
+    return undefined;
+  }
 }

@@ -18,18 +18,28 @@ const ANSWERS: Record<string, [number, string, string]> = {
   HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request headers are larger than this server accepts'],
   HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'the chunk extensions are larger than this server accepts'],
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request did not arrive in time'],
+  HPE_INVALID_EOF_STATE: [400, 'Bad Request', 'the connection ended before the whole request came'],
 };
 const BAD_REQUEST: [number, string, string] = [400, 'Bad Request', 'not a valid HTTP/1.1 request'];
 
-/** The answer to a request the parser refused, with a one-line reason as its body. */
-export function clientErrorAnswer(code: string | undefined): string {
-  const [status, phrase, why] = ANSWERS[code ?? ''] ?? BAD_REQUEST;
-  const body = `${why}\n`;
-  return `HTTP/1.1 ${status} ${phrase}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+/** The body of a refusal in a listener's own error shape; plain text when none is given. */
+export type RefusalBody = (status: number, message: string) => { contentType: string; text: string };
+
+const plainText: RefusalBody = (_status, message) => ({ contentType: 'text/plain', text: `${message}\n` });
+
+/**
+ * The answer to a request the parser refused: its status, and a one-line reason (llhttp's own,
+ * such as "Invalid header value char", when it gives one) in the listener's error shape.
+ */
+export function clientErrorAnswer(err: { code?: string; reason?: unknown }, body: RefusalBody = plainText): string {
+  const [status, phrase, why] = ANSWERS[err.code ?? ''] ?? BAD_REQUEST;
+  const reason = typeof err.reason === 'string' && err.reason !== '' && status === 400 && why === BAD_REQUEST[2] ? `: ${err.reason}` : '';
+  const { contentType, text } = body(status, `${why}${reason}`);
+  return `HTTP/1.1 ${status} ${phrase}\r\nConnection: close\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
 }
 
 /** Installs the answer-then-linger handler on `server`'s 'clientError'. */
-export function answerClientErrors(server: Server, lingerMs = CLIENT_ERROR_LINGER_MS): void {
+export function answerClientErrors(server: Server, body?: RefusalBody): void {
   const lingering = new WeakSet<Duplex>();
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // Answered already and lingering: what the client still sends may fail to parse again.
@@ -41,8 +51,8 @@ export function answerClientErrors(server: Server, lingerMs = CLIENT_ERROR_LINGE
       return;
     }
     lingering.add(socket);
-    socket.end(clientErrorAnswer(err.code));
-    const timer = setTimeout(() => socket.destroy(), lingerMs);
+    socket.end(clientErrorAnswer(err as { code?: string; reason?: unknown }, body));
+    const timer = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
     timer.unref();
     socket.once('close', () => clearTimeout(timer));
   });

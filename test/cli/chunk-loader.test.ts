@@ -138,7 +138,7 @@ describe('the chunk loader', () => {
     const text = readFileSync(join(bundle, packs[group]!), 'utf8');
     const inPack = [...text.matchAll(/__taDefineChunk\("([^"]+)"/g)].map((m) => m[1]!);
     const inputs = [...inPack, ...packed].flatMap((name) => Object.keys(meta.outputs[`dist/bundle/${name}`]!.inputs));
-    expect(inputs).toEqual(expect.arrayContaining(['src/cli/daemon-commands.ts', 'src/control/control-client.ts', 'src/control/control-http.ts', 'src/daemon/status-format.ts', 'src/config/control-socket.ts']));
+    expect(inputs).toEqual(expect.arrayContaining(['src/cli/daemon-commands.ts', 'src/control/control-client.ts', 'src/daemon/status-format.ts', 'src/config/control-socket.ts']));
     // Only what the group imports statically: not the daemon, which `run` imports when it runs.
     expect(inputs).not.toContain('src/daemon/daemon.ts');
   });

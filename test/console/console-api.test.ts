@@ -372,7 +372,7 @@ describe('web console API', () => {
     const url = new URL(base);
     const junk = `GET /\u0000 HTTP/1.1\r\n${'z'.repeat(300)}`;
     const { got } = await trickle({ port: Number(url.port), host: url.hostname }, junk);
-    expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*\r\n\r\nnot a valid HTTP\/1\.1 request\n$/);
+    expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*content-type: application\/json\r\n[^]*\r\n\r\n\{"error":\{"code":"TA_ERR_USAGE","message":"not a valid HTTP\/1\.1 request: [^"]+"\}\}\n$/i);
   });
 
   it('never sends the terminal secret or the API key in any answer', () => {

@@ -7,7 +7,7 @@ import { daemonFiles, isReady, spawnDaemon } from './daemon-harness.js';
 
 // The last line of defence: a bug that throws where nothing catches it (the CI failure of an
 // unhandled stream 'error' during SIGTERM was one). The daemon must leave a JSON line saying what
-// happened, with no secret in it, and exit 1 so that systemd's Restart=on-failure starts it again.
+// happened, with no secret in it, and exit 1 so that systemd's Restart=always starts it again.
 // No such bug is known, so a preload module stands in for one: it throws when the test sends
 // SIGUSR2 (once the daemon is ready), outside any try, the way an unhandled 'error' event surfaces.
 

@@ -8,14 +8,14 @@ import { controlRequest, daemonFiles, installedCopy, isReady, removeProxyChunk, 
 
 // The daemon reads some chunks of its bundle only when first needed. One found gone means another
 // build was installed under it (a half-done or manual upgrade): it says what is missing and what
-// to do, drains, and exits 1, so that the unit's Restart=on-failure starts the installed files.
+// to do, drains, and exits 1, so that the unit's Restart=always starts the installed files.
 
-const REPLACED_LOG = "this daemon's program files were replaced while it ran (an upgrade?) and a part it needs is gone: it stops and exits 1, so that systemd (Restart=on-failure) starts the installed files; if this comes again after the restart, the installation is incomplete: reinstall the package (apt install --reinstall terminal-agent)";
+const REPLACED_LOG = "this daemon's program files were replaced while it ran (an upgrade?) and a part it needs is gone: it stops and exits 1, so that systemd (Restart=always) starts the installed files; if this comes again after the restart, the installation is incomplete: reinstall the package (apt install --reinstall terminal-agent)";
 
 describe('a chunk of the program gone under the running daemon', () => {
   it('the unit restarts a daemon that exits 1', () => {
     const unit = readFileSync(join(REPO_ROOT, 'systemd', 'terminal-agent.service'), 'utf8');
-    expect(unit).toMatch(/^Restart=on-failure$/m);
+    expect(unit).toMatch(/^Restart=always$/m);
     expect(unit.match(/^RestartPreventExitStatus=(.*)$/m)?.[1]?.split(/\s+/)).not.toContain('1');
   });
 

@@ -82,7 +82,7 @@ describe('SIGHUP reloads the configuration', () => {
     expect(await d.exited).toEqual({ code: 1, signal: null });
     const why = d.logs().find((l) => l.msg.startsWith('the components could not be started again'));
     expect(why).toMatchObject({ level: 'error', err: expect.stringContaining(faces) });
-    expect(why!.msg).toMatch(/exits 1, so that systemd \(Restart=on-failure\) starts it afresh/);
+    expect(why!.msg).toMatch(/exits 1, so that systemd \(Restart=always\) starts it afresh/);
     expect(d.logs().at(-1)).toMatchObject({ msg: 'stopped' });
   }, 30_000);
 
@@ -125,7 +125,7 @@ describe('SIGHUP reloads the configuration', () => {
     expect(d.logs().filter((l) => l.msg.startsWith('reload refused'))).toEqual([]);
     const replaced = d.logs().find((l) => /program files were replaced/.test(l.msg));
     expect(replaced).toMatchObject({ level: 'error', where: 'SIGHUP reload', missing: gone[0] });
-    expect(replaced!.msg).toMatch(/it stops and exits 1, so that systemd \(Restart=on-failure\) starts the installed files; .* reinstall the package/);
+    expect(replaced!.msg).toMatch(/it stops and exits 1, so that systemd \(Restart=always\) starts the installed files; .* reinstall the package/);
     expect(d.logs().at(-1)).toMatchObject({ msg: 'stopped', clean: true });
   });
 });

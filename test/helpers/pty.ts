@@ -12,12 +12,15 @@ export interface PtyResult {
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** `node dist/main.js ...args` on a 100x30 terminal; `prefix` runs before it (e.g. `timeout -s INT 3`). */
-export function runCliInPty(args: readonly string[], env: Record<string, string | undefined> = {}, prefix = ''): Promise<PtyResult> {
+/**
+ * `node dist/main.js ...args` on a 100x30 terminal (or `size`: 0x0 is a terminal that reports no
+ * size, as a serial console does); `prefix` runs before it (e.g. `timeout -s INT 3`).
+ */
+export function runCliInPty(args: readonly string[], env: Record<string, string | undefined> = {}, prefix = '', size = { cols: 100, rows: 30 }): Promise<PtyResult> {
   const base: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'ALSA_CONFIG_PATH']) if (process.env[k] !== undefined) base[k] = process.env[k]!;
   for (const [k, v] of Object.entries(env)) if (v !== undefined) base[k] = v;
-  const command = `stty cols 100 rows 30; ${prefix} ${quote(process.execPath)} ${quote(CLI_ENTRY)} ${args.map(quote).join(' ')}`;
+  const command = `stty cols ${size.cols} rows ${size.rows}; ${prefix} ${quote(process.execPath)} ${quote(CLI_ENTRY)} ${args.map(quote).join(' ')}`;
   return new Promise((resolve, reject) => {
     const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: REPO_ROOT, env: { ...base, TERM: 'xterm' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

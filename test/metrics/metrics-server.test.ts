@@ -61,7 +61,7 @@ describe('the Prometheus listener', () => {
     await s.start();
     const junk = `\x16\x03\x01 a TLS hello sent to plain HTTP ${'z'.repeat(300)}`;
     const { got } = await trickle({ port: s.address()!.port, host: '127.0.0.1' }, junk);
-    expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*\r\n\r\nnot a valid HTTP\/1\.1 request\n$/);
+    expect(got).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*\r\n\r\nnot a valid HTTP\/1\.1 request: [^\n]+\n$/);
   });
 
   it('says why it cannot listen on a port that is taken', async () => {

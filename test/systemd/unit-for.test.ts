@@ -44,6 +44,20 @@ describe('systemd/unit-for.sh', () => {
     expect(execStart(node)).toBe(`${node} ${kept ? `${FLAG} ` : ''}/srv/ta/dist/main.js run --config /etc/terminal-agent/config.yaml`);
   });
 
+  // The restart back-off keys exist from systemd 254 (Debian 13); systemd 252 (Debian 12) warns
+  // about them. A stand-in systemctl on PATH answers --version as each would.
+  it.each([
+    ['252 (252.39-1~deb12u2)', false],
+    ['257 (257.8-1~deb13u2)', true],
+  ])('on systemd %s, adds RestartSteps= and RestartMaxDelaySec= after RestartSec=: %s', (version, added) => {
+    const bin = mkdtempSync(join(tmpdir(), 'ta-unit-for-sd-'));
+    writeFileSync(join(bin, 'systemctl'), `#!/bin/sh\necho 'systemd ${version}'\necho '+PAM +AUDIT'\n`);
+    chmodSync(join(bin, 'systemctl'), 0o755);
+    const unit = execFileSync(SCRIPT, [process.execPath, '/srv/ta'], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    expect(unit).toContain('\nRestart=always\nRestartSec=5s\n');
+    expect(unit.includes('\nRestartSec=5s\nRestartSteps=5\nRestartMaxDelaySec=5min\n')).toBe(added);
+  });
+
   it('fails, printing no unit, when the node does not run', () => {
     expect(() => execFileSync(SCRIPT, ['/nonexistent/node', '/srv/ta'], { stdio: 'pipe' })).toThrow(/did not run/);
   });

@@ -37,7 +37,8 @@ describe('systemd/terminal-agent.service', () => {
     const d = directives();
     expect(d.get('Type')).toEqual(['notify']);
     expect(d.get('WatchdogSec')?.[0]).toMatch(/^\d+s$/);
-    expect(d.get('Restart')).toEqual(['on-failure']);
+    expect(d.get('Restart')).toEqual(['always']);
+    expect(d.get('StartLimitIntervalSec')).toEqual(['0']);
     expect(d.get('User')).toEqual(['terminal-agent']);
     expect(d.get('SupplementaryGroups')).toEqual(['audio']);
     expect(d.get('ProtectSystem')).toEqual(['strict']);

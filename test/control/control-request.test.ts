@@ -2,12 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { ControlTimeout, controlRequest } from '../../src/control/control-http.js';
-import { DaemonNotRunningError, controlClient } from '../../src/control/control-client.js';
+import { ControlTimeout, DaemonNotRunningError, controlClient, controlRequest } from '../../src/control/control-client.js';
 import { tmpDir } from '../helpers/tmp.js';
 
-// The control client's one-exchange HTTP over the unix socket (no node:http), against node's own
-// HTTP server as the daemon runs it and against servers that answer oddly.
+// The control client's one exchange over the unix socket (node:http), against node's own HTTP
+// server as the daemon runs it and against servers that answer oddly.
 
 const servers: Array<HttpServer | NetServer> = [];
 const connections = new Set<Socket>();
@@ -47,14 +46,13 @@ describe('controlRequest', () => {
     expect(await controlRequest(socket, 'GET', '/chunked', undefined, 5000)).toEqual({ status: 200, text: 'first second ü' });
   });
 
-  it('does not wait for a server that keeps the socket open once the announced length is in, and then closes the socket itself', async () => {
+  it('does not wait for a server that keeps the socket open once the announced length is in, and closes the socket itself', async () => {
     let closed: Promise<void> | undefined;
     const socket = await listen(createNetServer((s) => {
       closed = new Promise((r) => s.on('close', () => r()));
       s.on('data', () => s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
     }));
     expect(await controlRequest(socket, 'GET', '/', undefined, 5000)).toEqual({ status: 200, text: 'ok' });
-    // Closed on the next turn of the loop (a CLI exits before that): a process that goes on keeps no socket.
     await expect(Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 2000))])).resolves.toBeUndefined();
   });
 

@@ -9,7 +9,7 @@ import { serveEventStream } from '../../src/events/sse.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { tmpDirManual } from '../helpers/tmp.js';
 
-// The control socket's own HTTP/1.1 (src/control/wire-connection.ts) over a real unix socket:
+// The control socket's HTTP/1.1 (node:http, src/control/control-server.ts) over a real unix socket:
 // what curl (the client README names) sends, and what a hostile or broken local client sends,
 // each refusal answered with its status and a JSON error saying what is wrong. The handlers are
 // stand-ins that echo what they were given (the daemon's are tested in control-socket.test.ts).
@@ -122,27 +122,30 @@ describe('the control socket\'s HTTP/1.1, with curl', () => {
   });
 });
 
+const BAD = /^not a valid HTTP\/1\.1 request: \w/;
+
 describe('the control socket refuses what is not a well-formed request, saying what is wrong', () => {
+  // Framing is node:http's (llhttp, strict): its reason is passed on. The rest is the socket's own.
   const cases: Array<[string, string, number, RegExp]> = [
-    ['a line ended by LF alone', 'GET /status HTTP/1.1\nHost: x\n\n', 400, /^line 1 of the request ends with LF alone/],
+    ['a line ended by LF alone', 'GET /status HTTP/1.1\nHost: x\n\n', 400, /^not a valid HTTP\/1\.1 request: Expected CRLF/],
     ['an HTTP/1.1 request without Host', 'GET /status HTTP/1.1\r\n\r\n', 400, /must have a Host header/],
-    ['a request line of four parts', 'GET /status x HTTP/1.1\r\nHost: x\r\n\r\n', 400, /request line is not/],
-    ['a target that is not a path', 'GET status HTTP/1.1\r\nHost: x\r\n\r\n', 400, /must be a path starting with \//],
-    ['HTTP/2.0', 'GET /status HTTP/2.0\r\nHost: x\r\n\r\n', 505, /HTTP\/2\.0 is not served here/],
-    ['a header line folded onto the one before', 'GET /status HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n', 400, /header line 3 is folded onto the one before/],
-    ['a header with a space before its colon', 'GET /status HTTP/1.1\r\nHost : x\r\n\r\n', 400, /header line 1 has no valid field name/],
-    ['a header line with no colon', 'GET /status HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n', 400, /header line 2 has no ':'/],
-    ['a control character in a header', 'GET /status HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n', 400, /header X-A holds a control character/],
-    ['both Content-Length and Transfer-Encoding', 'POST /say HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}', 400, /both Transfer-Encoding and Content-Length/],
-    ['two Content-Lengths', 'POST /say HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}', 400, /Content-Length must be one decimal number/],
-    ['a Content-Length that is not a number', 'POST /say HTTP/1.1\r\nHost: x\r\nContent-Length: 0x2\r\n\r\n{}', 400, /Content-Length must be one decimal number/],
+    ['a request line of four parts', 'GET /status x HTTP/1.1\r\nHost: x\r\n\r\n', 400, BAD],
+    ['a target that is not a path', 'GET status HTTP/1.1\r\nHost: x\r\n\r\n', 400, BAD],
+    ['a target that is no URL', 'GET http://[ HTTP/1.1\r\nHost: x\r\n\r\n', 400, /request target is not a valid URL/],
+    ['a header line folded onto the one before', 'GET /status HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n', 400, BAD],
+    ['a header with a space before its colon', 'GET /status HTTP/1.1\r\nHost : x\r\n\r\n', 400, BAD],
+    ['a header line with no colon', 'GET /status HTTP/1.1\r\nHost: x\r\nnonsense\r\n\r\n', 400, BAD],
+    ['a control character in a header', 'GET /status HTTP/1.1\r\nHost: x\r\nX-A: a\x01b\r\n\r\n', 400, BAD],
+    ['both Content-Length and Transfer-Encoding', 'POST /say HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}', 400, BAD],
+    ['two Content-Lengths', 'POST /say HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}', 400, BAD],
+    ['a Content-Length that is not a number', 'POST /say HTTP/1.1\r\nHost: x\r\nContent-Length: 0x2\r\n\r\n{}', 400, BAD],
     ['a Transfer-Encoding other than chunked', 'POST /say HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n', 400, /Transfer-Encoding gzip, chunked is not accepted/],
     ['an Expect other than 100-continue', 'POST /say HTTP/1.1\r\nHost: x\r\nExpect: later\r\nContent-Length: 2\r\n\r\n{}', 417, /Expect: later is not supported/],
     ['a Content-Length over 64 KB', 'POST /say HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n', 413, /larger than 65536 bytes/],
-    ['a chunked body over 64 KB', `POST /say HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8000\r\n${'a'.repeat(0x8000)}\r\n8001\r\n`, 413, /larger than 65536 bytes/],
-    ['a chunk size that is not hexadecimal', 'POST /say HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', 400, /chunk size of the body is not a hexadecimal number/],
-    ['a chunk longer than its size', 'POST /say HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}}\r\n0\r\n\r\n', 400, /longer than its size says/],
-    ['a head over 16 KB', `GET /status HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(17_000)}\r\n\r\n`, 431, /request head is larger than 16384 bytes/],
+    ['a chunked body over 64 KB', `POST /say HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8000\r\n${'a'.repeat(0x8000)}\r\n8001\r\n${'a'.repeat(0x8001)}\r\n`, 413, /larger than 65536 bytes/],
+    ['a chunk size that is not hexadecimal', 'POST /say HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', 400, BAD],
+    ['a chunk longer than its size', 'POST /say HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}}\r\n0\r\n\r\n', 400, BAD],
+    ['a head over 16 KB', `GET /status HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(17_000)}\r\n\r\n`, 431, /request headers are larger than this server accepts/],
     ['a request body that is not JSON', 'POST /say HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello', 400, /request body is not JSON/],
   ];
   for (const [what, bytes, status, message] of cases) {
@@ -151,7 +154,7 @@ describe('the control socket refuses what is not a well-formed request, saying w
       expect(r.status).toBe(status);
       expect(r.error).toMatch(message);
       expect(r.code).toBe('TA_ERR_USAGE');
-      expect(r.head).toMatch(/\r\nConnection: close\r\n/);
+      expect(r.head).toMatch(/\r\nConnection: close\r\n/i);
     });
   }
 
