@@ -18,11 +18,15 @@ import { reconcileCache } from './cache-reconcile.js';
 import { createRetiredFiles } from './retired-files.js';
 import { createRefreshQueue } from './refresh-queue.js';
 import { isoTime } from '../util/iso-time.js';
+import { createRecheckPacer, type RecheckBudget } from './recheck-pacer.js';
+import { recheckMinAge } from './recheck.js';
 import { linkedSignal, withLinkedSignal } from '../util/linked-signal.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_DELETE_GRACE_MS = 60_000;
+const DEFAULT_RECHECK_REQUESTS_PER_MINUTE = 200;
+const DEFAULT_RECHECK_BYTES_PER_HOUR = 64 * 1024 * 1024;
 
 /**
  * Keeps `<state_dir>/faces/` and the faces table in step with GET /faces of the terminal's group.
@@ -48,6 +52,11 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   const forced = new Set<string>();
   /** Faces this agent uploaded, to put into the cache from the bytes it sent (seed-pass.ts). */
   let seeds = new Map<string, FaceSeed>();
+  const pacer = createRecheckPacer();
+  const budget = (): RecheckBudget => ({
+    requestsPerMinute: facesConfig.recheck_requests_per_minute ?? DEFAULT_RECHECK_REQUESTS_PER_MINUTE,
+    bytesPerHour: facesConfig.recheck_bytes_per_hour ?? DEFAULT_RECHECK_BYTES_PER_HOUR,
+  });
   const retired = createRetiredFiles({ files, store, graceMs: deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS, now });
 
   let started = false;
@@ -88,15 +97,18 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     try {
       const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: passSignal.signal, disk, syncfs: deps.syncfs };
       const seeded = seedsNow.length > 0 ? await runSeedPass(passCtx, seedsNow) : undefined;
+      const allowance = Math.min(deps.maxRechecksPerPass ?? Infinity, pacer.allowance(startedAt, budget(), facesConfig.sync_interval, store.recheckStats()));
       // Seeds alone need no listing; anything else (a forced face, a timed sync) gets a full pass.
       const pass: SyncPassResult = seeded && reason === 'refresh' && forcedNow.size === 0 ? seeded : combine(seeded, await runSyncPass({
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
-        syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
+        // An operator's `faces sync` goes round whatever the budget allows now, however recently checked.
+        recheckAllowance: allowance, recheckMinAgeMs: reason === 'manual' ? 0 : recheckMinAge(facesConfig.sync_interval), random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
         signal: passSignal.signal, forced: forcedNow, disk, syncfs: deps.syncfs, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
         ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
       }));
       if (pass.indexVersion) indexVer = pass.indexVersion;
+      if (pass.recheckCost) pacer.spend(startedAt, pass.recheckCost, pass.rechecksDeferred, budget(), facesConfig.sync_interval);
       for (const id of forcedNow) forced.delete(id);
       Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred, indexMs: seeded?.indexMs ?? 0 });
       indexDirty = false;
@@ -291,6 +303,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         failed_faces: store.failedRows(20).map((r) => ({ face_id: r.face_id, name: r.name, code: r.error_code ?? 'TA_ERR_FAILURE', message: r.error ?? '' })),
         index_file: files.indexPath,
         index_version: indexVer,
+        rechecks: pacer.status(now(), budget(), facesConfig.sync_interval, store.recheckStats()),
       };
     },
     listCached() {
