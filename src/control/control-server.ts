@@ -23,7 +23,8 @@ import { serveConnection, type WireConnection, type WireRequest, type WireRespon
 export interface ControlHandlers {
   status(): Promise<unknown> | unknown;
   faces(): Promise<unknown> | unknown;
-  syncFaces(): Promise<unknown>;
+  /** POST /faces/sync; a body `{"face_id": ...}` asks for that one face at once (a `faces update`). */
+  syncFaces(body?: Record<string, unknown>): Promise<unknown>;
   /** `signal` aborts when the caller hangs up before the answer. */
   say(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   enrollVoiceprint(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
@@ -137,7 +138,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         return handlers.faces();
       case '/faces/sync':
         allow(req, 'POST');
-        return handlers.syncFaces();
+        return handlers.syncFaces(jsonBody(req));
       case '/say':
         allow(req, 'POST');
         return handlers.say(jsonBody(req), signal);

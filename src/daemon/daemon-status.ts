@@ -85,9 +85,13 @@ export function controlHandlers(state: DaemonState, d: Pick<DaemonEnv, 'pid' | '
   return {
     status: () => buildStatus(state, d),
     faces: () => state.agent.listFaces(),
-    syncFaces: () => watched('POST /faces/sync', async () => {
+    syncFaces: (body) => watched('POST /faces/sync', async () => {
       accepting();
-      return state.agent.syncFaces();
+      const faceId = body?.face_id;
+      if (faceId === undefined) return state.agent.syncFaces();
+      // `faces update` changed this face on the service: fetched at once, not at its re-check's turn.
+      if (typeof faceId !== 'string') throw new UsageError('"face_id" must be a string of 32 hex characters');
+      return state.agent.refreshFace(faceId);
     }),
     say: (body, signal) => watched('POST /say', async () => {
       accepting();
