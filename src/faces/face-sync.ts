@@ -19,7 +19,7 @@ import { createRetiredFiles } from './retired-files.js';
 import { createRefreshQueue } from './refresh-queue.js';
 import { isoTime } from '../util/iso-time.js';
 import { createRecheckPacer, type RecheckBudget } from './recheck-pacer.js';
-import { recheckMinAge } from './recheck.js';
+import { recheckMinAge, timedPassDelay } from './recheck.js';
 import { linkedSignal, withLinkedSignal } from '../util/linked-signal.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
@@ -245,7 +245,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         nextSyncAt = null;
         delay = Number.POSITIVE_INFINITY;
       } else if (report.ok) {
-        delay = facesConfig.sync_interval;
+        delay = timedPassDelay(facesConfig.sync_interval, deps.random ?? Math.random);
       } else {
         delay = backoffDelay(backoff(), consecutiveFailures - 1);
       }

@@ -15,6 +15,16 @@ export function recheckMinAge(syncIntervalMs: number): number {
   return Math.floor(syncIntervalMs / 2);
 }
 
+/**
+ * The wait before the next timed pass: sync_interval less up to a tenth, at random. Terminals of a
+ * fleet started together (an upgrade, a power cut) would otherwise send their passes' re-checks in
+ * the same seconds for ever; this drifts them apart within a few passes, and a pass still comes
+ * within one sync_interval of the last.
+ */
+export function timedPassDelay(syncIntervalMs: number, random: () => number): number {
+  return Math.round(syncIntervalMs * (0.9 + 0.1 * random()));
+}
+
 /** When an image downloaded at `fetchedAt` is due at the latest: fetch + interval × uniform(0.5, 1) (image_recheck_at). */
 export function firstRecheckAt(fetchedAt: number, intervalMs: number, random: () => number): number {
   return fetchedAt + Math.round(intervalMs * (0.5 + 0.5 * random()));

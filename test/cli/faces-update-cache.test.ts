@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { runCliProcess } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { daemonFiles, isReady, spawnDaemon } from '../daemon/daemon-harness.js';
+import { controlRequest, daemonFiles, isReady, spawnDaemon } from '../daemon/daemon-harness.js';
 import { jpeg, png, readIndex } from '../faces/face-fixtures.js';
 
 // `faces update ID IMAGE` on this terminal: its own face cache holds the new image when the command
@@ -36,6 +36,17 @@ describe('faces update puts the new image into this terminal\'s cache at once', 
     expect(entry.image).toBe(`${target.face_id}.png`);
     expect(readFileSync(join(files.stateDir, 'faces', entry.image)).equals(image)).toBe(true);
     expect(imageGets(emu).map((r) => r.path)).toEqual([`/v1/api/faces/${target.face_id}/image`]);
+
+    // A face_id of another type is refused; one that is not 32 hex characters is a refused sync; the daemon goes on.
+    const wrongType = await controlRequest(files.socketPath, 'POST', '/faces/sync', { face_id: 5 });
+    expect(wrongType.status).toBe(400);
+    expect(wrongType.text).toContain('32 hex');
+    const notHex = await controlRequest(files.socketPath, 'POST', '/faces/sync', { face_id: '../../etc/passwd' });
+    expect(notHex.json()).toMatchObject({ ok: false, error: { message: expect.stringContaining('32 hex characters') } });
+    // status tells how far the re-checks have come round the group.
+    const status = await runCliProcess(['status', '--json', '--config', files.configPath]);
+    expect(JSON.parse(status.stdout).faces.rechecks).toMatchObject({ mode: 'unknown', round_s: 300, oldest_check_age_s: expect.any(Number), budget: { requests_per_minute: 200 } });
+    expect((await runCliProcess(['status', '--config', files.configPath])).stdout).toMatch(/^rechecks: {4}oldest check .* ago; no re-check answered yet; a replaced image is in the cache within about 5m0s/m);
     daemon.signal('SIGTERM');
     await daemon.exited;
   });

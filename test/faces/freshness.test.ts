@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GROUP, harness, jpeg, png, readIndex, type Harness } from './face-fixtures.js';
-import { pickOldest } from '../../src/faces/recheck.js';
+import { pickOldest, timedPassDelay } from '../../src/faces/recheck.js';
 import { createRecheckPacer } from '../../src/faces/recheck-pacer.js';
 import type { FaceSync } from '../../src/faces/types.js';
 
@@ -131,6 +131,17 @@ describe('a face image replaced on the service reaches the cache', () => {
 describe('re-check pacing', () => {
   const stats = (served: number, withValidators = served, meanBytes = 2000) => ({ served, withValidators, meanBytes, oldestCheckAt: 0 });
   const budget = { requestsPerMinute: 200, bytesPerHour: 64 * 1024 * 1024 };
+
+  it('timed passes come a little before each sync_interval, at random, so that a fleet started together drifts apart', async () => {
+    expect(timedPassDelay(300_000, () => 0)).toBe(270_000);
+    expect(timedPassDelay(300_000, () => 0.999_999)).toBeLessThanOrEqual(300_000);
+    const h = await harness();
+    h.emu.seedFaces(GROUP, [{ name: 'ada', image: jpeg() }]);
+    const sync = h.make({ random: () => 0.5 });
+    await sync.start();
+    for (let i = 0; i < 200 && sync.status().next_sync_at === null; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(Date.parse(sync.status().next_sync_at!)).toBe(h.clock.now + 57_000); // 60 s less 5 %
+  });
 
   it('takes the longest-unchecked first, at most the limit', () => {
     const { picked, deferred } = pickOldest([{ checkedAt: 30 }, { checkedAt: 10 }, { checkedAt: 20 }], 2);
