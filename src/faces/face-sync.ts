@@ -46,6 +46,10 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     consecutiveFailures: () => consecutiveFailures,
     intervalSeconds: () => facesConfig.sync_interval / 1000,
     credentialsRefused: () => authError !== undefined,
+    oldestCheckAgeSeconds: () => {
+      const s = store.recheckStats();
+      return s.served > 0 && s.oldestCheckAt !== null ? Math.max(0, Math.round((now() - s.oldestCheckAt) / 1000)) : 0;
+    },
   });
   const disk = deps.disk ?? createDiskFloor(deps.config.state_dir, deps.config.state_min_free ?? 'auto');
   const lifecycle = new AbortController();

@@ -55,6 +55,8 @@ describe('a face image replaced on the service reaches the cache', () => {
     const rechecks = sync.status().rechecks;
     expect(rechecks).toMatchObject({ mode: 'conditional', paced_by: 'requests', deferred: 0, round_s: SYNC_INTERVAL / 1000, oldest_check_age_s: 0 });
     expect(rechecks.last_hour.requests).toBe(20);
+    h.clock.now += 42_000;
+    expect(await h.registry.metrics()).toContain('terminal_agent_face_recheck_oldest_age_seconds 42');
   });
 
   it('500 faces, validators: within one sync_interval at the default budget', async () => {
