@@ -19,7 +19,7 @@ export interface FaceRow {
   image_last_modified: string | null;
   image_bytes: number | null;
   image_checked_at: number | null;
-  /** ms epoch the image is due for a re-check (schema 2; NULL: derived, recheck.ts). */
+  /** ms epoch the image is due for a re-check at the latest (schema 2; NULL: only the round's order, recheck.ts). */
   image_recheck_at: number | null;
   error: string | null;
   error_code: string | null;

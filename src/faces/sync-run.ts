@@ -11,7 +11,7 @@ import type { SyncfsRunner } from '../util/syncfs.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
 import { createRoomPool } from './room-pool.js';
-import { lastCheckedAt, pickOldest } from './recheck.js';
+import { pickOldest, roundCandidate, type RoundCandidate } from './recheck.js';
 import { NO_RECHECK_COST, type RecheckCost } from './recheck-pacer.js';
 import { decideRows } from './sync-decide.js';
 import type { Staging } from './staging.js';
@@ -111,7 +111,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
 
   // Phase 1: plan.
   const jobs: FetchJob[] = [];
-  const round: Array<FetchJob & { checkedAt: number }> = [];
+  const round: Array<FetchJob & RoundCandidate> = [];
   /** Jobs that ask again for a cached image (to count what re-checks cost). */
   const rechecks = new Set<FetchJob>();
   for (const [id, rec] of remote) {
@@ -131,8 +131,8 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
       jobs.push(job);
       rechecks.add(job);
     } else {
-      const checkedAt = lastCheckedAt(prev);
-      if (ctx.nowMs - checkedAt >= ctx.recheckMinAgeMs) round.push({ faceId: id, prevSha256: prev.image_sha256, conditional: validators!, checkedAt });
+      const place = roundCandidate(prev, ctx.nowMs, ctx.recheckMinAgeMs);
+      if (place) round.push({ faceId: id, prevSha256: prev.image_sha256, conditional: validators!, ...place });
     }
   }
   const { picked, deferred } = pickOldest(round, ctx.recheckAllowance);

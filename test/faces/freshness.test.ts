@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GROUP, harness, jpeg, png, readIndex, type Harness } from './face-fixtures.js';
-import { pickOldest, timedPassDelay } from '../../src/faces/recheck.js';
+import { pickOldest, roundCandidate, timedPassDelay } from '../../src/faces/recheck.js';
 import { createRecheckPacer } from '../../src/faces/recheck-pacer.js';
 import type { FaceSync } from '../../src/faces/types.js';
 
@@ -145,10 +145,15 @@ describe('re-check pacing', () => {
     expect(Date.parse(sync.status().next_sync_at!)).toBe(h.clock.now + 57_000); // 60 s less 5 %
   });
 
-  it('takes the longest-unchecked first, at most the limit', () => {
-    const { picked, deferred } = pickOldest([{ checkedAt: 30 }, { checkedAt: 10 }, { checkedAt: 20 }], 2);
-    expect(picked.map((p) => p.checkedAt)).toEqual([10, 20]);
+  it('takes overdue faces first (a seeded image, one unchecked for image_recheck_interval), then the longest unchecked, at most the limit', () => {
+    const c = (checkedAt: number, overdueSince: number | null = null) => ({ checkedAt, overdueSince });
+    const { picked, deferred } = pickOldest([c(30), c(10), c(50, 45), c(20), c(60, 40)], 4);
+    expect(picked).toEqual([c(60, 40), c(50, 45), c(10), c(20)]);
     expect(deferred).toBe(1);
+    // A timed pass leaves a face checked less than minAge ago alone, unless it is overdue.
+    expect(roundCandidate({ image_checked_at: 1000, image_recheck_at: 9000 }, 1500, 600)).toBeNull();
+    expect(roundCandidate({ image_checked_at: 1000, image_recheck_at: 1400 }, 1500, 600)).toEqual(c(1000, 1400));
+    expect(roundCandidate({ image_checked_at: null, image_recheck_at: null }, 1500, 600)).toEqual(c(0));
   });
 
   it('the request budget refills with the clock and holds at most one sync_interval and a minute', () => {
