@@ -119,14 +119,15 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     const kept = staged.get(id);
     const validators = prev && { etag: prev.image_etag, lastModified: prev.image_last_modified };
     if (!prev || prev.image_file === null) jobs.push({ faceId: id, publish: true, ...(kept ? { staged: kept } : {}) });
-    // This agent changed it, or the service gave the record a new id (spec-notes: a new id is a
-    // new record, its image included): fetched at once, unconditionally.
-    else if (ctx.forced.has(id) || (prev.id !== null && prev.id !== rec.id)) jobs.push({ faceId: id, prevSha256: prev.image_sha256 });
+    // This agent changed it: fetched at once, unconditionally.
+    else if (ctx.forced.has(id)) jobs.push({ faceId: id, prevSha256: prev.image_sha256 });
     else if (kept) {
       // A re-check that a failed pass already answered with a new image: usually no request.
       jobs.push({ faceId: id, prevSha256: prev.image_sha256, conditional: validators!, staged: kept });
-    } else if (prev.name !== rec.name || prev.group_id !== rec.group_id) {
-      // An edited record may come with a new image: asked at once, outside the round.
+    } else if ((prev.id !== null && prev.id !== rec.id) || prev.name !== rec.name || prev.group_id !== rec.group_id) {
+      // A new id (a service that re-creates the record when its image changes) or an edited record
+      // may come with a new image: asked at once, outside the round. Conditionally all the same: a
+      // service that renumbers a whole group costs its terminals a 304 a face, not the group again.
       const job = { faceId: id, prevSha256: prev.image_sha256, conditional: validators! };
       jobs.push(job);
       rechecks.add(job);

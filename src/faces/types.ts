@@ -20,7 +20,7 @@ export interface FaceSyncConfig {
   faces: {
     /** ms between syncs. */
     sync_interval: number;
-    /** ms a download kept from a failed sync is used without asking the service again (image-fetch.ts); re-checks of cached images go round the group within budgets instead (recheck-pacer.ts). */
+    /** ms after which a cached image goes first among the re-checks (recheck.ts), and a download kept from a failed sync is asked about again (image-fetch.ts). */
     image_recheck_interval: number;
     download_concurrency: number;
     /** Re-check budgets (recheck-pacer.ts); the defaults when absent. */

@@ -81,6 +81,14 @@ describe('a face image replaced on the service reaches the cache', () => {
     expect(report).toMatchObject({ ok: true, updated: 1, image_requests: 1 });
     expect(cacheMatches(h, target.face_id)).toBe(true);
     expect(readIndex(h.facesDir).find((e) => e.face_id === target.face_id)!.id).toBe(h.emu.state.face(target.face_id)!.id);
+
+    // A new id with the same image (a service renumbering its records) costs a 304, not a download.
+    const same = faces[4]!;
+    h.emu.setImage(same.face_id, h.emu.state.faceImage(same.face_id)!, { changeId: true });
+    h.emu.clearRequests();
+    expect(await sync.syncNow('interval')).toMatchObject({ ok: true, updated: 1, image_requests: 1 });
+    expect(h.emu.requests.filter((r) => r.path.endsWith('/image')).map((r) => r.status)).toEqual([304]);
+    expect(readIndex(h.facesDir).find((e) => e.face_id === same.face_id)!.id).toBe(h.emu.state.face(same.face_id)!.id);
   });
 
   it('an image changed with the same id, on a service with no validators: found by the next round, and status says every re-check is a download', async () => {
