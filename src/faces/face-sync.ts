@@ -53,7 +53,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   });
   const disk = deps.disk ?? createDiskFloor(deps.config.state_dir, deps.config.state_min_free ?? 'auto');
   const lifecycle = new AbortController();
-  const forced = new Set<string>();
+  /** Faces this agent changed, to fetch unconditionally: face_id -> when asked (monotonic ms). */
+  const forced = new Map<string, number>();
   /** Faces this agent uploaded, to put into the cache from the bytes it sent (seed-pass.ts). */
   let seeds = new Map<string, FaceSeed>();
   const pacer = createRecheckPacer();
@@ -86,7 +87,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   async function doSync(reason: SyncReason): Promise<SyncReport> {
     const startedAt = now();
     const t0 = performance.now();
-    const forcedNow = new Set(forced);
+    const forcedNow = new Set(forced.keys());
     const seedsNow = [...seeds.values()];
     seeds = new Map();
     let report: SyncReport;
@@ -113,7 +114,12 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
       }));
       if (pass.indexVersion) indexVer = pass.indexVersion;
       if (pass.recheckCost) pacer.spend(startedAt, pass.recheckCost, pass.rechecksDeferred, budget(), facesConfig.sync_interval);
-      for (const id of forcedNow) forced.delete(id);
+      // Done with a face once a request for it went out after it was asked for: an edited record
+      // the pass asked about anyway (sync-run.ts) is not fetched again by the refresh that follows.
+      for (const [id, at] of forced) {
+        const asked = pass.askedAt?.get(id);
+        if (asked !== undefined ? asked >= at : forcedNow.has(id) && at <= t0) forced.delete(id);
+      }
       Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred, indexMs: seeded?.indexMs ?? 0 });
       indexDirty = false;
       retired.add(pass.obsolete);
@@ -209,7 +215,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     if (!isValidFaceId(faceId)) {
       return Promise.resolve(refusedReport('refresh', errorInfo(new AgentError(`cannot refresh face '${faceId}': a face_id is 32 hex characters`)), cachedCount, now()));
     }
-    forced.add(faceId);
+    forced.set(faceId, performance.now());
     return refreshes.later();
   }
 

@@ -81,6 +81,8 @@ export interface SyncPassResult {
   rechecksDeferred: number;
   /** What the re-checks cost and how the service answered them (recheck-pacer.ts). */
   recheckCost?: RecheckCost;
+  /** When each face whose image was asked for went out (monotonic ms, at the job's start). */
+  askedAt?: ReadonlyMap<string, number>;
   indexWritten: boolean;
   /** Version of the index.json this pass wrote (cache-files.ts indexVersion); null when it wrote none. */
   indexVersion: string | null;
@@ -159,13 +161,17 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   report(true);
   const room = ctx.disk ? createRoomPool(ctx.disk, 'face image downloads') : undefined;
   const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger, undefined, ctx.syncfs);
-  const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
+  const askedAt = new Map<string, number>();
+  const fetchCtx = (signal: AbortSignal) => ({
     client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
     ...(ctx.disk ? { disk: ctx.disk } : {}), ...(room ? { room } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
     onReuse: () => { reused++; },
-  }, job).then((o) => {
+  });
+  const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, async (job, signal) => {
+    askedAt.set(job.faceId, performance.now());
+    const o = await fetchImage(fetchCtx(signal), job);
     progress.images_done++;
     if (o.kind === 'stored') {
       progress.bytes += o.bytes;
@@ -173,7 +179,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     }
     report(progress.images_done === progress.images_total);
     return o;
-  }));
+  });
   room?.close();
   await writeback?.settle();
   if (error !== undefined) {
@@ -246,7 +252,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   if (failures.length > 0) {
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }
-  return { added, updated, removed, failures, imageRequests, reused, rechecks: rechecks.size, rechecksDeferred: deferred, recheckCost, indexWritten, indexVersion, obsolete, skipped };
+  return { added, updated, removed, failures, imageRequests, reused, rechecks: rechecks.size, rechecksDeferred: deferred, recheckCost, askedAt, indexWritten, indexVersion, obsolete, skipped };
 }
 
 function tallyRecheck(cost: RecheckCost, o: ImageOutcome): void {

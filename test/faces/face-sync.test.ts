@@ -97,6 +97,24 @@ describe('face sync against the emulator', () => {
     expect(readIndex(h.facesDir)[0]!.name).toBe('alice2');
   });
 
+  it('refreshes of several faces this agent renamed and re-imaged fetch each image once, whichever sync asks first', async () => {
+    const h = await harness();
+    const faces = h.emu.seedFaces(GROUP, Array.from({ length: 4 }, (_, i) => ({ name: `f${i}`, image: jpeg(2000 + i) })));
+    const sync = h.make();
+    await sync.syncNow();
+    const dir = tmpDir();
+    for (const f of faces.slice(0, 3)) {
+      await h.client.updateFace(f.face_id, { name: `${f.name}-new`, image: { path: writeTemp(dir, `${f.name}.png`, png(2500)), contentType: 'image/png' } });
+    }
+    h.emu.clearRequests();
+
+    const reports = await Promise.all(faces.slice(0, 3).map((f) => sync.refreshFace(f.face_id)));
+
+    expect(reports.every((r) => r.ok)).toBe(true);
+    expect(h.emu.requests.filter((r) => r.path.endsWith('/image')).map((r) => r.path).sort()).toEqual(faces.slice(0, 3).map((f) => `/v1/api/faces/${f.face_id}/image`).sort());
+    expect(expectIndexMatchesServer(h.facesDir, h.emu).filter((e) => e.name.endsWith('-new'))).toHaveLength(3);
+  });
+
   it('a large first sync (one syncfs for the batch) caches every image whole', async () => {
     const h = await harness();
     h.emu.seedFaces(GROUP, Array.from({ length: 60 }, (_, i) => ({ name: `f${i}`, image: i % 2 ? jpeg(3000) : png(3000) })));
