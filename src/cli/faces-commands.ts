@@ -118,11 +118,13 @@ const update: CommandSpec = {
     let name = given === undefined ? undefined : checkNameArg(given, "'faces update'");
     const path = imageArg === undefined ? undefined : resolve(ctx.cwd, imageArg);
     const contentType = path ? await checkImageFile(path) : undefined;
-    await withClient(args, ctx, async ({ client, call }) => {
+    await withClient(args, ctx, async (session) => {
+      const { client, call } = session;
       // PUT requires the name: keep the current one when only the image changes.
       name ??= (await client.getFace(id, call)).name;
       await client.updateFace(id, { name, ...(path && contentType ? { image: { path, contentType } } : {}) }, call);
       printFace(ctx, args.global.json, await client.getFace(id, call), 'updated');
+      await (await import('./faces-update-cache.js')).refreshOwnCache(ctx, args.global.json, session, id);
     });
   },
 };

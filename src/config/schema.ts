@@ -50,6 +50,10 @@ const facesShape = {
   sync_interval: z._default(duration(1 * SECOND, 7 * DAY), 5 * MINUTE),
   image_recheck_interval: z._default(duration(1 * MINUTE, 30 * DAY), 6 * HOUR),
   download_concurrency: z._default(integer(1, 64), 8),
+  /** Image re-checks (conditional GETs) a terminal may send per minute (faces/recheck-pacer.ts). */
+  recheck_requests_per_minute: z._default(integer(1, 6000), 200),
+  /** Bytes re-checks may download per hour from a service that answers no conditional request. */
+  recheck_bytes_per_hour: z._default(size(1 * MB, 100 * GB), 64 * MB),
 };
 
 const enrollShape = {

@@ -75,7 +75,8 @@ export interface ControlClient {
   readonly socketPath: string;
   status(): Promise<AgentStatus>;
   faces(): Promise<unknown[]>;
-  syncFaces(): Promise<unknown>;
+  /** A whole sync; with `face_id`, that one face fetched at once (the daemon's SyncReport either way). */
+  syncFaces(body?: { face_id: string }): Promise<unknown>;
   say(body: SayBody): Promise<unknown>;
   enrollVoiceprint(body: VoiceprintEnrollBody): Promise<unknown>;
   metrics(): Promise<string>;
@@ -146,7 +147,7 @@ export function controlClient(socketPath: string, options: ControlCallOptions = 
     socketPath,
     status: () => json<AgentStatus>('GET', '/status'),
     faces: () => json<unknown[]>('GET', '/faces'),
-    syncFaces: () => json<unknown>('POST', '/faces/sync'),
+    syncFaces: (body?: { face_id: string }) => json<unknown>('POST', '/faces/sync', body),
     say: (body) => json<unknown>('POST', '/say', body),
     enrollVoiceprint: (body) => json<unknown>('POST', '/voiceprint/enroll', body),
     async metrics() {

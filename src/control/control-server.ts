@@ -19,7 +19,8 @@ import type { EventStreamRequest, EventStreamResponse } from '../events/sse.js';
 export interface ControlHandlers {
   status(): Promise<unknown> | unknown;
   faces(): Promise<unknown> | unknown;
-  syncFaces(): Promise<unknown>;
+  /** POST /faces/sync; a body `{"face_id": ...}` asks for that one face at once (a `faces update`). */
+  syncFaces(body?: Record<string, unknown>): Promise<unknown>;
   /** `signal` aborts when the caller hangs up before the answer. */
   say(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   enrollVoiceprint(body: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
@@ -131,7 +132,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         return handlers.faces();
       case '/faces/sync':
         allow(req, path, 'POST');
-        return handlers.syncFaces();
+        return handlers.syncFaces(await jsonBody(req));
       case '/say':
         allow(req, path, 'POST');
         return handlers.say(await jsonBody(req), signal);

@@ -1,7 +1,8 @@
 import type { DiskReading } from '../disk/disk-reading.js';
+import type { RecheckStatus } from '../faces/recheck-status.js';
 
-// The JSON of GET /status on the control socket (and `status --json`). Its only import is a type
-// file without imports, so the web console's build (web/src/types.ts) shares these types.
+// The JSON of GET /status on the control socket (and `status --json`). Its only imports are type
+// files without imports, so the web console's build (web/src/types.ts) shares these types.
 
 export interface SyncRunSummary {
   started_at: string;
@@ -37,6 +38,8 @@ export interface AgentStatus {
     cached: number | null;
     last_sync: SyncRunSummary | null;
     last_ok_sync_at: string | null;
+    /** How far image re-checks have come round the group; null when face sync is not running. */
+    rechecks?: RecheckStatus | null;
   };
   /** Count of outbox rows per kind, then per state (queued, sending, unknown, training, done, failed). */
   outbox: Record<string, Record<string, number>>;

@@ -52,6 +52,8 @@ export interface Agent {
   /** One cached face, undefined when it is not served. */
   cachedFace(faceId: string): unknown;
   syncFaces(): Promise<unknown>;
+  /** Fetches one face's record and image at once (this terminal changed it through the CLI). */
+  refreshFace(faceId: string): Promise<unknown>;
   say(body: SayBody, signal?: AbortSignal): Promise<unknown>;
   enrollVoiceprint(body: VoiceprintEnrollBody, signal?: AbortSignal): Promise<unknown>;
 }
@@ -180,6 +182,7 @@ export function createAgent(deps: AgentDeps): Agent {
     facesVersion: () => c.faces?.cacheVersion?.(),
     cachedFace: (faceId: string) => (c.faces ? c.faces.cachedFace(faceId) : missing('faces')),
     syncFaces: () => (c.faces ? c.faces.syncNow('manual') : missing('faces')),
+    refreshFace: (faceId: string) => (c.faces?.refreshFace ? c.faces.refreshFace(faceId) : missing('faces')),
     async say(body, signal) {
       if (stopping) throw new AbortedError('the agent is stopping and takes no new work');
       if (!c.speech) return missing('speech');

@@ -1,4 +1,5 @@
 import type { AgentStatus, SayBody, VoiceprintEnrollBody } from '../control/types.js';
+import type { RecheckStatus } from '../faces/recheck-status.js';
 import type { ControlHandlers } from '../control/control-server.js';
 import { AbortedError, DaemonError, UsageError, missingProgramFile } from '../errors.js';
 import { formatDuration } from '../util/units.js';
@@ -23,7 +24,7 @@ export function buildStatus(state: DaemonState, d: Pick<DaemonEnv, 'pid' | 'vers
     uptime_s: Math.round((performance.now() - state.startedMono) / 1000),
     config_file: state.config.file ?? null,
     state_dir: state.config.state_dir,
-    faces: { cached: q.cachedFaces(), last_sync: q.lastSync(), last_ok_sync_at: iso(q.lastOkSyncAt()) },
+    faces: { cached: q.cachedFaces(), last_sync: q.lastSync(), last_ok_sync_at: iso(q.lastOkSyncAt()), rechecks: rechecksOf(comps.faces) },
     outbox: q.outbox(),
     recent_failures: q.recentFailures(10),
     audio: {
@@ -37,6 +38,12 @@ export function buildStatus(state: DaemonState, d: Pick<DaemonEnv, 'pid' | 'vers
     watchdog: state.watchdog.status(),
     disk: diskOf(state.config).readSync() ?? null,
   };
+}
+
+/** The face sync's re-check progress, from its component status (absent when faces are not running). */
+function rechecksOf(faces: unknown): RecheckStatus | null {
+  const r = (faces as { rechecks?: RecheckStatus } | null | undefined)?.rechecks;
+  return r && typeof r === 'object' ? r : null;
 }
 
 /** The free-space floor of this configuration's state_dir. */
@@ -78,9 +85,13 @@ export function controlHandlers(state: DaemonState, d: Pick<DaemonEnv, 'pid' | '
   return {
     status: () => buildStatus(state, d),
     faces: () => state.agent.listFaces(),
-    syncFaces: () => watched('POST /faces/sync', async () => {
+    syncFaces: (body) => watched('POST /faces/sync', async () => {
       accepting();
-      return state.agent.syncFaces();
+      const faceId = body?.face_id;
+      if (faceId === undefined) return state.agent.syncFaces();
+      // `faces update` changed this face on the service: fetched at once, not at its re-check's turn.
+      if (typeof faceId !== 'string') throw new UsageError('"face_id" must be a string of 32 hex characters');
+      return state.agent.refreshFace(faceId);
     }),
     say: (body, signal) => watched('POST /say', async () => {
       accepting();

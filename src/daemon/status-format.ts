@@ -1,5 +1,6 @@
 import type { AgentStatus } from '../control/types.js';
-import { formatDuration } from '../util/units.js';
+import { formatDuration, formatSize } from '../util/units.js';
+import type { RecheckStatus } from '../faces/recheck-status.js';
 import { describeDisk } from '../disk/describe-disk.js';
 import { ENROLL_DIR_RETRY_MS } from '../enroll/retry-interval.js';
 import { escapeControls } from '../util/terminal-text.js';
@@ -18,6 +19,7 @@ export function formatStatus(s: AgentStatus): string {
       : `last sync ${last.finished_at ?? last.started_at} FAILED: ${escapeControls(last.error ?? '?')}${last.error_code ? ` [${last.error_code}]` : ''}; last ok ${s.faces.last_ok_sync_at ?? 'never'}`;
   if (s.disk) lines.push(`disk:        ${describeDisk(s.disk)}`);
   lines.push(`faces:       ${s.faces.cached ?? 0} cached; ${faces}${skippedNote(s.components.faces)}`);
+  if (s.faces.rechecks) lines.push(`rechecks:    ${describeRechecks(s.faces.rechecks)}`);
   const kinds = Object.entries(s.outbox);
   if (kinds.length === 0) lines.push('outbox:      empty');
   else {
@@ -43,6 +45,19 @@ export function formatStatus(s: AgentStatus): string {
     }
   }
   return lines.join('\n');
+}
+
+/** How far image re-checks have come round the group, and how fresh the budget keeps the cache. */
+export function describeRechecks(r: RecheckStatus): string {
+  if (r.oldest_check_age_s === null) return 'no cached image to re-check';
+  const how = r.mode === 'conditional'
+    ? 'the service answers 304'
+    : r.mode === 'full'
+      ? `the service answers no conditional request: every re-check is a download, ${formatSize(r.budget.bytes_per_hour)}/h budget`
+      : 'no re-check answered yet';
+  const round = r.round_s === null ? '' : `; a replaced image is in the cache within about ${formatDuration(r.round_s * 1000)} (one round of the group)`;
+  const waiting = r.deferred > 0 ? `, ${r.deferred} waiting for the budget` : '';
+  return `oldest check ${formatDuration(r.oldest_check_age_s * 1000)} ago${waiting}; ${how}${round}; last hour ${r.last_hour.requests} requests, ${formatSize(r.last_hour.bytes)}`;
 }
 
 /** The face sync's last listing had malformed records: how many, and why. */

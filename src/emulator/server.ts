@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { Transform, pipeline, type Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger } from '../log/logger.js';
+import { InvalidInputError } from '../errors.js';
 import { createAuth } from './auth.js';
 import { CONTROL_PREFIX, controlRoutes } from './control-routes.js';
 import { FACE_PREFIX, faceRoutes } from './faces-routes.js';
@@ -37,9 +38,12 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const faults = createFaultEngine({ ...(opts.faults ? { rules: opts.faults } : {}), ...(opts.chaos ? { chaos: opts.chaos } : {}) });
   const requests: RequestRecord[] = [];
   const closing = new AbortController();
+  const settings = { validators: opts.validators ?? true };
+  const configure = (next: Partial<typeof settings>) => Object.assign(settings, next.validators === undefined ? {} : { validators: next.validators });
+  const setImage = (faceId: string, image: Buffer, o: { changeId?: boolean } = {}) => store.setImage(faceId, image, o.changeId === true);
 
   const serviceRouter = createRouter([
-    ...faceRoutes({ store, auth, maxUploadBytes }),
+    ...faceRoutes({ store, auth, maxUploadBytes, validators: () => settings.validators }),
     ...knowledgeRoutes({ store, auth, maxUploadBytes }),
     ...ttsRoutes({ store, auth, engine: opts.tts ?? 'auto', logger }),
     ...speakerRoutes({ store, auth, maxUploadBytes }),
@@ -49,6 +53,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     faults,
     requests: () => requests,
     clearRequests: () => void requests.splice(0),
+    settings: () => ({ ...settings }),
+    configure: (next) => ({ ...configure(next) }),
+    setImage,
   }));
 
   function context(req: IncomingMessage, url: URL, params: Record<string, string>, onBytes: (n: number) => void) {
@@ -183,6 +190,13 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     faults,
     state: store.state,
     seedFaces: (groupId, faces) => store.seedFaces(groupId, faces),
+    setImage(faceId, image, o) {
+      const face = setImage(faceId, image, o);
+      if (!face) throw new InvalidInputError(`setImage: no face ${faceId}`);
+      return face;
+    },
+    settings: () => ({ ...settings }),
+    configure: (next) => ({ ...configure(next) }),
     close() {
       closed ??= (async () => {
         closing.abort();

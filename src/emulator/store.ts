@@ -73,6 +73,10 @@ export function createStore(opts: { dataDir?: string; trainMs: number; now?: () 
     renameFace: db.prepare('UPDATE faces SET name = ?, updated_at = ? WHERE face_id = ?'),
     reimageFace: db.prepare('UPDATE faces SET name = ?, image_sha = ?, image_mime = ?, image_size = ?, updated_at = ? WHERE face_id = ?'),
     deleteFace: db.prepare('DELETE FROM faces WHERE face_id = ?'),
+    // AUTOINCREMENT hands out seq + 1 next: a new id above both, and seq moved to it, never clashes.
+    nextId: db.prepare("SELECT max(coalesce((SELECT max(id) FROM faces), 0), coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'faces'), 0)) + 1").pluck(),
+    setId: db.prepare('UPDATE faces SET id = ? WHERE face_id = ?'),
+    setSeq: db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'faces'"),
     audioUsers: db.prepare('SELECT (SELECT COUNT(*) FROM speakers WHERE audio_sha = @sha) + (SELECT COUNT(*) FROM voiceprints WHERE audio_sha = @sha) AS n'),
     putImage: db.prepare('INSERT OR IGNORE INTO images (sha, data) VALUES (?, ?)'),
     image: db.prepare('SELECT data FROM images WHERE sha = ?').pluck(),
@@ -152,6 +156,25 @@ export function createStore(opts: { dataDir?: string; trainMs: number; now?: () 
           q.reimageFace.run(name, image.sha, image.mime, image.data.length, now(), faceId);
           if (image.sha !== before.image_sha) q.dropImageIfUnused.run({ sha: before.image_sha });
         } else q.renameFace.run(name, now(), faceId);
+      });
+    },
+    /** An administrator's image change (set_image): undefined when the face does not exist. */
+    setImage(faceId: string, data: Buffer, changeId: boolean): EmulatorFace | undefined {
+      const kind = sniffImage(data.subarray(0, 64));
+      if (!kind) throw new InvalidInputError('set_image: the image is not a JPEG, PNG, BMP or WebP');
+      const sha = createHash('sha256').update(data).digest('hex');
+      return inTransaction(db, () => {
+        const before = q.face.get(faceId) as FaceRow | undefined;
+        if (!before) return undefined;
+        q.putImage.run(sha, data);
+        q.reimageFace.run(before.name, sha, kind.mime, data.length, now(), faceId);
+        if (sha !== before.image_sha) q.dropImageIfUnused.run({ sha: before.image_sha });
+        if (changeId) {
+          const id = q.nextId.get() as number;
+          q.setId.run(id, faceId);
+          q.setSeq.run(id);
+        }
+        return publicFace(q.face.get(faceId) as FaceRow);
       });
     },
     deleteFace(faceId: string): void {

@@ -36,6 +36,11 @@ export interface EmulatorOptions {
   chaos?: ChaosSettings;
   /** Keeps at most this many entries in `requests` (oldest dropped). Default 100000. */
   requestLogLimit?: number;
+  /**
+   * Whether GET /faces/{face_id}/image sends ETag and Last-Modified and answers conditional requests
+   * with 304 (default true). False: a service with no validators, every request a full 200.
+   */
+  validators?: boolean;
   logger?: Logger;
 }
 
@@ -136,6 +141,17 @@ export interface SeedFace {
   image: Buffer;
 }
 
+/** Settings that can change while the emulator runs (PUT /__emulator/settings). */
+export interface EmulatorSettings {
+  validators: boolean;
+}
+
+/** How set_image replaces a face's image. */
+export interface SetImageOptions {
+  /** Give the face a new `id` with the new image, as a service that re-creates the record would (default false). */
+  changeId?: boolean;
+}
+
 export interface EmulatorState {
   faces(groupId?: string): EmulatorFace[];
   face(faceId: string): (EmulatorFace & { mime: string; etag: string; size: number }) | undefined;
@@ -160,6 +176,14 @@ export interface Emulator {
   state: EmulatorState;
   /** Inserts faces straight into the store (one transaction); returns their records. */
   seedFaces(groupId: string, faces: readonly SeedFace[]): EmulatorFace[];
+  /**
+   * Replaces a face's image as an administrator would in the cloud (no request logged); with
+   * `changeId`, the record gets a new `id` too. Returns the record as the listing now shows it.
+   */
+  setImage(faceId: string, image: Buffer, opts?: SetImageOptions): EmulatorFace;
+  /** The settings in force; change them with `configure`. */
+  settings(): EmulatorSettings;
+  configure(settings: Partial<EmulatorSettings>): EmulatorSettings;
   /** Stops listening, ends open connections, closes the store. Safe to call twice. */
   close(): Promise<void>;
 }

@@ -18,6 +18,8 @@ export interface FaceSyncLive {
   intervalSeconds(): number;
   /** True while face sync is stopped by a refused credential. */
   credentialsRefused(): boolean;
+  /** Seconds since the longest-unchecked cached image was last asked for (0 with none cached). */
+  oldestCheckAgeSeconds?(): number;
 }
 
 export function createFaceMetrics(registry: Registry | undefined, live?: FaceSyncLive): FaceMetrics {
@@ -54,6 +56,9 @@ export function createFaceMetrics(registry: Registry | undefined, live?: FaceSyn
     }));
     liveGauge('terminal_agent_face_sync_consecutive_failures', 'Face syncs failed in a row (0 after a successful one)', live.consecutiveFailures);
     liveGauge('terminal_agent_face_sync_interval_seconds', 'faces.sync_interval: how often face sync runs when it succeeds', live.intervalSeconds);
+    if (live.oldestCheckAgeSeconds) {
+      liveGauge('terminal_agent_face_recheck_oldest_age_seconds', 'Age of the oldest image re-check: how far the re-checks have come round the group (a replaced image waits at most about this)', live.oldestCheckAgeSeconds);
+    }
     reuse('terminal_agent_credentials_refused', () => new Gauge({
       name: 'terminal_agent_credentials_refused',
       help: '1 while a component is stopped because the service refused the credentials (fix them, then reload)',

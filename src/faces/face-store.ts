@@ -2,6 +2,7 @@ import { inTransaction, inUnsyncedTransaction, type Db } from '../db/database.js
 import { createDurableCommit, type WalSyncer } from '../db/wal-sync.js';
 import type { CachedFace, SyncReport } from './types.js';
 import { isoTime } from '../util/iso-time.js';
+import type { RecheckCacheStats } from './recheck-pacer.js';
 
 // The face rows in agent.db (FACES_V1). A row with image_file NULL is a face whose image has never
 // been fetched successfully: it is kept (with its error) so that status can show it and the next
@@ -18,7 +19,7 @@ export interface FaceRow {
   image_last_modified: string | null;
   image_bytes: number | null;
   image_checked_at: number | null;
-  /** ms epoch the image is due for a re-check (schema 2; NULL: derived, recheck.ts). */
+  /** ms epoch the image is due for a re-check at the latest (schema 2; NULL: only the round's order, recheck.ts). */
   image_recheck_at: number | null;
   error: string | null;
   error_code: string | null;
@@ -106,6 +107,8 @@ export function createFaceStore(db: Db, syncer: WalSyncer) {
   const named = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM faces WHERE image_file = ?');
   // No index on image_file (it would cost every commit a write): one scan for a whole list.
   const namedIn = db.prepare<[string], [string]>('SELECT image_file FROM faces WHERE image_file IN (SELECT value FROM json_each(?))').raw(true);
+  const recheckStats = db.prepare<[], RecheckCacheStats>(`SELECT count(*) AS served, coalesce(sum(image_etag IS NOT NULL OR image_last_modified IS NOT NULL), 0) AS withValidators,
+    coalesce(avg(image_bytes), 0) AS meanBytes, min(coalesce(image_checked_at, 0)) AS oldestCheckAt FROM faces WHERE image_file IS NOT NULL`);
   const failedRows = db.prepare<[number], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE error IS NOT NULL ORDER BY name LIMIT ?`).raw(true);
 
   function recordRun(run: SyncReport): void {
@@ -138,6 +141,8 @@ export function createFaceStore(db: Db, syncer: WalSyncer) {
   /** The last failedRows answer and the writes it saw: status asks at every watchdog tick, and each
    * ask scanned the whole table (no index on error), 2 ms with 10,000 faces here. */
   let failed: { writes: number; limit: number; rows: FaceRow[] } | undefined;
+  /** The last recheckStats answer and the writes it saw (status asks it, as failedRows). */
+  let stats: { writes: number; value: RecheckCacheStats } | undefined;
   const rowMap = (): Map<string, FaceRow> => (mirror ??= new Map(all.all().map((r) => [r[0] as string, rowOf(r, 0)])));
 
   return {
@@ -215,6 +220,11 @@ export function createFaceStore(db: Db, syncer: WalSyncer) {
     failedRows(limit: number): readonly FaceRow[] {
       if (failed?.writes !== writes || failed.limit !== limit) failed = { writes, limit, rows: failedRows.all(limit).map((r) => rowOf(r, 0)) };
       return failed.rows;
+    },
+    /** What re-check pacing and status need of the served faces: count, validators, mean size, oldest check. */
+    recheckStats(): RecheckCacheStats {
+      if (stats?.writes !== writes) stats = { writes, value: recheckStats.get()! };
+      return stats.value;
     },
     isNamed(file: string): boolean {
       return named.get(file) !== undefined;

@@ -18,11 +18,15 @@ import { reconcileCache } from './cache-reconcile.js';
 import { createRetiredFiles } from './retired-files.js';
 import { createRefreshQueue } from './refresh-queue.js';
 import { isoTime } from '../util/iso-time.js';
+import { createRecheckPacer, type RecheckBudget } from './recheck-pacer.js';
+import { recheckMinAge, timedPassDelay } from './recheck.js';
 import { linkedSignal, withLinkedSignal } from '../util/linked-signal.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
 const DEFAULT_MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 const DEFAULT_DELETE_GRACE_MS = 60_000;
+const DEFAULT_RECHECK_REQUESTS_PER_MINUTE = 200;
+const DEFAULT_RECHECK_BYTES_PER_HOUR = 64 * 1024 * 1024;
 
 /**
  * Keeps `<state_dir>/faces/` and the faces table in step with GET /faces of the terminal's group.
@@ -42,12 +46,22 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     consecutiveFailures: () => consecutiveFailures,
     intervalSeconds: () => facesConfig.sync_interval / 1000,
     credentialsRefused: () => authError !== undefined,
+    oldestCheckAgeSeconds: () => {
+      const s = store.recheckStats();
+      return s.served > 0 && s.oldestCheckAt !== null ? Math.max(0, Math.round((now() - s.oldestCheckAt) / 1000)) : 0;
+    },
   });
   const disk = deps.disk ?? createDiskFloor(deps.config.state_dir, deps.config.state_min_free ?? 'auto');
   const lifecycle = new AbortController();
-  const forced = new Set<string>();
+  /** Faces this agent changed, to fetch unconditionally: face_id -> when asked (monotonic ms). */
+  const forced = new Map<string, number>();
   /** Faces this agent uploaded, to put into the cache from the bytes it sent (seed-pass.ts). */
   let seeds = new Map<string, FaceSeed>();
+  const pacer = createRecheckPacer();
+  const budget = (): RecheckBudget => ({
+    requestsPerMinute: facesConfig.recheck_requests_per_minute ?? DEFAULT_RECHECK_REQUESTS_PER_MINUTE,
+    bytesPerHour: facesConfig.recheck_bytes_per_hour ?? DEFAULT_RECHECK_BYTES_PER_HOUR,
+  });
   const retired = createRetiredFiles({ files, store, graceMs: deps.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS, now });
 
   let started = false;
@@ -73,7 +87,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
   async function doSync(reason: SyncReason): Promise<SyncReport> {
     const startedAt = now();
     const t0 = performance.now();
-    const forcedNow = new Set(forced);
+    const forcedNow = new Set(forced.keys());
     const seedsNow = [...seeds.values()];
     seeds = new Map();
     let report: SyncReport;
@@ -88,16 +102,24 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     try {
       const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: passSignal.signal, disk, syncfs: deps.syncfs };
       const seeded = seedsNow.length > 0 ? await runSeedPass(passCtx, seedsNow) : undefined;
+      const allowance = Math.min(deps.maxRechecksPerPass ?? Infinity, pacer.allowance(startedAt, budget(), facesConfig.sync_interval, store.recheckStats()));
       // Seeds alone need no listing; anything else (a forced face, a timed sync) gets a full pass.
       const pass: SyncPassResult = seeded && reason === 'refresh' && forcedNow.size === 0 ? seeded : combine(seeded, await runSyncPass({
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
-        syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
+        // An operator's `faces sync` goes round whatever the budget allows now, however recently checked.
+        recheckAllowance: allowance, recheckMinAgeMs: reason === 'manual' ? 0 : recheckMinAge(facesConfig.sync_interval), random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
         signal: passSignal.signal, forced: forcedNow, disk, syncfs: deps.syncfs, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
         ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
       }));
       if (pass.indexVersion) indexVer = pass.indexVersion;
-      for (const id of forcedNow) forced.delete(id);
+      if (pass.recheckCost) pacer.spend(startedAt, pass.recheckCost, pass.rechecksDeferred, budget(), facesConfig.sync_interval);
+      // Done with a face once a request for it went out after it was asked for: an edited record
+      // the pass asked about anyway (sync-run.ts) is not fetched again by the refresh that follows.
+      for (const [id, at] of forced) {
+        const asked = pass.askedAt?.get(id);
+        if (asked !== undefined ? asked >= at : forcedNow.has(id) && at <= t0) forced.delete(id);
+      }
       Object.assign(passExtra, { reused: pass.reused, rechecks: pass.rechecks, rechecksDeferred: pass.rechecksDeferred, indexMs: seeded?.indexMs ?? 0 });
       indexDirty = false;
       retired.add(pass.obsolete);
@@ -193,7 +215,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     if (!isValidFaceId(faceId)) {
       return Promise.resolve(refusedReport('refresh', errorInfo(new AgentError(`cannot refresh face '${faceId}': a face_id is 32 hex characters`)), cachedCount, now()));
     }
-    forced.add(faceId);
+    forced.set(faceId, performance.now());
     return refreshes.later();
   }
 
@@ -233,7 +255,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         nextSyncAt = null;
         delay = Number.POSITIVE_INFINITY;
       } else if (report.ok) {
-        delay = facesConfig.sync_interval;
+        delay = timedPassDelay(facesConfig.sync_interval, deps.random ?? Math.random);
       } else {
         delay = backoffDelay(backoff(), consecutiveFailures - 1);
       }
@@ -291,6 +313,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         failed_faces: store.failedRows(20).map((r) => ({ face_id: r.face_id, name: r.name, code: r.error_code ?? 'TA_ERR_FAILURE', message: r.error ?? '' })),
         index_file: files.indexPath,
         index_version: indexVer,
+        rechecks: pacer.status(now(), budget(), facesConfig.sync_interval, store.recheckStats()),
       };
     },
     listCached() {

@@ -27,7 +27,8 @@ export interface ImageJob {
 export type ImageOutcome =
   /** `checkedAt`: when the server gave these bytes, if not during this pass (a kept download). */
   | { kind: 'stored'; tmp: string; ext: string; sha256: string; bytes: number; etag: string | null; lastModified: string | null; checkedAt?: number; synced?: boolean }
-  | { kind: 'unchanged'; etag: string | null; lastModified: string | null; checkedAt?: number }
+  /** `notModified`: answered 304; else `received`: the body bytes that turned out the same as the cache's. */
+  | { kind: 'unchanged'; etag: string | null; lastModified: string | null; checkedAt?: number; notModified?: boolean; received?: number }
   /** A problem with this face only (bad bytes, face gone): recorded, the sync goes on. */
   | { kind: 'bad'; error: AgentError };
 
@@ -79,7 +80,7 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
     ...(job.conditional?.lastModified && !job.conditional.etag ? { ifModifiedSince: job.conditional.lastModified } : {}),
   });
   if (res.notModified) {
-    return { kind: 'unchanged', etag: job.conditional?.etag ?? null, lastModified: job.conditional?.lastModified ?? null };
+    return { kind: 'unchanged', etag: job.conditional?.etag ?? null, lastModified: job.conditional?.lastModified ?? null, notModified: true };
   }
   const etag = res.etag ?? null;
   const lastModified = res.lastModified ?? null;
@@ -120,7 +121,7 @@ async function downloadOnce(ctx: DownloadContext, job: ImageJob): Promise<ImageO
   const sha256 = tap.sha256();
   if (job.prevSha256 && sha256 === job.prevSha256) {
     await rm(stored.tmp, { force: true });
-    return { kind: 'unchanged', etag, lastModified };
+    return { kind: 'unchanged', etag, lastModified, received: stored.bytes };
   }
   return { kind: 'stored', tmp: stored.tmp, ext: extensionFor(verdict.type), sha256, bytes: stored.bytes, etag, lastModified, ...(ctx.syncEach ? { synced: true } : {}) };
 }

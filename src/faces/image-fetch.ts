@@ -69,7 +69,7 @@ async function record(ctx: FetchContext, job: FetchJob, res: ImageOutcome): Prom
   // downloadImage compared with the kept download's hash; the cached image may equal the new one.
   if (job.prevSha256 && res.sha256 === job.prevSha256) {
     await rm(res.tmp, { force: true });
-    return { kind: 'unchanged', etag: res.etag, lastModified: res.lastModified };
+    return { kind: 'unchanged', etag: res.etag, lastModified: res.lastModified, received: res.bytes };
   }
   let file = basename(res.tmp);
   if (job.publish) {

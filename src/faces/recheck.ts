@@ -1,45 +1,71 @@
 import type { FaceRow } from './face-store.js';
 
-// Image re-checks. GET /faces carries no version, so each cached image is asked again (If-None-Match)
-// every image_recheck_interval. Had every image the same due time, the images of one large first sync
-// would all fall due at the same moment: thousands of conditional GETs in one burst, every interval,
-// from every terminal of a fleet. So a downloaded image is first due at a random point of the second
-// half of the interval; later re-checks come one interval after the previous one, which keeps that
-// spread; and a pass sends a bounded number of re-checks, the most overdue first, carrying the rest.
+// Image re-checks. GET /faces carries nothing that changes when only an image does (service-api.md
+// shows no version, date or hash), so the only way to see a replaced image is to ask for it again:
+// a conditional GET (If-None-Match / If-Modified-Since) that costs a 304 when nothing changed, or a
+// full download from a service that answers no conditional request. Each pass asks again for the
+// images checked longest ago, going round the group, as many as the re-check budget allows
+// (recheck-pacer.ts): a group of a few hundred goes round every pass, a large one in several.
+// A face past its image_recheck_at goes first: an image seeded from this agent's upload (the
+// service may keep other bytes: seed-pass.ts), or one the round has not reached in
+// image_recheck_interval (a slow round, paced by the byte budget).
 
-/** A pass may always do this many re-checks (a small group is re-checked in one pass). */
-export const MIN_RECHECKS_PER_PASS = 32;
+/**
+ * A face checked more recently than this is not asked again by a timed pass (a refresh right after
+ * a pass, or a retry, would otherwise ask the whole group twice). A manual `faces sync` passes 0.
+ */
+export function recheckMinAge(syncIntervalMs: number): number {
+  return Math.floor(syncIntervalMs / 2);
+}
 
-/** When an image downloaded at `fetchedAt` is first due: fetch + interval × uniform(0.5, 1). */
+/**
+ * The wait before the next timed pass: sync_interval less up to a tenth, at random. Terminals of a
+ * fleet started together (an upgrade, a power cut) would otherwise send their passes' re-checks in
+ * the same seconds for ever; this drifts them apart within a few passes, and a pass still comes
+ * within one sync_interval of the last.
+ */
+export function timedPassDelay(syncIntervalMs: number, random: () => number): number {
+  return Math.round(syncIntervalMs * (0.9 + 0.1 * random()));
+}
+
+/** When an image downloaded at `fetchedAt` is due at the latest (image_recheck_at): fetch + interval × uniform(0.5, 1). */
 export function firstRecheckAt(fetchedAt: number, intervalMs: number, random: () => number): number {
   return fetchedAt + Math.round(intervalMs * (0.5 + 0.5 * random()));
 }
 
-/**
- * When a cached image is due. Never later than one interval after its last check, whatever was
- * stored (a reload may have shortened the interval). Rows from before due times were stored are
- * spread by their face_id (random hex) over the same half interval.
- */
-export function recheckDueAt(row: Pick<FaceRow, 'face_id' | 'image_checked_at' | 'image_recheck_at'>, intervalMs: number): number {
-  const checked = row.image_checked_at ?? 0;
-  const latest = checked + intervalMs;
-  if (row.image_recheck_at !== null) return Math.min(row.image_recheck_at, latest);
-  const spread = Number.parseInt(row.face_id.slice(0, 8), 16) / 2 ** 32;
-  return Math.min(checked + Math.round(intervalMs * (0.5 + 0.5 * (Number.isFinite(spread) ? spread : 1))), latest);
+/** A cached face the round may ask about: when it was last asked, and when it is due at the latest. */
+export interface RoundCandidate {
+  checkedAt: number;
+  /** image_recheck_at when it has passed, else null. */
+  overdueSince: number | null;
 }
 
 /**
- * Re-checks one pass may send. In the first interval after a large sync, faces fall due over half
- * the interval, so a pass every sync_interval finds about 2·N·sync_interval/interval of them due;
- * twice that lets a backlog (after being offline) drain within a few passes while each stays short.
+ * Where a cached face stands in the round, or null when a timed pass leaves it alone: a face past
+ * its image_recheck_at (an image seeded from an upload, due at the next sync; one unchecked for
+ * image_recheck_interval) may always be asked; another once it was last asked `minAgeMs` ago.
  */
-export function rechecksPerPass(faces: number, syncIntervalMs: number, intervalMs: number): number {
-  return Math.max(MIN_RECHECKS_PER_PASS, Math.ceil((4 * faces * syncIntervalMs) / Math.max(1, intervalMs)));
+export function roundCandidate(row: Pick<FaceRow, 'image_checked_at' | 'image_recheck_at'>, nowMs: number, minAgeMs: number): RoundCandidate | null {
+  const checkedAt = row.image_checked_at ?? 0;
+  const overdueSince = row.image_recheck_at !== null && row.image_recheck_at <= nowMs ? row.image_recheck_at : null;
+  if (overdueSince === null && nowMs - checkedAt < minAgeMs) return null;
+  return { checkedAt, overdueSince };
 }
 
-/** The faces to re-check now: due ones, most overdue first, at most `limit`; and how many wait. */
-export function pickRechecks<T extends { dueAt: number }>(due: T[], limit: number): { picked: T[]; deferred: number } {
-  if (due.length <= limit) return { picked: due, deferred: 0 };
-  due.sort((a, b) => a.dueAt - b.dueAt);
-  return { picked: due.slice(0, limit), deferred: due.length - limit };
+/** Overdue faces first (longest overdue first), then the longest unchecked. */
+function roundOrder(a: RoundCandidate, b: RoundCandidate): number {
+  if (a.overdueSince !== null || b.overdueSince !== null) {
+    if (a.overdueSince === null) return 1;
+    if (b.overdueSince === null) return -1;
+    return a.overdueSince - b.overdueSince;
+  }
+  return a.checkedAt - b.checkedAt;
+}
+
+/** The faces to re-check now, in round order, at most `limit`; and how many wait. */
+export function pickOldest<T extends RoundCandidate>(candidates: T[], limit: number): { picked: T[]; deferred: number } {
+  const n = Math.max(0, Math.floor(limit));
+  if (candidates.length <= n) return { picked: candidates, deferred: 0 };
+  candidates.sort(roundOrder);
+  return { picked: candidates.slice(0, n), deferred: candidates.length - n };
 }

@@ -22,7 +22,7 @@ import type { SyncPassResult } from './sync-run.js';
 // The service may store the image differently from what it received (re-encoded, resized): the
 // spec does not say, and the agent depends on as little as it can. So a seeded image is recorded
 // with no validators and falls due for a re-check one sync_interval later: the next regular sync
-// or the one after asks for it unconditionally (within the per-pass re-check limit, recheck.ts)
+// or the one after asks for it unconditionally (first in the re-checks' round, recheck.ts)
 // and replaces the cached bytes if the service's differ. Until then the cache serves the exact
 // image the service accepted for that face. The same ordering as a sync pass keeps readers safe:
 // images durable and renamed into place, then the rows, then index.json.

@@ -11,7 +11,8 @@ import type { SyncfsRunner } from '../util/syncfs.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
 import { createRoomPool } from './room-pool.js';
-import { pickRechecks, recheckDueAt, rechecksPerPass } from './recheck.js';
+import { pickOldest, roundCandidate, type RoundCandidate } from './recheck.js';
+import { NO_RECHECK_COST, type RecheckCost } from './recheck-pacer.js';
 import { decideRows } from './sync-decide.js';
 import type { Staging } from './staging.js';
 import type { FaceFailure } from './types.js';
@@ -35,10 +36,10 @@ export interface SyncPassContext {
   logger: Logger;
   nowMs: number;
   recheckMs: number;
-  /** sync_interval, ms: sizes the number of re-checks one pass may send. */
-  syncIntervalMs: number;
-  /** Overrides that number (recheck.ts rechecksPerPass). */
-  recheckLimit?: number | undefined;
+  /** Re-checks of the round this pass may send (recheck-pacer.ts allowance). */
+  recheckAllowance: number;
+  /** Faces checked more recently than this, ms, are left for a later pass (recheck.ts recheckMinAge). */
+  recheckMinAgeMs: number;
   /** uniform [0, 1): spreads first re-check times. */
   random: () => number;
   concurrency: number;
@@ -78,6 +79,10 @@ export interface SyncPassResult {
   /** Re-checks sent, and those due but left for later passes (the per-pass limit). */
   rechecks: number;
   rechecksDeferred: number;
+  /** What the re-checks cost and how the service answered them (recheck-pacer.ts). */
+  recheckCost?: RecheckCost;
+  /** When each face whose image was asked for went out (monotonic ms, at the job's start). */
+  askedAt?: ReadonlyMap<string, number>;
   indexWritten: boolean;
   /** Version of the index.json this pass wrote (cache-files.ts indexVersion); null when it wrote none. */
   indexVersion: string | null;
@@ -108,22 +113,36 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
 
   // Phase 1: plan.
   const jobs: FetchJob[] = [];
-  const due: Array<FetchJob & { dueAt: number }> = [];
-  for (const id of remote.keys()) {
+  const round: Array<FetchJob & RoundCandidate> = [];
+  /** Jobs that ask again for a cached image (to count what re-checks cost). */
+  const rechecks = new Set<FetchJob>();
+  for (const [id, rec] of remote) {
     const prev = rows.get(id);
     const kept = staged.get(id);
+    const validators = prev && { etag: prev.image_etag, lastModified: prev.image_last_modified };
     if (!prev || prev.image_file === null) jobs.push({ faceId: id, publish: true, ...(kept ? { staged: kept } : {}) });
+    // This agent changed it: fetched at once, unconditionally.
     else if (ctx.forced.has(id)) jobs.push({ faceId: id, prevSha256: prev.image_sha256 });
     else if (kept) {
       // A re-check that a failed pass already answered with a new image: usually no request.
-      jobs.push({ faceId: id, prevSha256: prev.image_sha256, conditional: { etag: prev.image_etag, lastModified: prev.image_last_modified }, staged: kept });
+      jobs.push({ faceId: id, prevSha256: prev.image_sha256, conditional: validators!, staged: kept });
+    } else if ((prev.id !== null && prev.id !== rec.id) || prev.name !== rec.name || prev.group_id !== rec.group_id) {
+      // A new id (a service that re-creates the record when its image changes) or an edited record
+      // may come with a new image: asked at once, outside the round. Conditionally all the same: a
+      // service that renumbers a whole group costs its terminals a 304 a face, not the group again.
+      const job = { faceId: id, prevSha256: prev.image_sha256, conditional: validators! };
+      jobs.push(job);
+      rechecks.add(job);
     } else {
-      const dueAt = recheckDueAt(prev, ctx.recheckMs);
-      if (dueAt <= ctx.nowMs) due.push({ faceId: id, prevSha256: prev.image_sha256, conditional: { etag: prev.image_etag, lastModified: prev.image_last_modified }, dueAt });
+      const place = roundCandidate(prev, ctx.nowMs, ctx.recheckMinAgeMs);
+      if (place) round.push({ faceId: id, prevSha256: prev.image_sha256, conditional: validators!, ...place });
     }
   }
-  const { picked, deferred } = pickRechecks(due, ctx.recheckLimit ?? rechecksPerPass(remote.size, ctx.syncIntervalMs, ctx.recheckMs));
-  for (const job of picked) jobs.push(job);
+  const { picked, deferred } = pickOldest(round, ctx.recheckAllowance);
+  for (const job of picked) {
+    jobs.push(job);
+    rechecks.add(job);
+  }
 
   // Phase 2: download.
   if (jobs.length > 0) await makeDir(ctx.staging.dir);
@@ -142,13 +161,17 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   report(true);
   const room = ctx.disk ? createRoomPool(ctx.disk, 'face image downloads') : undefined;
   const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger, undefined, ctx.syncfs);
-  const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
+  const askedAt = new Map<string, number>();
+  const fetchCtx = (signal: AbortSignal) => ({
     client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
     ...(ctx.disk ? { disk: ctx.disk } : {}), ...(room ? { room } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
     onReuse: () => { reused++; },
-  }, job).then((o) => {
+  });
+  const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, async (job, signal) => {
+    askedAt.set(job.faceId, performance.now());
+    const o = await fetchImage(fetchCtx(signal), job);
     progress.images_done++;
     if (o.kind === 'stored') {
       progress.bytes += o.bytes;
@@ -156,7 +179,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     }
     report(progress.images_done === progress.images_total);
     return o;
-  }));
+  });
   room?.close();
   await writeback?.settle();
   if (error !== undefined) {
@@ -169,7 +192,12 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   }
   t.downloaded = performance.now();
   const outcomes = new Map<string, ImageOutcome>();
-  jobs.forEach((job, i) => outcomes.set(job.faceId, results[i]!));
+  const recheckCost: RecheckCost = { ...NO_RECHECK_COST };
+  jobs.forEach((job, i) => {
+    const o = results[i]!;
+    outcomes.set(job.faceId, o);
+    if (rechecks.has(job)) tallyRecheck(recheckCost, o);
+  });
 
   // Phase 3: decide the rows, then commit.
   const { upserts, deletes, obsolete, renames, unsynced, added, updated, removed, failures } = decideRows(remote, rows, outcomes, ctx);
@@ -219,12 +247,23 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   ctx.logger.debug({
     list_ms: ms(t.start, t.listed), plan_download_ms: ms(t.listed, t.downloaded), durable_ms: ms(t.downloaded, t.durable),
     rename_ms: ms(t.durable, t.renamed), db_ms: ms(t.renamed, t.committed), index_ms: ms(t.committed, performance.now()), images: renames.length,
-    kept_downloads_used: reused, rechecks: picked.length, rechecks_deferred: deferred,
+    kept_downloads_used: reused, rechecks: rechecks.size, rechecks_deferred: deferred, recheck_304: recheckCost.notModified, recheck_bytes: recheckCost.bytes,
   }, 'face sync phases');
   if (failures.length > 0) {
     ctx.logger.warn({ failed: failures.length, first: failures[0] }, `${failures.length} face image(s) could not be cached; the other faces were synced`);
   }
-  return { added, updated, removed, failures, imageRequests, reused, rechecks: picked.length, rechecksDeferred: deferred, indexWritten, indexVersion, obsolete, skipped };
+  return { added, updated, removed, failures, imageRequests, reused, rechecks: rechecks.size, rechecksDeferred: deferred, recheckCost, askedAt, indexWritten, indexVersion, obsolete, skipped };
+}
+
+function tallyRecheck(cost: RecheckCost, o: ImageOutcome): void {
+  if (o.kind === 'bad') return;
+  cost.sent++;
+  if (o.kind === 'stored') cost.bytes += o.bytes;
+  else if (o.notModified) cost.notModified++;
+  else {
+    cost.sameBody++;
+    cost.bytes += o.received ?? 0;
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { SyncfsRunner } from '../util/syncfs.js';
 import type { WalSyncer } from '../db/wal-sync.js';
 import type { FaceSeed } from './seed-pass.js';
+import type { RecheckStatus } from './recheck-pacer.js';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Db } from '../db/database.js';
@@ -19,9 +20,12 @@ export interface FaceSyncConfig {
   faces: {
     /** ms between syncs. */
     sync_interval: number;
-    /** ms after which a cached image is checked against the server again. */
+    /** ms after which a cached image goes first among the re-checks (recheck.ts), and a download kept from a failed sync is asked about again (image-fetch.ts). */
     image_recheck_interval: number;
     download_concurrency: number;
+    /** Re-check budgets (recheck-pacer.ts); the defaults when absent. */
+    recheck_requests_per_minute?: number;
+    recheck_bytes_per_hour?: number;
   };
 }
 
@@ -50,7 +54,7 @@ export interface FaceSyncDeps {
   maxImageBytes?: number;
   /** Downloads kept from a failed sync older than this are dropped, ms (default 24 h). */
   stagingMaxAgeMs?: number;
-  /** Most image re-checks one sync sends (default: recheck.ts rechecksPerPass). */
+  /** Most image re-checks one sync sends, over the budget's allowance (recheck-pacer.ts); tests. */
   maxRechecksPerPass?: number;
   /** uniform [0, 1) that spreads first re-check times; injectable for tests. */
   random?: () => number;
@@ -143,6 +147,8 @@ export interface FaceSyncStatus {
   index_file: string;
   /** Version of the index.json on disk (cache-files.ts indexVersion); null before start(). */
   index_version: string | null;
+  /** How far image re-checks have come round the group, and what the budget allows (recheck-pacer.ts). */
+  rechecks: RecheckStatus;
 }
 
 export interface FaceSync {

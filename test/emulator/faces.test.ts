@@ -164,6 +164,56 @@ describe('emulator faces', () => {
     expect(changed.headers['content-type']).toBe('image/png');
   });
 
+  it('with validators off (a setting, changed at run time) sends no ETag or Last-Modified and answers conditional requests in full', async () => {
+    const emu = await startTestEmulator({ validators: false });
+    const token = terminalOf(emu).terminal_secret;
+    await addFace(emu.faceBaseUrl, token, 'Ada', jpegImage());
+    const url = `${emu.faceBaseUrl}/faces/${emu.state.faces()[0]!.face_id}/image`;
+    const first = await call(url, 'GET', { token });
+    expect(first.status).toBe(200);
+    expect(first.headers.etag).toBeUndefined();
+    expect(first.headers['last-modified']).toBeUndefined();
+    const again = await call(url, 'GET', { token, headers: { 'if-none-match': '*', 'if-modified-since': new Date().toUTCString() } });
+    expect(again.status).toBe(200);
+    expect(again.body.equals(jpegImage())).toBe(true);
+
+    const control = `${emu.baseUrl}/__emulator/settings`;
+    expect((await call(control, 'GET')).json()).toEqual({ validators: false });
+    expect((await call(control, 'PUT', { json: { validators: 'yes' } })).status).toBe(400);
+    expect((await call(control, 'PUT', { json: { validators: true } })).json()).toEqual({ validators: true });
+    const tagged = await call(url, 'GET', { token });
+    expect(tagged.headers.etag).toMatch(/^"[0-9a-f]{64}"$/);
+    expect((await call(url, 'GET', { token, headers: { 'if-none-match': tagged.headers.etag as string } })).status).toBe(304);
+  });
+
+  it('set_image replaces an image as an administrator would: the same id by default, a new id (above every other) with change_id', async () => {
+    const emu = await startTestEmulator();
+    const { terminal_secret: token, group_id } = terminalOf(emu);
+    const [ada, bob] = emu.seedFaces(group_id, [{ name: 'Ada', image: jpegImage() }, { name: 'Bob', image: jpegImage() }]);
+    const url = (id: string) => `${emu.faceBaseUrl}/faces/${id}/image`;
+    const etag = (await call(url(ada!.face_id), 'GET', { token })).headers.etag as string;
+    const red = pngImage(2, 2, [255, 0, 0]);
+    const same = await call(`${emu.baseUrl}/__emulator/set_image`, 'POST', { json: { face_id: ada!.face_id, image_base64: red.toString('base64') } });
+    expect(same.json()).toEqual(ada);
+    const changed = await call(url(ada!.face_id), 'GET', { token, headers: { 'if-none-match': etag } });
+    expect(changed.status).toBe(200);
+    expect(changed.body.equals(red)).toBe(true);
+
+    const blue = pngImage(2, 2, [0, 0, 255]);
+    const renumbered = emu.setImage(bob!.face_id, blue, { changeId: true });
+    expect(renumbered).toMatchObject({ face_id: bob!.face_id, name: 'Bob' });
+    expect(renumbered.id).toBeGreaterThan(bob!.id);
+    expect(emu.state.faceImage(bob!.face_id)!.equals(blue)).toBe(true);
+    // A face created afterwards gets an id of its own, not the one set_image gave.
+    await addFace(emu.faceBaseUrl, token, 'Cy', jpegImage());
+    const ids = emu.state.faces().map((f) => f.id);
+    expect(new Set(ids).size).toBe(3);
+    expect(Math.max(...ids)).toBeGreaterThan(renumbered.id);
+
+    expect((await call(`${emu.baseUrl}/__emulator/set_image`, 'POST', { json: { face_id: 'f'.repeat(32), image_base64: red.toString('base64') } })).status).toBe(404);
+    expect((await call(`${emu.baseUrl}/__emulator/set_image`, 'POST', { json: { face_id: ada!.face_id, image_base64: 'bm90IGFuIGltYWdl' } })).status).toBe(400);
+  });
+
   it('answers 413 for an image over the upload limit and keeps nothing', async () => {
     const emu = await startTestEmulator({ maxUploadBytes: 1024 });
     const token = terminalOf(emu).terminal_secret;

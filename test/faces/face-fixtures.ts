@@ -69,13 +69,13 @@ export interface Harness {
   clientFor(secret: string): ServiceClient;
 }
 
-export async function harness(opts: { emu?: Emulator; stateDir?: string; secret?: string; concurrency?: number } = {}): Promise<Harness> {
+export async function harness(opts: { emu?: Emulator; stateDir?: string; secret?: string; concurrency?: number; faces?: Partial<FaceSyncDeps['config']['faces']> } = {}): Promise<Harness> {
   const emu = opts.emu ?? await testEmulator();
   const stateDir = opts.stateDir ?? tmpDir('ta-faces-');
   const config = makeTestConfig({
     state_dir: stateDir,
     service: { base_url: emu.baseUrl, face_base_url: emu.faceBaseUrl, terminal_secret: opts.secret ?? TEST_TERMINAL_SECRET, retries: 1 },
-    faces: { sync_interval: 60_000, image_recheck_interval: 3_600_000, download_concurrency: opts.concurrency ?? 4 },
+    faces: { sync_interval: 60_000, image_recheck_interval: 3_600_000, download_concurrency: opts.concurrency ?? 4, ...opts.faces },
   });
   const log: LogCapture = { lines: [] };
   const sink = new Writable({ write(chunk: Buffer, _e, cb) { for (const l of chunk.toString().split('\n')) if (l) log.lines.push(JSON.parse(l)); cb(); } });

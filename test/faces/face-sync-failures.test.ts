@@ -102,7 +102,7 @@ describe('face sync failures leave the previous cache whole', () => {
 
     // The next sync retries the failed faces; the one whose server answer is now right gets cached.
     h.emu.clearRequests();
-    const next = await sync.syncNow();
+    const next = await sync.syncNow('interval');
     expect(imageRequests(h.emu)).toBe(2);
     expect(next).toMatchObject({ ok: true, added: 1, failed: 1 });
     expect(readIndex(h.facesDir).map((e) => e.name).sort()).toEqual(['good', 'json-body']);

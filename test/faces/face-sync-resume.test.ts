@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { renameSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { firstRecheckAt, pickRechecks, rechecksPerPass, MIN_RECHECKS_PER_PASS } from '../../src/faces/recheck.js';
 import { GROUP, expectIndexMatchesServer, harness, imageRequests, jpeg, snapshot, staged } from './face-fixtures.js';
 
 // A sync pass that fails after downloading part of a large group keeps what it downloaded in
@@ -115,43 +114,5 @@ describe('face sync keeps the downloads of a failed pass', () => {
     expect(imageRequests(h.emu)).toBe(1);
     expect(expectIndexMatchesServer(h.facesDir, h.emu).map((e) => e.face_id)).not.toContain(faces[1]!.face_id);
     expect(Object.keys(snapshot(h.facesDir).files).some((f) => f.startsWith(faces[1]!.face_id))).toBe(false);
-  });
-});
-
-describe('image re-checks are spread out', () => {
-  it('a first re-check falls in the second half of image_recheck_interval', () => {
-    expect(firstRecheckAt(1000, 3_600_000, () => 0)).toBe(1000 + 1_800_000);
-    expect(firstRecheckAt(1000, 3_600_000, () => 0.999999)).toBeLessThanOrEqual(1000 + 3_600_000);
-    expect(rechecksPerPass(10, 60_000, 3_600_000)).toBe(MIN_RECHECKS_PER_PASS);
-    expect(rechecksPerPass(10_000, 300_000, 86_400_000)).toBe(139); // 4 × 10,000 × 5 min / 24 h
-    const { picked, deferred } = pickRechecks([{ dueAt: 30 }, { dueAt: 10 }, { dueAt: 20 }], 2);
-    expect(picked.map((p) => p.dueAt)).toEqual([10, 20]);
-    expect(deferred).toBe(1);
-  });
-
-  it('no image is asked again before half the interval; a backlog goes out a bounded number per pass, most overdue first', async () => {
-    const h = await harness();
-    h.emu.seedFaces(GROUP, Array.from({ length: 12 }, (_, i) => ({ name: `f${i}`, image: jpeg(1000) })));
-    let r = 0;
-    const spread = () => (r++ % 12) / 12; // due times spread evenly over the second half
-    const sync = h.make({ random: spread, maxRechecksPerPass: 5 });
-    await sync.syncNow();
-
-    h.clock.now += 1_799_000; // just under half the interval
-    h.emu.clearRequests();
-    expect((await sync.syncNow()).image_requests).toBe(0);
-
-    h.clock.now += 1_801_000 + 60_000; // past the whole interval: all 12 are due
-    const seen = new Set<string>();
-    for (const expected of [5, 5, 2, 0]) {
-      h.emu.clearRequests();
-      const report = await sync.syncNow();
-      expect(report.image_requests).toBe(expected);
-      for (const req of h.emu.requests.filter((q) => q.path.endsWith('/image'))) {
-        expect(req.status).toBe(304);
-        seen.add(req.path);
-      }
-    }
-    expect(seen.size).toBe(12); // each face re-checked once, none twice
   });
 });

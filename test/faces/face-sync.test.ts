@@ -32,7 +32,7 @@ describe('face sync against the emulator', () => {
     expect(sync.status()).toMatchObject({ state: 'idle', faces_cached: 3, last_sync: { ok: true, added: 3, image_requests: 3 }, last_error: null });
   });
 
-  it('applies add, rename and delete made on the server; unchanged faces cost no image request', async () => {
+  it('applies add, rename and delete made on the server; an unchanged face costs a timed pass no image request, a renamed one a 304', async () => {
     const h = await harness();
     const [alice, bob, carol] = h.emu.seedFaces(GROUP, [{ name: 'alice', image: jpeg() }, { name: 'bob', image: jpeg() }, { name: 'carol', image: jpeg() }]);
     const sync = h.make();
@@ -43,22 +43,22 @@ describe('face sync against the emulator', () => {
     await h.client.deleteFace(carol!.face_id);
     h.emu.clearRequests();
 
-    const report = await sync.syncNow();
+    const report = await sync.syncNow('interval');
 
-    expect(report).toMatchObject({ ok: true, added: 1, updated: 1, removed: 1, failed: 0, image_requests: 1, faces_cached: 3 });
-    expect(imageRequests(h.emu)).toBe(1);
+    expect(report).toMatchObject({ ok: true, added: 1, updated: 1, removed: 1, failed: 0, image_requests: 2, faces_cached: 3 });
+    expect(h.emu.requests.filter((r) => r.path.endsWith('/image')).map((r) => r.status).sort()).toEqual([200, 304]);
     const entries = expectIndexMatchesServer(h.facesDir, h.emu);
     expect(entries.map((e) => e.name).sort()).toEqual(['alice', 'dave', 'robert']);
     expect(existsSync(join(h.facesDir, `${carol!.face_id}.jpg`))).toBe(false);
     expect(entries.find((e) => e.face_id === alice!.face_id)).toBeDefined();
 
     h.emu.clearRequests();
-    const idle = await sync.syncNow();
+    const idle = await sync.syncNow('interval');
     expect(idle).toMatchObject({ ok: true, added: 0, updated: 0, removed: 0, image_requests: 0, changed: false });
     expect(imageRequests(h.emu)).toBe(0);
   });
 
-  it('re-checks images after image_recheck_interval with If-None-Match, and replaces a changed image (new type included)', async () => {
+  it('the next timed pass re-checks every image of a small group with If-None-Match and replaces a changed one (new type included)', async () => {
     const h = await harness();
     const [alice, bob] = h.emu.seedFaces(GROUP, [{ name: 'alice', image: jpeg() }, { name: 'bob', image: jpeg() }]);
     const sync = h.make();
@@ -67,12 +67,12 @@ describe('face sync against the emulator', () => {
     await h.client.updateFace(bob!.face_id, { name: 'bob', image: { path: writeTemp(dir, 'b.png', png()), contentType: 'image/png' } });
 
     h.emu.clearRequests();
-    const early = await sync.syncNow();
-    expect(early.image_requests).toBe(0); // not due yet: the list carries no version
+    const early = await sync.syncNow('interval');
+    expect(early.image_requests).toBe(0); // checked moments ago: the list carries no version, nothing is asked
 
-    h.clock.now += 3_600_000;
+    h.clock.now += 60_000; // sync_interval
     h.emu.clearRequests();
-    const report = await sync.syncNow();
+    const report = await sync.syncNow('interval');
     expect(report).toMatchObject({ ok: true, added: 0, updated: 1, image_requests: 2 });
     const statuses = h.emu.requests.filter((r) => r.path.endsWith('/image')).map((r) => [r.path.includes(alice!.face_id) ? 'alice' : 'bob', r.status]);
     expect(statuses.sort()).toEqual([['alice', 304], ['bob', 200]]);
@@ -95,6 +95,24 @@ describe('face sync against the emulator', () => {
     expect(report).toMatchObject({ ok: true, updated: 1, image_requests: 1 });
     expect(readFileSync(join(h.facesDir, `${alice!.face_id}.jpg`)).equals(newImage)).toBe(true);
     expect(readIndex(h.facesDir)[0]!.name).toBe('alice2');
+  });
+
+  it('refreshes of several faces this agent renamed and re-imaged fetch each image once, whichever sync asks first', async () => {
+    const h = await harness();
+    const faces = h.emu.seedFaces(GROUP, Array.from({ length: 4 }, (_, i) => ({ name: `f${i}`, image: jpeg(2000 + i) })));
+    const sync = h.make();
+    await sync.syncNow();
+    const dir = tmpDir();
+    for (const f of faces.slice(0, 3)) {
+      await h.client.updateFace(f.face_id, { name: `${f.name}-new`, image: { path: writeTemp(dir, `${f.name}.png`, png(2500)), contentType: 'image/png' } });
+    }
+    h.emu.clearRequests();
+
+    const reports = await Promise.all(faces.slice(0, 3).map((f) => sync.refreshFace(f.face_id)));
+
+    expect(reports.every((r) => r.ok)).toBe(true);
+    expect(h.emu.requests.filter((r) => r.path.endsWith('/image')).map((r) => r.path).sort()).toEqual(faces.slice(0, 3).map((f) => `/v1/api/faces/${f.face_id}/image`).sort());
+    expect(expectIndexMatchesServer(h.facesDir, h.emu).filter((e) => e.name.endsWith('-new'))).toHaveLength(3);
   });
 
   it('a large first sync (one syncfs for the batch) caches every image whole', async () => {
