@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
-import { Agent, EnvHttpProxyAgent, buildConnector, type Dispatcher } from 'undici';
+import { Agent, EnvHttpProxyAgent, type Dispatcher } from 'undici';
+import { resumingConnector } from './tls-sessions.js';
 import type { StreamBody, Target, Transport, TransportRequest, TransportResponse } from './transport.js';
 import { secureContextFor, type TlsOptions } from './trust.js';
 
@@ -27,11 +28,10 @@ function dispatcherFor(options: UndiciTransportOptions): Dispatcher {
   // on, for the tunnel's TLS and for an https:// proxy's alike.
   const tls = options.tls ? { secureContext: secureContextFor(options.tls) } : {};
   const connectOptions = { timeout: options.connectTimeoutMs, ...tls };
-  // One connector, and so one cache of TLS sessions, for every origin: given options instead,
-  // the Agent builds a connector (and an empty cache) for each pool it makes, and it makes a new
-  // pool whenever the last connection to an origin has closed (a server that closes after each
-  // answer resumed no session at all).
-  const connect = buildConnector(connectOptions);
+  // One connector for every origin, which holds the TLS sessions (tls-sessions.ts): given
+  // options instead, the Agent builds a connector for each pool it makes, and it makes a new pool
+  // whenever the last connection to an origin has closed.
+  const connect = resumingConnector(connectOptions);
   if (!options.httpProxy && !options.httpsProxy) return new Agent({ connect });
   return new EnvHttpProxyAgent({
     connect,

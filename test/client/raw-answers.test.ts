@@ -2,6 +2,8 @@ import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { PNG_BYTES, startRig, type Rig } from './fixtures.js';
 import { tmpDirManual } from '../helpers/tmp.js';
 import { makeLocalhostCert } from '../helpers/tls-cert.js';
@@ -271,10 +273,10 @@ describe('streams and TLS', () => {
     }, { request_timeout: 20_000 });
   });
 
-  it('over HTTPS, a new connection resumes the TLS session of the one before', async () => {
+  it.each(['TLSv1.2', 'TLSv1.3'] as const)('over HTTPS (%s), a new connection resumes the TLS session of the one before, a garbage collection between them', async (version) => {
     const { certPath, keyPath } = makeLocalhostCert(tmp.dir);
     const resumed: boolean[] = [];
-    const server = createTlsServer({ key: readFileSync(keyPath), cert: readFileSync(certPath) }, (socket: TLSSocket) => {
+    const server = createTlsServer({ key: readFileSync(keyPath), cert: readFileSync(certPath), maxVersion: version }, (socket: TLSSocket) => {
       resumed.push(socket.isSessionReused());
       socket.on('error', () => {});
       socket.once('data', () => socket.end(answer(OK_BODY, 'connection: close\r\n')));
@@ -284,8 +286,15 @@ describe('streams and TLS', () => {
     // 127.0.0.1 (autoSelectFamily) and, on Debian 13's node 20.19 with OpenSSL 3.5, a connection made
     // so never reports its TLS session, with node's https agent as with this client.
     const client = rig.clientWith({ face_base_url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/v1/api`, ca_file: certPath, retries: 0 });
+    // A daemon's connections are minutes apart, with garbage collections between them.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
     try {
-      for (let i = 0; i < 3; i++) await client.deleteFace('0123456789abcdef0123456789abcdef');
+      for (let i = 0; i < 3; i++) {
+        await client.deleteFace('0123456789abcdef0123456789abcdef');
+        await new Promise((r) => setTimeout(r, 20));
+        gc();
+      }
       expect(resumed).toEqual([false, true, true]);
     } finally {
       await client.close();
