@@ -80,14 +80,6 @@ const esmYaml = {
   },
 };
 
-/** `undici` is scripts/undici-slim.cjs: the parts of undici the agent uses (see that file). */
-const slimUndici = {
-  name: 'slim-undici',
-  setup(b) {
-    b.onResolve({ filter: /^undici$/ }, () => ({ path: join(ROOT, 'scripts', 'undici-slim.cjs') }));
-  },
-};
-
 // Modules the daemon runs only now and then, loaded afresh each time and released after (see
 // chunk-loader.cjs): the config reader, with zod and the YAML parser (read at start and on SIGHUP),
 // and the YAML parser on its own (`status` reads the control socket's path with it when the config
@@ -195,7 +187,7 @@ const result = await build({
   define: { __TA_PACKAGE_VERSION__: JSON.stringify(JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).version) },
   metafile: true,
   logLevel: 'warning',
-  plugins: [tscUrls, slimUndici, sqliteBindings, slimPino, esmYaml],
+  plugins: [tscUrls, sqliteBindings, slimPino, esmYaml],
 });
 
 // esbuild's CommonJS interop, for chunks that only the loader requires (every `exports` object is

@@ -176,7 +176,7 @@ export class NetworkError extends ServiceError {
   }
 }
 /**
- * A request not sent because a part of the program it needs (the proxy transport's undici, read at
+ * A request not sent because a part of the program it needs (the client's undici, read at
  * the first request) was found gone: not the network's fault (exit 1, not 69), but like a request
  * that never left, an upload stays queued. `cause` is the chunk loader's error.
  */

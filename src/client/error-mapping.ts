@@ -2,7 +2,7 @@ import {
   AuthError, BadRequestError, BadResponseError, NetworkError, NotFoundError, ServerError, ServiceError, TimeoutError,
 } from '../errors.js';
 
-// Turns what came back (a status and a body, or an exception from node:http or undici) into the typed errors of
+// Turns what came back (a status and a body, or an exception from undici) into the typed errors of
 // src/errors.ts. Error bodies are not shown in the spec: a message is taken from `message`,
 // `return_message`, `detail` or `error` when the body is JSON, else from short plain text.
 
@@ -84,7 +84,7 @@ export function errorForStatus(ctx: ErrorContext, status: number, serverMessage:
 }
 
 /**
- * A 3xx. The agent follows no redirect (neither node:http nor undici's request() does): a redirect
+ * A 3xx. The agent follows no redirect (undici's request() follows none): a redirect
  * to another host would otherwise carry the Bearer credential there.
  */
 export function redirectError(ctx: ErrorContext, status: number, location: string | undefined, requestUrl: URL): BadResponseError {
@@ -118,10 +118,7 @@ export function badResponse(ctx: ErrorContext, status: number, what: string, cau
   });
 }
 
-/**
- * A connect that takes too long. undici's code, which direct-transport.ts gives its own connect
- * timeout too: the message an operator sees is the same whichever transport ran.
- */
+/** A connect that takes too long (undici's code). */
 export const CONNECT_TIMEOUT_CODE = 'UND_ERR_CONNECT_TIMEOUT';
 
 // Errors raised before a single byte of the request left: repeating a POST after these is safe.
@@ -139,9 +136,23 @@ function codesOf(err: unknown, depth = 0): string[] {
   return [...own, ...nested, ...codesOf(e.cause, depth + 1)];
 }
 
-/** llhttp's refusals (node:http: code HPE_*; undici: HTTPParserError): a body longer than announced... */
+/**
+ * Answers undici refuses as no HTTP/1.1 server may send them, besides llhttp's own refusals
+ * (HTTPParserError, code HPE_*: a malformed status line, an invalid header, a bad chunk):
+ * a head over 16 KB, a body longer or shorter than its Content-Length (two lengths, a length that
+ * is not a number), a 100 Continue it did not ask for ('bad response') or an upgrade ('bad upgrade').
+ */
+const PROTOCOL_CODES = new Set(['UND_ERR_HEADERS_OVERFLOW', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH']);
+const PROTOCOL_SOCKET_MESSAGES = new Set(['bad response', 'bad upgrade']);
+
 function isProtocolError(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'HTTPParserError' || /^HPE_/.test(String((err as { code?: unknown }).code ?? '')));
+  if (!(err instanceof Error)) return false;
+  const code = String((err as { code?: unknown }).code ?? '');
+  return err.name === 'HTTPParserError' || /^HPE_/.test(code) || PROTOCOL_CODES.has(code)
+    || (code === 'UND_ERR_SOCKET' && PROTOCOL_SOCKET_MESSAGES.has(err.message))
+    // undici's parser asserts that a 101 (Switching Protocols) answers a request for an upgrade:
+    // one that came unasked ends the exchange with node's AssertionError.
+    || (code === 'ERR_ASSERTION' && /\bassert\(upgrade\)/.test(err.message));
 }
 
 /** An exception thrown by the transport (or by our deadline) as a typed error. */
@@ -153,13 +164,15 @@ export function errorForException(ctx: ErrorContext, err: unknown, timeoutMs: nu
     return new TimeoutError(`${where(ctx)}: no complete answer within ${timeoutMs} ms; the service or the network is slow (service.request_timeout)`, base);
   }
   if (isProtocolError(err)) {
-    return new NetworkError(`${where(ctx)}: the service's answer breaks HTTP (${(err as Error).message}); the server is at fault, not the network`, {
+    const what = (err as { code?: unknown }).code === 'ERR_ASSERTION' ? 'a switch of protocols nobody asked for' : (err as Error).message;
+    return new NetworkError(`${where(ctx)}: the service's answer breaks HTTP (${what}); the server is at fault, not the network`, {
       ...base, details: { ...base.details, protocolError: true },
     });
   }
   const notSent = codes.length > 0 && codes.every((c) => NOT_SENT_CODES.has(c));
-  // The connect timeout's code is undici's name; the operator reads what happened instead.
-  const reason = codes[0] === CONNECT_TIMEOUT_CODE ? (err as Error).message : codes[0] ?? (err instanceof Error ? err.message : String(err));
+  // undici's own codes (UND_ERR_*) name its classes; the operator reads what happened instead
+  // ("other side closed", "Connect Timeout Error ..."). System codes (ECONNREFUSED) say it themselves.
+  const reason = codes[0] && !codes[0].startsWith('UND_ERR_') ? codes[0] : err instanceof Error ? err.message : String(err);
   const tls = codes.find((c) => /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL/.test(c));
   const hint = codes.includes('ENOTFOUND') || codes.includes('EAI_AGAIN')
     ? 'the host name does not resolve; check the base URL and DNS'

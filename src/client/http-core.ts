@@ -7,7 +7,7 @@ import {
   badResponse, errorForCode, redirectError, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
-import { Cancel, abortRelay, bodyLength, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest } from './transport.js';
+import { abortRelay, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest } from './transport.js';
 import type { EncodedBody } from './multipart.js';
 import { MAX_BUFFERED_BYTES, decodeUtf8, readCapped } from './body-limits.js';
 import { readLimited, streamed } from './response-body.js';
@@ -172,11 +172,11 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   async function once(
     spec: RequestSpec, ctx: ErrorContext, url: Target, headers: Record<string, string>, timeoutMs: number, stream: boolean,
   ): Promise<BufferedResponse | StreamedBody> {
-    const cancel = new Cancel();
+    const exchange = new AbortController();
     const caller = spec.opts?.signal;
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; cancel.cancel(); }, timeoutMs);
-    const forget = caller ? whenAborted(caller, () => cancel.cancel()) : undefined;
+    const timer = setTimeout(() => { timedOut = true; exchange.abort(); }, timeoutMs);
+    const forget = caller ? whenAborted(caller, () => exchange.abort()) : undefined;
     const cleanup = () => { clearTimeout(timer); forget?.(); };
     let handedOver = false;
     let body: string | EncodedBody | undefined;
@@ -187,7 +187,7 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
       throw new InvalidInputError(`${spec.operation}: cannot prepare the request body (${(err as NodeJS.ErrnoException).code ?? describeError(err)})`, { cause: err });
     }
     try {
-      const res = await transport.request(url, { method: spec.method, ...withBody(headers, body), cancel, timeoutMs });
+      const res = await transport.request(url, { method: spec.method, ...withBody(headers, body), signal: exchange.signal, timeoutMs });
       const ok = (res.statusCode >= 200 && res.statusCode < 300) || (spec.alsoOk ?? []).includes(res.statusCode);
       if (!ok && res.statusCode >= 300 && res.statusCode < 400) {
         res.body.on('error', () => {}).destroy();
@@ -227,8 +227,8 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   }
 
   /**
-   * The transport's code (undici, behind HTTPS_PROXY) is read at the first request: its file gone
-   * means another build was installed under this process. Nothing was sent, so an upload stays
+   * The transport's code (undici) is read at the first request: its file gone means another
+   * build was installed under this process. Nothing was sent, so an upload stays
    * queued (retryable, not sent); the owner is told (the daemon stops and restarts on it).
    */
   function programGone(operation: string, err: unknown): ProgramReplacedError {
@@ -283,5 +283,5 @@ export function checkCode(ctx: ErrorContext, status: number, json: unknown): voi
 function withBody(headers: Record<string, string>, body: string | EncodedBody | undefined): Pick<TransportRequest, 'headers' | 'body'> {
   if (body === undefined) return { headers };
   if (typeof body === 'string') return { headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, body };
-  return { headers: { ...headers, 'content-type': body.contentType, 'content-length': String(bodyLength(body.data)) }, body: body.data };
+  return { headers: { ...headers, 'content-type': body.contentType, 'content-length': String(body.data.length) }, body: body.data };
 }

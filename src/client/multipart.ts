@@ -7,10 +7,9 @@ import type { StreamBody } from './transport.js';
 import { readHeadOrWhole, sniffMediaType } from './media-types.js';
 
 // Multipart bodies with their length known in advance (sent with Content-Length). Parts held in
-// memory (text fields, enrollment's small images) are sent as pieces written at once: no copy
-// into one buffer, no stream. A file given by path (a 50 MB WAV) is read from disk piece by
-// piece as it is sent, never held whole. Every file part carries a filename and the
-// Content-Type of its bytes; text fields are plain parts; nothing else is added. Names, filenames
+// memory (text fields, enrollment's small images) are sent as one buffer. A file given by path (a
+// 50 MB WAV) is read from disk piece by piece as it is sent, never held whole. Every file part
+// carries a filename and the Content-Type of its bytes; text fields are plain parts; nothing else is added. Names, filenames
 // and values are encoded as undici's FormData (HTML's multipart/form-data algorithm) did, which
 // the service accepted.
 
@@ -19,7 +18,7 @@ export type TextFields = Record<string, string | number | undefined>;
 /** A request body with its type: what a multipart builder hands to http-core. */
 export interface EncodedBody {
   contentType: string;
-  data: Buffer | readonly Buffer[] | StreamBody;
+  data: Buffer | StreamBody;
 }
 
 /**
@@ -134,8 +133,8 @@ export function multipartBody(fields: TextFields, files: Record<string, FileUplo
     }
     parts.push(Buffer.from(`${text}--${boundary}--\r\n`, 'utf8'));
     const contentType = `multipart/form-data; boundary=${boundary}`;
-    // Held in memory: the pieces as they are (a 30 KB image is not copied into one buffer).
-    if (parts.every((p): p is Buffer => Buffer.isBuffer(p))) return { contentType, data: parts };
+    // Held in memory: one buffer, which goes out in one write with the head.
+    if (parts.every((p): p is Buffer => Buffer.isBuffer(p))) return { contentType, data: Buffer.concat(parts) };
     const length = parts.reduce((n, p) => n + (Buffer.isBuffer(p) ? p.length : p.size), 0);
     return {
       contentType,

@@ -28,7 +28,7 @@ export async function readLimited(body: Readable, limit: number): Promise<string
 /**
  * The transport's own body, handed over as it is (a face image is read with no stream between),
  * with whatever error destroys it (a cut connection, the deadline, the caller's signal) turned
- * into a typed error before the stream records it: node:http, undici and Node's stream machinery
+ * into a typed error before the stream records it: undici and Node's stream machinery
  * all end a body through its destroy(), so this one instance's destroy types the error.
  */
 function typedErrors(body: Readable, typed: (err: unknown) => Error): Readable {

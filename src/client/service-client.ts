@@ -21,8 +21,8 @@ export interface ServiceClientDeps {
   /** Called once per HTTP attempt (metrics, debug). */
   onRequest?: (event: RequestEvent) => void;
   /**
-   * A part of the program the client reads when first needed (undici, with HTTPS_PROXY) was found
-   * gone: the call fails with a NetworkError (not sent) naming the file, and this is told too.
+   * A part of the program the client reads when first needed (undici) was found gone: the call
+   * fails with a NetworkError (not sent) naming the file, and this is told too.
    */
   onProgramReplaced?: (err: unknown, operation: string) => void;
   /** HTTPS_PROXY/HTTP_PROXY/NO_PROXY (either case); the client never reads process.env. */

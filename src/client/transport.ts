@@ -1,16 +1,12 @@
 import type { Readable } from 'node:stream';
 import { ConfigError } from '../errors.js';
-import { directTransport } from './direct-transport.js';
-import { proxyTransport } from './proxy-transport.js';
 import { readCaFile } from '../config/named-files.js';
-import type { TlsOptions } from './trust.js';
+import type { UndiciTransportOptions } from './undici-transport.js';
 
 // The connection side of the client: proxy from the environment the caller passes in (never
-// process.env), whom TLS trusts (trust.ts), and the rule that a secret never crosses a
-// network in clear. Direct connections go through direct-transport.ts (HTTP/1.1 on node:net and
-// node:tls: less CPU per request than node:http's client, and about 3 MB of RSS against 14 to 20
-// MB for undici); undici is loaded, on the first request, only when a proxy is configured (its
-// EnvHttpProxyAgent does CONNECT tunnels and NO_PROXY).
+// process.env), whom TLS trusts (trust.ts), and the rule that a secret never crosses a network in
+// clear. The HTTP itself is undici's (undici-transport.ts), imported at the first request: a CLI
+// call that sends nothing never loads it, and the daemon loads it after READY.
 
 /** The `service` slice of AgentConfig (src/config/schema.ts), restated so the client stands alone. */
 export interface ServiceConfig {
@@ -34,45 +30,14 @@ export interface StreamBody {
   chunks(): AsyncIterable<Buffer>;
 }
 
-/**
- * A body to send: text, bytes, bytes in pieces written one after the other (a multipart body
- * around an image held in memory, sent without copying the image into one buffer), or a stream.
- */
-export type RequestBody = string | Buffer | readonly Buffer[] | StreamBody;
-
-/** Its length in bytes (Content-Length). */
-export function bodyLength(body: Exclude<RequestBody, string>): number {
-  if (Buffer.isBuffer(body)) return body.length;
-  if (Array.isArray(body)) return (body as readonly Buffer[]).reduce((n, b) => n + b.length, 0);
-  return (body as StreamBody).length;
-}
-
-/**
- * Ends one exchange at any point (the deadline, the caller's signal). An AbortSignal would do, but
- * on Node 20 each EventTarget add/removeEventListener costs about 10 µs: several per request.
- */
-export class Cancel {
-  cancelled = false;
-  private action: (() => void) | undefined;
-
-  /** What cancelling does (the transport's); run at once if already cancelled. */
-  onCancel(action: (() => void) | undefined): void {
-    this.action = action;
-    if (this.cancelled) action?.();
-  }
-
-  cancel(): void {
-    if (this.cancelled) return;
-    this.cancelled = true;
-    this.action?.();
-  }
-}
+/** A body to send: text, bytes, or a file part read from disk as it is sent. */
+export type RequestBody = string | Buffer | StreamBody;
 
 /**
  * `whenAborted(signal, action)`: runs `action` when `signal` aborts, and returns what forgets it.
- * One 'abort' listener per signal however many exchanges it covers: on Node 20 each EventTarget
- * add/removeEventListener costs about 10 µs, and the outbox loop passes the same signal to every
- * upload of a burst (two such calls per upload were 14 µs of CPU per file in a burst's profile).
+ * One 'abort' listener per signal however many exchanges it covers: the outbox loop passes the
+ * same signal to every upload of a burst, and on Node 20 each EventTarget add/removeEventListener
+ * costs about 10 µs.
  */
 export function abortRelay(): (signal: AbortSignal, action: () => void) => () => void {
   const actions = new WeakMap<AbortSignal, Set<() => void>>();
@@ -97,9 +62,9 @@ export interface TransportRequest {
   /** Lower-case names; content-length is set by the caller when there is a body. */
   headers: Record<string, string>;
   body?: RequestBody | undefined;
-  /** Cancelling destroys the request and, once it has come, the response body. */
-  cancel: Cancel;
-  /** The attempt's deadline, ms: bounds the connect (and, through undici, headers and gaps). */
+  /** Aborting ends the exchange: the request, or once it has come, the response body. */
+  signal: AbortSignal;
+  /** The attempt's timeout, ms: bounds each wait for headers and for body bytes. */
   timeoutMs: number;
 }
 
@@ -118,7 +83,7 @@ export interface Target {
 
 export interface Transport {
   request(target: Target, req: TransportRequest): Promise<TransportResponse>;
-  /** Closes pooled connections. */
+  /** Lets exchanges in flight finish, closes pooled connections, and refuses new requests. */
   close(): Promise<void>;
 }
 
@@ -129,12 +94,32 @@ const MAX_CONNECT_MS = 10_000;
 export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs: number, ciphers?: string): Transport {
   // Read now, so a bad ca_file is a config error at start, not a failure at the first request.
   const extraCa = config.ca_file ? readCaFile(config.ca_file) : undefined;
-  const tls: TlsOptions | undefined = extraCa || ciphers ? { extraCa, ciphers } : undefined;
-  const connectTimeoutMs = Math.min(timeoutMs, MAX_CONNECT_MS);
-  const httpsProxy = env.HTTPS_PROXY ?? env.https_proxy ?? '';
-  const httpProxy = env.HTTP_PROXY ?? env.http_proxy ?? '';
-  if (!httpsProxy && !httpProxy) return directTransport({ tls, connectTimeoutMs });
-  return proxyTransport({ tls, connectTimeoutMs, httpProxy, httpsProxy, noProxy: env.NO_PROXY ?? env.no_proxy ?? '' });
+  const options: UndiciTransportOptions = {
+    tls: extraCa || ciphers ? { extraCa, ciphers } : undefined,
+    connectTimeoutMs: Math.min(timeoutMs, MAX_CONNECT_MS),
+    httpsProxy: env.HTTPS_PROXY ?? env.https_proxy ?? '',
+    httpProxy: env.HTTP_PROXY ?? env.http_proxy ?? '',
+    noProxy: env.NO_PROXY ?? env.no_proxy ?? '',
+  };
+  let loading: Promise<Transport> | undefined;
+  let closed = false;
+  const load = () => loading ??= import('./undici-transport.js').then(({ undiciTransport }) => undiciTransport(options), (err: unknown) => {
+    // Tried again at the next request (http-core tells a part of the program found gone).
+    loading = undefined;
+    throw err;
+  });
+  return {
+    async request(target, req) {
+      if (closed) throw Object.assign(new Error('The client is closed'), { code: 'UND_ERR_CLOSED' });
+      return (await load()).request(target, req);
+    },
+    async close() {
+      closed = true;
+      // Never loaded, or its load failed (that failure was a request's): nothing to close.
+      const loaded = await loading?.catch(() => undefined);
+      await loaded?.close();
+    },
+  };
 }
 
 export function isLoopbackHost(hostname: string): boolean {

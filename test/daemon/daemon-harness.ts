@@ -161,8 +161,8 @@ export function installedCopy(): string {
 }
 
 /**
- * Removes the proxy transport's code (undici's chunk, read only at the first request behind
- * HTTPS_PROXY) from an installedCopy(); returns the removed file's path.
+ * Removes the client's HTTP code (undici's chunk, read only at the first request) from an
+ * installedCopy(); returns the removed file's path.
  */
 export function removeProxyChunk(copy: string): string {
   const bundle = join(copy, 'bundle');
