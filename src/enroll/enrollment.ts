@@ -21,6 +21,7 @@ import { finalizeRows } from './result-batch.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
 import { createEnrollFs } from './enroll-fs.js';
+import { createConfinedDirs } from './confined-dirs.js';
 import { describeRefusal, isStoreRefusal } from './store-refusal.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
 import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } from './types.js';
@@ -73,7 +74,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged, claimed });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
-  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed, fs });
+  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed, fs, dirs: createConfinedDirs(layout.root, () => fs.onLoop) });
   const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
   // Files finishing together share their result files' sync and the commit that records them
