@@ -126,9 +126,9 @@ export function createClaimer(deps: ClaimDeps) {
   }
 
   /**
-   * `look`: an lstat of the file made a moment ago (the stability tracker's), by its name: used
-   * only to tell a file still being written. What is taken is looked at again inside its folder,
-   * held open without following a link on the way (confined-dirs.ts).
+   * `look`: an lstat of the file made a moment ago (the stability tracker's), by its name. What is
+   * taken is looked at again inside its folder, held open without following a link on the way
+   * (confined-dirs.ts); a file that is not the one the tracker saw settle waits for another.
    */
   return async function claim(c: Candidate, look?: Stats): Promise<ClaimResult> {
     const { dir: dirRel, base } = splitRel(c.rel);
@@ -141,13 +141,13 @@ export function createClaimer(deps: ClaimDeps) {
       return refuse(c, 0, 0, new EnrollInputError('TA_ERR_SYMLINK', `${c.rel} was not taken: ${err.message}`));
     }
     try {
-      return await claimIn(c, dir, base);
+      return await claimIn(c, dir, base, look);
     } finally {
       await deps.dirs.close(dir).catch(() => undefined);
     }
   };
 
-  async function claimIn(c: Candidate, dir: DirRef, base: string): Promise<ClaimResult> {
+  async function claimIn(c: Candidate, dir: DirRef, base: string, look: Stats | undefined): Promise<ClaimResult> {
     // A file on its way already is not looked up here: the watcher offers only files with no
     // unfinished row (enrollment.ts), and the commit below refuses one that got one meanwhile
     // (none of a burst's 1,000 claims did; the read was one of the few outside a transaction).
@@ -159,6 +159,7 @@ export function createClaimer(deps: ClaimDeps) {
     } catch {
       return { outcome: 'ignored' };
     }
+    if (look && (look.ino !== st.ino || look.size !== st.size || look.mtimeMs !== st.mtimeMs)) return { outcome: 'retry' };
     const shown = c.rel;
     const badName = nameProblem(c.name, NAME_OF[c.kind]);
     if (badName) return refuse(c, st.size, Math.floor(st.mtimeMs), new EnrollInputError('TA_ERR_BAD_NAME', `${badName} (rename the file${c.kind === 'faces' && c.inner.includes('/') ? ' or its folder' : ''})`));

@@ -75,7 +75,7 @@ export async function finalizeRows(
   deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger; syncfs?: SyncfsRunner | undefined; fs: EnrollFs },
   rows: OutboxRow[],
 ): Promise<{ finished: Finished[]; failed: Map<number, unknown> }> {
-  const { layout, store, commit, placer, syncDir } = deps;
+  const { layout } = deps;
   const failed = new Map<number, unknown>();
   const dirs = createConfinedDirs(layout.root, () => deps.fs.onLoop);
   const settled = await Promise.allSettled(rows.map((row) => prepare(layout, deps.fs, dirs, row, row.final_path!)));
