@@ -195,6 +195,33 @@ export function createConfinedDirs(root: string, onLoop: () => boolean): Confine
   };
 }
 
+/**
+ * `dirs` where each folder is opened once and kept until `release()`: a batch of results going to
+ * the same folders walks each path once (a walk of done/faces was about 40 µs).
+ */
+export function sharedDirs(dirs: ConfinedDirs): ConfinedDirs & { release(): Promise<void> } {
+  const held = new Map<string, Promise<DirRef>>();
+  const open = (rel: string, create = false): Promise<DirRef> => {
+    const key = `${create ? '+' : ''}${rel}`;
+    let dir = held.get(key);
+    if (!dir) {
+      dir = dirs.open(rel, create);
+      held.set(key, dir);
+    }
+    return dir;
+  };
+  return {
+    open,
+    close: async () => undefined,
+    with: async (rel, create, fn) => fn(await open(rel, create)),
+    async release() {
+      const all = [...held.values()];
+      held.clear();
+      for (const d of await Promise.allSettled(all)) if (d.status === 'fulfilled') await dirs.close(d.value).catch(() => undefined);
+    },
+  };
+}
+
 /** Splits `faces/carol/1.jpg` into its folder (`faces/carol`) and base name (`1.jpg`). */
 export function splitRel(rel: string): { dir: string; base: string } {
   const slash = rel.lastIndexOf('/');

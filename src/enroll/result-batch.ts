@@ -10,7 +10,7 @@ import type { DirSync } from './dir-sync.js';
 import type { EnrollFs } from './enroll-fs.js';
 import type { Layout } from './layout.js';
 import { companionRel, toRel } from './layout.js';
-import { createConfinedDirs, splitRel, type ConfinedDirs, type DirRef } from './confined-dirs.js';
+import { createConfinedDirs, sharedDirs, splitRel, type ConfinedDirs, type DirRef } from './confined-dirs.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { resultPathFor } from './result-files.js';
@@ -77,18 +77,19 @@ export async function finalizeRows(
 ): Promise<{ finished: Finished[]; failed: Map<number, unknown> }> {
   const { layout } = deps;
   const failed = new Map<number, unknown>();
-  const dirs = createConfinedDirs(layout.root, () => deps.fs.onLoop);
-  const settled = await Promise.allSettled(rows.map((row) => prepare(layout, deps.fs, dirs, row, row.final_path!)));
-  const pending: Pending[] = [];
-  settled.forEach((s, i) => {
-    if (s.status === 'fulfilled') pending.push(s.value);
-    else failed.set(rows[i]!.id, s.reason);
-  });
-  if (pending.length === 0) return { finished: [], failed };
+  // Each folder walked once for the whole batch (its descriptors held until the results are in place).
+  const dirs = sharedDirs(createConfinedDirs(layout.root, () => deps.fs.onLoop));
   try {
+    const settled = await Promise.allSettled(rows.map((row) => prepare(layout, deps.fs, dirs, row, row.final_path!)));
+    const pending: Pending[] = [];
+    settled.forEach((s, i) => {
+      if (s.status === 'fulfilled') pending.push(s.value);
+      else failed.set(rows[i]!.id, s.reason);
+    });
+    if (pending.length === 0) return { finished: [], failed };
     return await finish(deps, pending, failed);
   } finally {
-    for (const p of pending) await dirs.close(p.dir).catch(() => undefined);
+    await dirs.release();
   }
 }
 
