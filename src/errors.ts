@@ -193,6 +193,11 @@ export class BadResponseError extends ServiceError {
   override readonly code = 'TA_ERR_BAD_RESPONSE';
 }
 
+/** A TTS answer longer than tts.max_duration(_per_char) or larger than tts.max_size allow: cut there. */
+export class TtsTooLongError extends ServiceError {
+  override readonly code = 'TA_ERR_TTS_TOO_LONG';
+}
+
 /** A file the operator asked the CLI to write (`faces image -o`, `say --out`) that cannot be written. */
 export class OutputFileError extends AgentError {
   override readonly code = 'TA_ERR_OUTPUT';

@@ -61,10 +61,13 @@ chmod 0755 "$PREFIX/dist/main.js"
 ln -sf "$PREFIX/dist/main.js" /usr/local/bin/terminal-agent
 
 # 3. Folders. State and enrollment belong to the service; the enrollment folders are group-writable
-#    and setgid so operators in the terminal-agent group can drop files that the agent can move.
+#    and setgid so operators in the terminal-agent group can drop files that the agent can move;
+#    enroll/, done/ and failed/ are sticky too, so operators cannot rename or replace the folders
+#    the agent works in (as packaging/debian/postinst).
 install -d -m 0750 -o "$USER_NAME" -g "$USER_NAME" "$STATE"
 for d in enroll enroll/faces enroll/voiceprints enroll/speakers enroll/knowledge enroll/done enroll/failed; do
-  install -d -m 2770 -o "$USER_NAME" -g "$USER_NAME" "$STATE/$d"
+  case "$d" in enroll|enroll/done|enroll/failed) mode=3770 ;; *) mode=2770 ;; esac
+  install -d -m "$mode" -o "$USER_NAME" -g "$USER_NAME" "$STATE/$d"
 done
 install -d -m 0750 -o root -g "$USER_NAME" "$ETC"
 install -d -m 0700 -o root -g root "$ETC/credentials"

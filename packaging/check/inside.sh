@@ -51,7 +51,8 @@ install_pkg() { # deb [tag]
   mode_is /etc/terminal-agent/credentials "root:root 700"
   mode_is /etc/terminal-agent/credentials/terminal_secret "root:root 600"
   mode_is "$STATE" "terminal-agent:terminal-agent 750"
-  for d in faces voiceprints speakers knowledge done failed; do mode_is "$STATE/enroll/$d" "terminal-agent:terminal-agent 2770"; done
+  for d in faces voiceprints speakers knowledge; do mode_is "$STATE/enroll/$d" "terminal-agent:terminal-agent 2770"; done
+  for d in enroll enroll/done enroll/failed; do mode_is "$STATE/$d" "terminal-agent:terminal-agent 3770"; done
   [ -L /etc/systemd/system/multi-user.target.wants/terminal-agent.service ] || fail "unit not enabled"
   grep -q "^ExecStart=$NODE " "$UNIT" || fail "ExecStart does not use the bundled node"
   for t in gcc cc make npm node nodejs; do ! command -v "$t" >/dev/null || fail "$t is installed: the check wants a root without it"; done

@@ -11,9 +11,31 @@ export interface SpeechConfig {
   state_dir: string;
   /** The free space kept on state_dir's file system (src/disk/disk-floor.ts); auto when absent. */
   state_min_free?: MinFree;
-  tts: { voice: string; volume_ratio: number; speed_ratio: number; pitch_ratio: number; cache_size: number };
+  tts: { voice: string; volume_ratio: number; speed_ratio: number; pitch_ratio: number; cache_size: number } & TtsLimits;
   audio: { output_device: string };
   service?: { request_timeout: number };
+}
+
+/** tts.* keys that bound one answer of the service (schema.ts). */
+export interface TtsLimits {
+  max_duration_per_char: number;
+  max_duration: number;
+  max_size: number;
+}
+
+/** What one answer may hold: audio (ms) and bytes (the WAV as it arrives, header included). */
+export interface TtsBounds {
+  maxAudioMs: number;
+  maxBytes: number;
+}
+
+/** Audio any text gets beyond its per-character allowance (a greeting of two letters). */
+const BASE_AUDIO_MS = 10_000;
+
+/** The bounds of the answer to `text`: 10 s plus max_duration_per_char per character, at most max_duration. */
+export function ttsBounds(limits: TtsLimits, text: string): TtsBounds {
+  const chars = [...text].length;
+  return { maxAudioMs: Math.min(limits.max_duration, BASE_AUDIO_MS + chars * limits.max_duration_per_char), maxBytes: limits.max_size };
 }
 
 export interface SayRequest {

@@ -159,7 +159,7 @@ export function createSpeech(deps: SpeechDeps): Speech {
     item.startedAt = performance.now();
     let firstFrameMs: number | undefined;
     try {
-      const report = await playUtterance({ client: deps.client, cache, player, logger, stallTimeoutMs }, item.params, item.key, {
+      const report = await playUtterance({ client: deps.client, cache, player, logger, stallTimeoutMs, limits: config.tts }, item.params, item.key, {
         signal: item.abort.signal,
         onSource: (s) => {
           item.source = s;

@@ -10,7 +10,7 @@ import { durationMs, type WavHeaderInfo } from './wav.js';
 import type { Player } from './player.js';
 import type { TtsCache, TtsParams } from './tts-cache.js';
 import type { WavFileWriter } from './wav-file-writer.js';
-import { ttsBody } from './speech-types.js';
+import { ttsBody, ttsBounds, type TtsLimits } from './speech-types.js';
 
 // One utterance, start to end: audio from the cache or from POST /tts, streamed through the WAV
 // decoder into the player as it arrives, and (from the service) teed into a cache entry that is
@@ -23,6 +23,8 @@ export interface UtteranceDeps {
   logger: Logger;
   /** No byte of the /tts body for this long (while playback waits for it) fails the utterance. */
   stallTimeoutMs: number;
+  /** tts.max_duration_per_char, tts.max_duration, tts.max_size: the bounds of one answer (speech-types.ts). */
+  limits: TtsLimits;
 }
 
 export interface UtteranceHooks {
@@ -49,7 +51,7 @@ export async function playUtterance(deps: UtteranceDeps, params: TtsParams, key:
   const res = await deps.client.synthesize(ttsBody(params), { signal: hooks.signal });
   await refuseNonAudio(res);
   const writer = deps.cache.writer(key);
-  const decoder = new WavDecoder({ source: 'service', ...(res.contentLength !== undefined ? { expectedBytes: res.contentLength } : {}) });
+  const decoder = new WavDecoder({ source: 'service', bounds: ttsBounds(deps.limits, params.text), ...(res.contentLength !== undefined ? { expectedBytes: res.contentLength } : {}) });
   let played: { bytes: number; header: WavHeaderInfo };
   try {
     played = await stream(deps, res.body, decoder, hooks, writer);

@@ -1,10 +1,24 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { WavHeaderScanner, wavError, type WavHeaderInfo, type WavSource } from './wav.js';
+import { WavHeaderScanner, durationMs, wavError, type WavHeaderInfo, type WavSource } from './wav.js';
+import { TtsTooLongError } from '../errors.js';
+import { formatDuration, formatSize } from '../util/units.js';
+import type { TtsBounds } from './speech-types.js';
+import { performance } from '../util/monotonic.js';
 
 export interface WavDecoderOptions {
   source: WavSource;
   /** Total bytes the transport announced (Content-Length), to detect a cut stream whose header has placeholders. */
   expectedBytes?: number;
+  /**
+   * At most this much audio and these many bytes (speech-types.ts ttsBounds): past either the
+   * stream fails with TtsTooLongError, whatever the header claims; what arrived before it passed.
+   */
+  bounds?: TtsBounds;
+}
+
+/** How much longer than its audio an answer may take to arrive: the player's start, an underrun. */
+export function arrivalGraceMs(maxAudioMs: number): number {
+  return Math.max(10_000, maxAudioMs / 4);
 }
 
 /**
@@ -23,6 +37,7 @@ export class WavDecoder extends Transform {
   private readonly scanner: WavHeaderScanner;
   private carry: Buffer = Buffer.alloc(0);
   private dataDone = false;
+  private readonly started = performance.now();
 
   constructor(private readonly opts: WavDecoderOptions) {
     super();
@@ -31,6 +46,15 @@ export class WavDecoder extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
     this.bytesIn += chunk.length;
+    const bounds = this.opts.bounds;
+    if (bounds && this.bytesIn > bounds.maxBytes) {
+      return callback(new TtsTooLongError(`POST /tts sent more than ${formatSize(bounds.maxBytes)} (tts.max_size); the phrase was cut there`, { operation: 'POST /tts', details: { received: this.bytesIn, max_bytes: bounds.maxBytes } }));
+    }
+    // A drip too slow to reach either bound: the answer is read at most as slowly as it plays.
+    const arriving = performance.now() - this.started;
+    if (bounds && arriving > bounds.maxAudioMs + arrivalGraceMs(bounds.maxAudioMs)) {
+      return callback(new TtsTooLongError(`POST /tts was still sending after ${formatDuration(arriving)}, longer than the ${formatDuration(bounds.maxAudioMs)} of audio this text may have (tts.max_duration_per_char, tts.max_duration); the phrase was cut there`, { operation: 'POST /tts', details: { received: this.bytesIn, arriving_ms: Math.round(arriving) } }));
+    }
     try {
       if (!this.header) {
         const header = this.scanner.push(chunk);
@@ -84,6 +108,10 @@ export class WavDecoder extends Transform {
     if (pcm.length > 0) {
       this.dataBytes += pcm.length;
       this.push(pcm);
+    }
+    const bounds = this.opts.bounds;
+    if (bounds && !this.dataDone && durationMs(header, this.dataBytes) > bounds.maxAudioMs) {
+      throw new TtsTooLongError(`POST /tts sent more than ${formatDuration(bounds.maxAudioMs)} of audio for this text (tts.max_duration_per_char, tts.max_duration); the phrase was cut there`, { operation: 'POST /tts', details: { audio_ms: Math.round(durationMs(header, this.dataBytes)), max_audio_ms: bounds.maxAudioMs } });
     }
   }
 }

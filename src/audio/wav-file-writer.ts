@@ -10,6 +10,7 @@ import { NetworkError, isAgentError, describeError, isFsError, outputFileError }
 import { WavDecoder } from './wav-decoder.js';
 import { durationMs, sizePatches, type WavHeaderInfo } from './wav.js';
 import { makeDirSync } from '../util/make-dir.js';
+import type { TtsBounds } from './speech-types.js';
 
 /**
  * Writes a WAV that is still arriving to a temp file beside `finalPath`; `commit` makes it visible
@@ -99,12 +100,13 @@ export interface SavedWav {
 
 /**
  * `say --out FILE`: streams POST /tts into FILE (temp file + rename), validating the WAV as it
- * arrives; a cut or non-WAV answer leaves no file behind and fails like playback would.
+ * arrives; a cut or non-WAV answer, or one past `bounds` (TtsTooLongError), leaves no file
+ * behind and fails like playback would.
  */
-export async function saveSynthesizedWav(client: Pick<ServiceClient, 'synthesize'>, body: TtsRequest, path: string, opts: CallOptions = {}): Promise<SavedWav> {
+export async function saveSynthesizedWav(client: Pick<ServiceClient, 'synthesize'>, body: TtsRequest, path: string, bounds: TtsBounds, opts: CallOptions = {}): Promise<SavedWav> {
   const res = await client.synthesize(body, opts);
-  const writer = new WavFileWriter(path);
-  const decoder = new WavDecoder({ source: 'service', ...(res.contentLength !== undefined ? { expectedBytes: res.contentLength } : {}) });
+  const writer = new WavFileWriter(path, bounds.maxBytes);
+  const decoder = new WavDecoder({ source: 'service', bounds, ...(res.contentLength !== undefined ? { expectedBytes: res.contentLength } : {}) });
   const tee = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       writer.write(chunk);

@@ -6,7 +6,7 @@ import { tryConnectControl } from '../control/control-client.js';
 import type { Db } from '../db/database.js';
 import { AbortedError, UsageError, abortReason, describeError } from '../errors.js';
 import { ensureWritable } from '../util/fs-atomic.js';
-import { resolveTtsParams, ttsBody, type SayRequest, type SayResult } from '../audio/speech-types.js';
+import { resolveTtsParams, ttsBody, ttsBounds, type SayRequest, type SayResult } from '../audio/speech-types.js';
 import { saveSynthesizedWav } from '../audio/wav-file-writer.js';
 import { formatDuration, formatSize } from '../util/units.js';
 
@@ -108,7 +108,7 @@ joins its queue (phrases never overlap); --interrupt stops the current one and c
       if (out !== undefined) {
         const path = resolvePath(ctx.cwd, out);
         await ensureWritable(path);
-        const saved = await saveSynthesizedWav(session.client, ttsBody(params), path, session.call);
+        const saved = await saveSynthesizedWav(session.client, ttsBody(params), path, ttsBounds(session.config.tts, params.text), session.call);
         if (args.global.json) return writeJson(ctx, { file: path, ...saved });
         writeLine(ctx, `wrote ${path}: ${formatDuration(saved.audio_ms)}, ${saved.sample_rate} Hz, ${saved.channels} channel(s), ${saved.bits_per_sample}-bit, ${formatSize(saved.bytes)}`);
         return;

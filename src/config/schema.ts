@@ -73,6 +73,12 @@ const ttsShape = {
   speed_ratio: z._default(decimal(0, 100), 50),
   pitch_ratio: z._default(decimal(0, 100), 50),
   cache_size: z._default(size(0, 10 * GB), 64 * MB),
+  // One answer's bounds: a service that never ends its answer, or whose WAV header claims 4 GiB,
+  // holds neither the queue nor the disk. Audio allowed: 10 s plus max_duration_per_char for each
+  // character of the text (several times any real speaking rate), at most max_duration.
+  max_duration_per_char: z._default(duration(10, 1 * MINUTE), 500),
+  max_duration: z._default(duration(1 * SECOND, 1 * DAY), 10 * MINUTE),
+  max_size: z._default(size(64 * KB, 1 * GB), 64 * MB),
 };
 
 const audioShape = {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
-import { open, writeFile, type FileHandle } from 'node:fs/promises';
-import { NotRegularFileError, openRegularFile } from '../util/safe-open.js';
+import { lstatSync } from 'node:fs';
+import { open, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { HardLinkedFileError, NotRegularFileError, openRegularFile } from '../util/safe-open.js';
 import { SYNC_READ_MAX, readRegularFileSync } from '../util/state-fs.js';
 import { formatSize } from '../util/units.js';
 import type { EnrollFs } from './enroll-fs.js';
@@ -10,8 +11,14 @@ import { EnrollInputError } from './validators.js';
 
 // How a claim reads the file it takes (claim.ts): a small face image read once and staged by a
 // hard link or from memory, anything else copied under state_dir while it is hashed, and a
-// speaker's text read without ever blocking. None of these follows a name to a file that is not
-// regular (safe-open.ts).
+// speaker's text read without ever blocking. None of these follows a symbolic link or reads a
+// file that is not regular or has a second name (safe-open.ts); the claim names the file inside
+// its folder held open (confined-dirs.ts), so no folder on the way is followed either.
+
+/** What an operator must not make the agent read: a file with a second name (hard link). */
+export function hardLinkRefusal(shown: string, links: number): EnrollInputError {
+  return new EnrollInputError('TA_ERR_HARD_LINK', `${shown} has ${links} names (hard links); the agent takes only files with one name, so that a link cannot pass off another file as dropped here: copy the file itself into the folder`);
+}
 
 /** The spoken text of one recording (LABEL.txt); anything larger is the wrong file. */
 const SPEAKER_TEXT_MAX = 64 * 1024;
@@ -43,7 +50,7 @@ async function readAtMost(fh: FileHandle, max: number, expected?: number): Promi
  * and only if regular (safe-open.ts).
  */
 export async function copyAndHash(src: string, ino: number, dest: string, size: number, prefix?: Buffer): Promise<{ sha256: string; bytes: number } | undefined> {
-  const { fh: input, st } = await openRegularFile(src);
+  const { fh: input, st } = await openRegularFile(src, { noFollow: true, oneName: true });
   try {
     if (st.ino !== ino) return undefined;
     return await copyFrom(input, dest, size, prefix);
@@ -78,6 +85,16 @@ export interface StagedRead {
  */
 export async function readAndStage(src: string, ino: number, dest: string, size: number, canLink: boolean, fs: Pick<EnrollFs, 'link'>): Promise<StagedRead | undefined> {
   const linked = canLink && (await fs.link(src, dest).then(() => true, () => false));
+  if (linked) {
+    // link(2) takes the name as it is, a symbolic link or a file with other names too: the staged
+    // name (in staging, which only the daemon writes) is looked at before a byte is read.
+    const st = lstatSync(dest);
+    if (!st.isFile() || st.ino !== ino || st.nlink !== 2) {
+      await rm(dest, { force: true });
+      if (st.isFile() && st.ino === ino) throw new HardLinkedFileError(src, st.nlink - 1);
+      return undefined;
+    }
+  }
   let head: Buffer;
   let after: Stats | undefined;
   if (linked && size < SYNC_READ_MAX) {
@@ -87,7 +104,7 @@ export async function readAndStage(src: string, ino: number, dest: string, size:
     head = read.bytes;
     after = read.after;
   } else {
-    const { fh, st } = await openRegularFile(linked ? dest : src);
+    const { fh, st } = await openRegularFile(linked ? dest : src, { noFollow: true, oneName: !linked });
     try {
       if (st.ino !== ino) return undefined;
       head = await readAtMost(fh, size + 1, size);
@@ -123,9 +140,10 @@ async function copyFrom(input: FileHandle, dest: string, size: number, prefix?: 
 export async function readSmallFile(path: string, shown: string): Promise<Buffer> {
   let opened;
   try {
-    opened = await openRegularFile(path);
+    opened = await openRegularFile(path, { noFollow: true, oneName: true });
   } catch (err) {
     if (err instanceof NotRegularFileError) throw new EnrollInputError('TA_ERR_NOT_A_FILE', `${shown} is ${err.what}, not a text file`);
+    if (err instanceof HardLinkedFileError) throw hardLinkRefusal(shown, err.links);
     throw err;
   }
   try {

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
-import { readFile, realpath, rm, stat } from 'node:fs/promises';
-import { NotRegularFileError, fileTypeOf } from '../util/safe-open.js';
-import { join, sep } from 'node:path';
+import { readFile, rm } from 'node:fs/promises';
+import { HardLinkedFileError, NotRegularFileError, fileTypeOf } from '../util/safe-open.js';
+import { join } from 'node:path';
+import { EnrollPathError, splitRel, type ConfinedDirs, type DirRef } from './confined-dirs.js';
 import type { Commit } from './commit-batcher.js';
 import { isStoreRefusal } from './store-refusal.js';
 import { formatSize } from '../util/units.js';
-import { copyAndHash, readAndStage, readSmallFile, type StagedRead } from './claim-copy.js';
+import { copyAndHash, hardLinkRefusal, readAndStage, readSmallFile, type StagedRead } from './claim-copy.js';
 import type { DirSync } from './dir-sync.js';
 import type { EnrollFs } from './enroll-fs.js';
 import type { Candidate, Layout } from './layout.js';
@@ -45,6 +46,8 @@ export interface ClaimDeps {
   claimed?: ClaimedBytes;
   /** Where the look at the file, its staging link and the look after are made (enroll-fs.ts). */
   fs: Pick<EnrollFs, 'lstat' | 'stat' | 'link'>;
+  /** Where each file is looked at and read: its folder, held open (confined-dirs.ts). */
+  dirs: Pick<ConfinedDirs, 'open' | 'close'>;
 }
 
 const NAME_OF: Record<Candidate['kind'], string> = { faces: 'face name', voiceprints: 'voiceprint name', speakers: 'speaker label', knowledge: 'knowledge ID' };
@@ -122,39 +125,54 @@ export function createClaimer(deps: ClaimDeps) {
     return rowId === undefined ? { outcome: 'ignored' } : { outcome: 'failed', rowId };
   }
 
-  /** `look`: an lstat of the file made a moment ago (the stability tracker's), instead of a new one. */
+  /**
+   * `look`: an lstat of the file made a moment ago (the stability tracker's), by its name. What is
+   * taken is looked at again inside its folder, held open without following a link on the way
+   * (confined-dirs.ts); a file that is not the one the tracker saw settle waits for another.
+   */
   return async function claim(c: Candidate, look?: Stats): Promise<ClaimResult> {
+    const { dir: dirRel, base } = splitRel(c.rel);
+    let dir: DirRef;
+    try {
+      dir = await deps.dirs.open(dirRel);
+    } catch (err) {
+      if (!(err instanceof EnrollPathError)) return { outcome: 'ignored' };
+      // Nothing of what lies behind the link is looked at, not even its size.
+      return refuse(c, 0, 0, new EnrollInputError('TA_ERR_SYMLINK', `${c.rel} was not taken: ${err.message}`));
+    }
+    try {
+      return await claimIn(c, dir, base, look);
+    } finally {
+      await deps.dirs.close(dir).catch(() => undefined);
+    }
+  };
+
+  async function claimIn(c: Candidate, dir: DirRef, base: string, look: Stats | undefined): Promise<ClaimResult> {
     // A file on its way already is not looked up here: the watcher offers only files with no
     // unfinished row (enrollment.ts), and the commit below refuses one that got one meanwhile
     // (none of a burst's 1,000 claims did; the read was one of the few outside a transaction).
-    const abs = layout.abs(c.rel);
+    const abs = `${dir.path}/${base}`;
     const name = nameOf(c);
     let st;
     try {
-      st = look ?? await deps.fs.lstat(abs);
+      st = await deps.fs.lstat(abs);
     } catch {
       return { outcome: 'ignored' };
     }
+    if (look && (look.ino !== st.ino || look.size !== st.size || look.mtimeMs !== st.mtimeMs)) return { outcome: 'retry' };
     const shown = c.rel;
     const badName = nameProblem(c.name, NAME_OF[c.kind]);
     if (badName) return refuse(c, st.size, Math.floor(st.mtimeMs), new EnrollInputError('TA_ERR_BAD_NAME', `${badName} (rename the file${c.kind === 'faces' && c.inner.includes('/') ? ' or its folder' : ''})`));
-    // A symbolic link is never hard-linked into staging: the link would resolve from there.
-    const viaSymlink = st.isSymbolicLink();
-    if (viaSymlink) {
-      const target = await realpath(abs).catch(() => undefined);
-      const inbox = await realpath(layout.inbox(c.kind));
-      const mtime = Math.floor(st.mtimeMs);
-      if (!target) return refuse(c, st.size, mtime, new EnrollInputError('TA_ERR_SYMLINK', `${shown} is a symbolic link to a file that does not exist`));
-      if (!target.startsWith(inbox + sep)) {
-        return refuse(c, st.size, mtime, new EnrollInputError('TA_ERR_SYMLINK_OUTSIDE', `${shown} is a symbolic link to ${target}, outside ${layout.inbox(c.kind)}; copy the file itself into the folder`));
-      }
-      st = await stat(abs);
+    if (st.isSymbolicLink()) {
+      // Never followed, wherever it points: what it names may change between a look and a read.
+      return refuse(c, st.size, Math.floor(st.mtimeMs), new EnrollInputError('TA_ERR_SYMLINK', `${shown} is a symbolic link; the agent follows no link in enroll.dir: copy the file itself into the folder (the link was moved here untouched)`));
     }
     if (!st.isFile()) {
       // A FIFO, socket, device node or folder where a file belongs: never opened, moved to
       // failed/ (a rename, which is safe for all of them) with the reason beside it.
       return refuse(c, st.size, Math.floor(st.mtimeMs), new EnrollInputError('TA_ERR_NOT_A_FILE', `${shown} is ${fileTypeOf(st)}, not a regular file; only files are taken from the enrollment folders (it was moved here untouched)`));
     }
+    if (st.nlink > 1) return refuse(c, st.size, Math.floor(st.mtimeMs), hardLinkRefusal(shown, st.nlink));
     const size = st.size;
     const mtimeMs = Math.floor(st.mtimeMs);
     const max = config.enroll.max_file_size;
@@ -168,14 +186,16 @@ export function createClaimer(deps: ClaimDeps) {
       const m = store.mirrorGet(c.name);
       if (m && m.file === c.rel && m.size === size && m.mtime_ms === mtimeMs) return { outcome: 'unchanged' };
       // ID.md wins over ID.txt: two files for one entry would upload in turn forever.
-      if (c.ext === '.txt' && (await stat(layout.abs(`knowledge/${c.name}.md`)).catch(() => undefined))) return { outcome: 'ignored' };
+      if (c.ext === '.txt' && (await deps.fs.lstat(`${dir.path}/${c.name}.md`).catch(() => undefined))) return { outcome: 'ignored' };
     }
     try {
       if (c.kind === 'voiceprints') checkVoiceprintName(name);
       if (c.kind === 'voiceprints' && c.ext === '.pcm') checkPcmLength(size, PCM_CHANNELS, shown);
       if (c.kind === 'speakers') {
         const txtRel = speakerTextRel(c);
-        const txt = await stat(layout.abs(txtRel)).catch(() => undefined);
+        // Beside the recording, in the same folder held open.
+        const txtIn = `${dir.path}/${splitRel(txtRel).base}`;
+        const txt = await deps.fs.lstat(txtIn).catch(() => undefined);
         if (!txt) {
           const first = missingText.get(c.rel) ?? performance.now();
           missingText.set(c.rel, first);
@@ -188,7 +208,7 @@ export function createClaimer(deps: ClaimDeps) {
         // The text file travels with the recording to done/ or failed/.
         meta.companion = txtRel;
         if (!txt.isFile()) throw new EnrollInputError('TA_ERR_NOT_A_FILE', `${txtRel} is ${fileTypeOf(txt)}, not a text file; put the spoken text in a plain file and drop both files again`);
-        meta.text = decodeText(await readSmallFile(layout.abs(txtRel), txtRel), txtRel).trim();
+        meta.text = decodeText(await readSmallFile(txtIn, txtRel), txtRel).trim();
       }
     } catch (err) {
       if (err instanceof EnrollInputError) return refuse(c, size, mtimeMs, err, meta);
@@ -201,11 +221,12 @@ export function createClaimer(deps: ClaimDeps) {
     try {
       // A small face image: read once, staged by a link or from memory, without fsync (staged-body.ts says why).
       copied = stagedInMemory(c.kind, size)
-        ? await readAndStage(abs, st.ino, staged, size, !viaSymlink, deps.fs)
+        ? await readAndStage(abs, st.ino, staged, size, true, deps.fs)
         : await copyAndHash(abs, st.ino, staged, size, pcm ? wavHeader({ sampleRate: config.voiceprint.sample_rate, channels: PCM_CHANNELS, bitsPerSample: 16 }, size) : undefined);
     } catch (err) {
       // Replaced by something that is not a file since the lstat: look again after a quiet period.
       if (err instanceof NotRegularFileError) copied = undefined;
+      else if (err instanceof HardLinkedFileError) return refuse(c, size, mtimeMs, hardLinkRefusal(shown, err.links), meta);
       else throw err;
     }
     const { sha256, bytes, head, linked } = copied ?? { sha256: '', bytes: -1, head: undefined, linked: false };
@@ -213,7 +234,7 @@ export function createClaimer(deps: ClaimDeps) {
     // replaced by rename with the same size and mtime is caught by the inode). A staged link read
     // on the event loop brings its own look (the same inode); one replaced after the link is
     // told apart at the result step, as any replaced later (results.ts, sameFile).
-    const after = copied?.after ?? await deps.fs.stat(abs).catch(() => undefined);
+    const after = copied?.after ?? await deps.fs.lstat(abs).catch(() => undefined);
     if (bytes !== size || !after || after.ino !== st.ino || after.size !== size || Math.floor(after.mtimeMs) !== mtimeMs) {
       // Still being written after all: wait for another quiet period.
       await rm(staged, { force: true });
@@ -260,5 +281,5 @@ export function createClaimer(deps: ClaimDeps) {
     // `after` is the staged link's inode too when linked: what the upload compares against.
     else if (head && c.kind === 'faces') deps.claimed?.keep(result.rowId, staged, head, linked ? after : undefined);
     return result;
-  };
+  }
 }

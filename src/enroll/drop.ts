@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { link, lstat, open, readdir, rename, rm, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Db } from '../db/database.js';
 import { AgentError, BusyError, InvalidInputError, UsageError } from '../errors.js';
 import { fsyncDir } from '../util/fs-atomic.js';
 import { hasControlChar } from '../config/plain-checks.js';
-import { classify, companionRel, mkdirLikeRoot, splitInner, type Layout } from './layout.js';
+import { classify, companionRel, splitInner, type Layout } from './layout.js';
+import { createConfinedDirs, splitRel, type ConfinedDirs, type DirRef } from './confined-dirs.js';
 import { resultPathFor } from './result-files.js';
 import { KINDS, type Kind } from './types.js';
 
@@ -58,27 +59,31 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Puts `tmp` at `dest` unless something is there already: link() fails with EEXIST, rename() would replace. */
-async function placeNoClobber(tmp: string, dest: string): Promise<void> {
+async function placeNoClobber(tmp: string, dest: string, shown: string): Promise<void> {
   try {
     await link(tmp, dest);
     await unlink(tmp);
     return;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') throw new BusyError(`${dest} is already there, waiting to be enrolled: wait until it moved to done/ or failed/, or choose another name`);
+    if (code === 'EEXIST') throw new BusyError(`${shown} is already there, waiting to be enrolled: wait until it moved to done/ or failed/, or choose another name`);
     // vfat and some network file systems have no hard links: check, then rename.
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EMLINK' && code !== 'EXDEV') throw err;
   }
-  if (await exists(dest)) throw new BusyError(`${dest} is already there, waiting to be enrolled: choose another name`);
+  if (await exists(dest)) throw new BusyError(`${shown} is already there, waiting to be enrolled: choose another name`);
   await rename(tmp, dest);
 }
 
 export async function dropUpload(layout: Layout, kind: Kind, name: string, body: Readable, maxBytes: number): Promise<{ kind: Kind; name: string; size: number }> {
   checkDropName(kind, name);
-  const dest = join(layout.inbox(kind), ...name.split('/'));
+  // Written inside its folder held open, no link on the way followed (confined-dirs.ts).
+  const at = splitRel(`${kind}/${name}`);
+  return createConfinedDirs(layout.root, () => false).with(at.dir, true, (folder) => dropInto(folder.path, at.base, kind, name, body, maxBytes));
+}
+
+async function dropInto(dir: string, base: string, kind: Kind, name: string, body: Readable, maxBytes: number): Promise<{ kind: Kind; name: string; size: number }> {
+  const dest = `${dir}/${base}`;
   if (await exists(dest)) throw new BusyError(`${kind}/${name} is already waiting to be enrolled: wait until it moved to done/ or failed/, or choose another name`);
-  const dir = dirname(dest);
-  await mkdirLikeRoot(layout.root, dir);
   const tmp = join(dir, `${UPLOAD_PREFIX}${randomBytes(6).toString('hex')}.part`);
   let size = 0;
   const fh = await open(tmp, 'wx', 0o644);
@@ -95,7 +100,7 @@ export async function dropUpload(layout: Layout, kind: Kind, name: string, body:
     } finally {
       await fh.close();
     }
-    await placeNoClobber(tmp, dest);
+    await placeNoClobber(tmp, dest, `${kind}/${name}`);
     await fsyncDir(dir);
   } catch (err) {
     await rm(tmp, { force: true });
@@ -146,29 +151,44 @@ export async function retryFailed(layout: Layout, db: Db, kind: Kind, name: stri
   if (parts.length > 2 || parts.some((p) => p === '' || p === '.' || p === '..' || p.startsWith('.')) || name.endsWith('.json')) {
     throw new UsageError(`"${name}" is not a file in failed/${kind}/`);
   }
-  const from = layout.placed(kind, 'failed', name);
+  const dirs = createConfinedDirs(layout.root, () => false);
+  const src = splitRel(`failed/${kind}/${name}`);
+  const fromDir = await dirs.open(src.dir).catch(() => undefined);
+  if (!fromDir) throw new NoSuchFileError(`failed/${kind}/${name} does not exist (already retried or removed)`);
+  try {
+    return await retryFrom(layout, db, dirs, fromDir, src.base, kind, name);
+  } finally {
+    await dirs.close(fromDir).catch(() => undefined);
+  }
+}
+
+/** retryFailed inside the folders held open (confined-dirs.ts): failed/<kind>[/PERSON] and the inbox it goes back to. */
+async function retryFrom(layout: Layout, db: Db, dirs: ConfinedDirs, fromDir: DirRef, base: string, kind: Kind, name: string): Promise<{ kind: Kind; name: string }> {
+  const from = `${fromDir.path}/${base}`;
   if (!(await exists(from))) throw new NoSuchFileError(`failed/${kind}/${name} does not exist (already retried or removed)`);
   const row = db.prepare(`SELECT source_path FROM outbox WHERE kind = ? AND final_path = ? AND state = 'failed' ORDER BY id DESC LIMIT 1`).get(kind, name) as { source_path: string } | undefined;
   const original = row ? row.source_path.slice(kind.length + 1) : name;
   checkDropName(kind, original);
-  const dest = join(layout.inbox(kind), ...original.split('/'));
-  await mkdirLikeRoot(layout.root, dirname(dest));
-  const tmp = join(dirname(dest), `${UPLOAD_PREFIX}${randomBytes(6).toString('hex')}.part`);
-  // Through a hidden name: the watcher must not see the file before its text companion is back.
-  await rename(from, tmp);
-  try {
-    if (kind === 'speakers') {
-      const txt = layout.placed(kind, 'failed', companionRel(name));
-      const orig = splitInner(original);
-      if (await exists(txt)) await rename(txt, join(layout.inbox(kind), `${orig.stem}.txt`));
+  const at = splitRel(`${kind}/${original}`);
+  return dirs.with(at.dir, true, async (destDir) => {
+    const dest = `${destDir.path}/${at.base}`;
+    const tmp = `${destDir.path}/${UPLOAD_PREFIX}${randomBytes(6).toString('hex')}.part`;
+    // Through a hidden name: the watcher must not see the file before its text companion is back.
+    await rename(from, tmp);
+    try {
+      if (kind === 'speakers') {
+        const txt = `${fromDir.path}/${splitRel(companionRel(name)).base}`;
+        const orig = splitInner(original);
+        if (await exists(txt)) await rename(txt, `${destDir.path}/${orig.stem}.txt`);
+      }
+      await placeNoClobber(tmp, dest, `${kind}/${original}`);
+    } catch (err) {
+      await rename(tmp, from).catch(() => undefined);
+      throw err;
     }
-    await placeNoClobber(tmp, dest);
-  } catch (err) {
-    await rename(tmp, from).catch(() => undefined);
-    throw err;
-  }
-  // The name result-files.ts gives it: a long one is cut to fit NAME_MAX.
-  await rm(resultPathFor(layout, kind, 'failed', name), { force: true });
-  await fsyncDir(dirname(dest));
-  return { kind, name: original };
+    // The name result-files.ts gives it: a long one is cut to fit NAME_MAX.
+    await rm(`${fromDir.path}/${basename(resultPathFor(layout, kind, 'failed', name))}`, { force: true });
+    await fsyncDir(destDir.path);
+    return { kind, name: original };
+  });
 }

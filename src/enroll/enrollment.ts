@@ -21,6 +21,7 @@ import { finalizeRows } from './result-batch.js';
 import { createOutboxRetention } from './retention.js';
 import { createStabilityTracker } from './stability.js';
 import { createEnrollFs } from './enroll-fs.js';
+import { EnrollPathError, createConfinedDirs } from './confined-dirs.js';
 import { describeRefusal, isStoreRefusal } from './store-refusal.js';
 import { outboxStatus, registerEnrollMetrics } from './status.js';
 import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } from './types.js';
@@ -73,7 +74,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged, claimed });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
-  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed, fs });
+  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed, fs, dirs: createConfinedDirs(layout.root, () => fs.onLoop) });
   const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
   // Files finishing together share their result files' sync and the commit that records them
@@ -99,10 +100,23 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger, syncfs: deps.syncfs, fs }, batched);
       // Announced once the result file is there to be read.
       for (const f of done.finished) publishFinal(f.row, f.resultFile);
+      if (done.finished.length > 0) refusedFolders.clear();
       for (const [id, err] of done.failed) failed.set(id, err);
     }
     return failed;
-  }, (err, id) => logger.warn({ err, id }, 'cannot write the result files of an enrollment file; retrying at the next rescan'));
+  }, (err, id) => {
+    if (err instanceof EnrollPathError) folderRefused(err);
+    else logger.warn({ err, id }, 'cannot write the result files of an enrollment file; retrying at the next rescan');
+  });
+
+  /** Folders under enroll.dir found replaced (a link, another owner): said once each until results flow again. */
+  const refusedFolders = new Set<string>();
+  function folderRefused(err: EnrollPathError): void {
+    if (refusedFolders.has(err.message)) return;
+    refusedFolders.add(err.message);
+    logger.warn({ code: err.code, path: err.details.path, err: err.message }, 'an enrollment folder was replaced: nothing is moved or written through it; results wait until it is a real folder again (retrying at each rescan)');
+    deps.events?.publish('enroll.folder_refused', { code: err.code, path: err.details.path, reason: err.message });
+  }
 
   function publishFinal(row: OutboxRow, resultFile: string): void {
     if (!deps.events) return;

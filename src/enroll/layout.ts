@@ -1,5 +1,6 @@
 import { chmod, stat } from 'node:fs/promises';
-import { dirname, join, posix, sep } from 'node:path';
+import { join, posix, sep } from 'node:path';
+import { createConfinedDirs, type DirRef } from './confined-dirs.js';
 import { KINDS, type Kind } from './types.js';
 import { makeDir } from '../util/make-dir.js';
 import { AgentError, describeError } from '../errors.js';
@@ -89,11 +90,21 @@ export function kindFolders(layout: Layout): string[] {
   return KINDS.flatMap((kind) => [layout.inbox(kind), layout.done(kind), layout.failed(kind)]);
 }
 
-/** Creates every folder of the contract that is missing (operators find them ready to use). */
+/**
+ * Creates every folder of the contract that is missing (operators find them ready to use), each
+ * reached without following a link an operator could have made (confined-dirs.ts), and gives
+ * enroll.dir, done/ and failed/ the sticky bit when they are the daemon's and group-writable: the
+ * operators who drop files there cannot rename or replace the folders the daemon works in.
+ */
 export async function ensureFolders(layout: Layout): Promise<void> {
   try {
+    if (!(await stat('/proc/self/fd').catch(() => undefined))?.isDirectory()) {
+      throw new Error('/proc is not mounted: the agent reaches the folders under enroll.dir through /proc/self/fd, without following links');
+    }
     await makeDir(layout.root);
-    for (const folder of kindFolders(layout)) await mkdirLikeRoot(layout.root, folder);
+    const dirs = createConfinedDirs(layout.root, () => false);
+    for (const rel of ['', 'done', 'failed']) await dirs.with(rel, true, lockFolder);
+    for (const folder of kindFolders(layout)) await dirs.with(toRel(layout.root, folder)!, true, async () => undefined);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new AgentError(`enroll.dir ${layout.root} cannot be used: ${describeError(err)}; if it lives on a USB stick or a network share, mount it (a dangling symlink gives ENOENT), else create it writable by the agent's user`, {
@@ -103,24 +114,11 @@ export async function ensureFolders(layout: Layout): Promise<void> {
   await makeDir(layout.staging);
 }
 
-/**
- * mkdir -p under enroll.dir, giving each folder it creates enroll.dir's own permission bits.
- * install.sh makes enroll.dir 2770 so that operators in the group can drop files and clear done/
- * and failed/; the daemon's UMask=0027 would otherwise create done/faces/ as 2750, where an
- * operator can read the results but never remove them.
- */
-export async function mkdirLikeRoot(root: string, path: string): Promise<void> {
-  const first = await makeDir(path);
-  if (first === undefined) return;
-  try {
-    const mode = (await stat(root)).mode & 0o7777;
-    const created: string[] = [];
-    for (let p = path; p.length >= first.length; p = dirname(p)) created.push(p);
-    for (const p of created.reverse()) await chmod(p, mode);
-  } catch {
-    // Best effort: a file system without modes (a vfat USB stick, some CIFS mounts) refuses
-    // chmod, and a result must not be held back for a permission bit.
-  }
+/** Adds the sticky bit to a folder of the daemon's that others may write (best effort: vfat has no modes). */
+async function lockFolder(dir: DirRef): Promise<void> {
+  const uid = process.getuid?.();
+  if (dir.st.uid !== uid || (dir.st.mode & 0o022) === 0 || (dir.st.mode & 0o1000) !== 0) return;
+  await chmod(dir.path, (dir.st.mode & 0o7777) | 0o1000).catch(() => undefined);
 }
 
 /** Dotfiles and the names copy tools give to unfinished files are left alone until renamed. */

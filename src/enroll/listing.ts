@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import type { Dirent } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
@@ -6,6 +7,9 @@ import { IMAGE_EXTS, classify, isIgnoredName, type Layout } from './layout.js';
 import { resultPathFor } from './result-files.js';
 import { KINDS, type Kind } from './types.js';
 import { isoTime } from '../util/iso-time.js';
+
+/** A result file an operator swapped for a link (or a FIFO) is not shown: never followed, never waited on. */
+const NO_FOLLOW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 // What the enrollment folders hold, for the web console: files waiting in the inbox, rows of the
 // outbox on their way, and the finished files in done/ and failed/ with what their result files
@@ -86,7 +90,7 @@ async function withStat(items: Found[], state: ItemState): Promise<EnrollItem[]>
 
 async function readSidecar(path: string): Promise<Record<string, unknown> | undefined> {
   try {
-    const v = JSON.parse(await readFile(path, 'utf8')) as unknown;
+    const v = JSON.parse(await readFile(path, { encoding: 'utf8', flag: NO_FOLLOW })) as unknown;
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
   } catch {
     return undefined;

@@ -1,5 +1,5 @@
 import { rename, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { makeDurable } from '../faces/durability.js';
 import type { SyncfsRunner } from '../util/syncfs.js';
@@ -9,11 +9,12 @@ import type { Commit } from './commit-batcher.js';
 import type { DirSync } from './dir-sync.js';
 import type { EnrollFs } from './enroll-fs.js';
 import type { Layout } from './layout.js';
-import { companionRel, mkdirLikeRoot } from './layout.js';
+import { companionRel, toRel } from './layout.js';
+import { createConfinedDirs, sharedDirs, splitRel, type ConfinedDirs, type DirRef } from './confined-dirs.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
 import { resultPathFor } from './result-files.js';
-import { doneFileOf, errorFileOf, placeOriginal, type Placer } from './results.js';
+import { doneFileOf, errorFileOf, openFolders, placeOriginal, type Placer } from './results.js';
 import type { OutboxRow } from './types.js';
 
 // The end of many files at once (results.ts finalizeRow, as a group commit): a burst finishes
@@ -31,33 +32,39 @@ export interface Finished {
 
 interface Pending {
   row: OutboxRow;
+  /** The result's temp file and final name inside `dir` (`/proc/self/fd/N/...`). */
   tmp: string;
+  final: string;
   resultFile: string;
   dest: string;
+  /** The destination folder, held open until the result is in place (confined-dirs.ts). */
+  dir: DirRef;
 }
 
 /** Moves the original and writes the result's temp file; the caller makes it durable. */
-async function prepare(layout: Layout, fs: EnrollFs, row: OutboxRow, target: string, dirs: Map<string, Promise<void>>): Promise<Pending> {
+async function prepare(layout: Layout, fs: EnrollFs, dirs: ConfinedDirs, row: OutboxRow, target: string): Promise<Pending> {
   const failed = row.state === 'failed';
   const state = failed ? 'failed' : 'done';
   const dest = layout.placed(row.kind, state, target);
-  const dir = dirname(dest);
-  // One mkdir per folder and batch, not per file.
-  let made = dirs.get(dir);
-  if (!made) {
-    made = mkdirLikeRoot(layout.root, dir);
-    dirs.set(dir, made);
-  }
-  await made;
-  await placeOriginal(layout.abs(row.source_path), row, dest, fs);
-  const companion = parseMeta(row).companion;
-  if (companion) await rename(layout.abs(companion), layout.placed(row.kind, state, companionRel(target))).catch(() => undefined);
-  const placed = { ...row, final_path: target };
-  const body = `${JSON.stringify(failed ? errorFileOf(placed) : doneFileOf(placed), null, 2)}\n`;
   const resultFile = resultPathFor(layout, row.kind, state, target);
-  const tmp = tempPathFor(resultFile);
-  await fs.writeNew(tmp, body, 0o644);
-  return { row, tmp, resultFile, dest };
+  const destRel = splitRel(toRel(layout.root, dest)!);
+  const { src, dest: dir } = await openFolders(dirs, row.source_path, destRel.dir);
+  try {
+    await placeOriginal(src ? `${src.path}/${splitRel(row.source_path).base}` : undefined, row, `${dir.path}/${destRel.base}`, fs);
+    const companion = parseMeta(row).companion;
+    if (companion && src) await rename(`${src.path}/${splitRel(companion).base}`, `${dir.path}/${splitRel(companionRel(target)).base}`).catch(() => undefined);
+    const placed = { ...row, final_path: target };
+    const body = `${JSON.stringify(failed ? errorFileOf(placed) : doneFileOf(placed), null, 2)}\n`;
+    const final = `${dir.path}/${basename(resultFile)}`;
+    const tmp = tempPathFor(final);
+    await fs.writeNew(tmp, body, 0o644);
+    return { row, tmp, final, resultFile, dest, dir };
+  } catch (err) {
+    await dirs.close(dir).catch(() => undefined);
+    throw err;
+  } finally {
+    if (src) await dirs.close(src).catch(() => undefined);
+  }
 }
 
 /**
@@ -68,22 +75,39 @@ export async function finalizeRows(
   deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger; syncfs?: SyncfsRunner | undefined; fs: EnrollFs },
   rows: OutboxRow[],
 ): Promise<{ finished: Finished[]; failed: Map<number, unknown> }> {
-  const { layout, store, commit, placer, syncDir } = deps;
+  const { layout } = deps;
   const failed = new Map<number, unknown>();
-  const dirs = new Map<string, Promise<void>>();
-  const settled = await Promise.allSettled(rows.map((row) => prepare(layout, deps.fs, row, row.final_path!, dirs)));
-  const pending: Pending[] = [];
-  settled.forEach((s, i) => {
-    if (s.status === 'fulfilled') pending.push(s.value);
-    else failed.set(rows[i]!.id, s.reason);
-  });
-  if (pending.length === 0) return { finished: [], failed };
+  // Each folder walked once for the whole batch (its descriptors held until the results are in place).
+  const dirs = sharedDirs(createConfinedDirs(layout.root, () => deps.fs.onLoop));
+  try {
+    const settled = await Promise.allSettled(rows.map((row) => prepare(layout, deps.fs, dirs, row, row.final_path!)));
+    const pending: Pending[] = [];
+    settled.forEach((s, i) => {
+      if (s.status === 'fulfilled') pending.push(s.value);
+      else failed.set(rows[i]!.id, s.reason);
+    });
+    if (pending.length === 0) return { finished: [], failed };
+    return await finish(deps, pending, failed);
+  } finally {
+    await dirs.release();
+  }
+}
+
+async function finish(
+  deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger; syncfs?: SyncfsRunner | undefined; fs: EnrollFs },
+  pending: Pending[],
+  failed: Map<number, unknown>,
+): Promise<{ finished: Finished[]; failed: Map<number, unknown> }> {
+  const { layout, store, commit, placer, syncDir } = deps;
   try {
     // Not cut short by a stop: the daemon waits for the batch, and the sync has its own timeout.
     await makeDurable(layout.root, pending.map((p) => p.tmp), new AbortController().signal, deps.logger, deps.syncfs);
-    await Promise.all(pending.map((p) => deps.fs.rename(p.tmp, p.resultFile)));
+    await Promise.all(pending.map((p) => deps.fs.rename(p.tmp, p.final)));
     // The result renames, and the originals' (into the same folders), made durable before the rows say so.
-    await Promise.all([...new Set(pending.map((p) => dirname(p.resultFile)))].map((d) => syncDir(d)));
+    // Each folder once, through the descriptor held (its name may lead elsewhere by now).
+    const folders = new Map<string, string>();
+    for (const p of pending) if (!folders.has(dirname(p.resultFile))) folders.set(dirname(p.resultFile), p.dir.path);
+    await Promise.all([...folders.values()].map((d) => syncDir(d)));
   } catch (err) {
     await Promise.all(pending.map((p) => rm(p.tmp, { force: true })));
     for (const p of pending) failed.set(p.row.id, err);

@@ -1,8 +1,12 @@
+import { constants } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Layout, ResultState } from './layout.js';
 import type { Kind } from './types.js';
+
+/** A result file an operator swapped for a link (or a FIFO) is not shown: never followed, never waited on. */
+const NO_FOLLOW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 // The names of result files, in one place: the agent writes them, and the web console finds them
 // to show a reason or to retry a failed file. `alice.jpg` in done/faces/ gets `alice.json`, in
@@ -92,7 +96,7 @@ export async function listResults(layout: Layout, kind: Exclude<Kind, 'knowledge
       // Result files, their temp files while being written, and a speaker's .txt are not originals.
       if (e.name.startsWith('.') || e.name.endsWith('.json') || (kind === 'speakers' && e.name.endsWith('.txt'))) continue;
       const resultPath = resultPathFor(layout, kind, state, rel);
-      const text = await readFile(resultPath, 'utf8').catch(() => undefined);
+      const text = await readFile(resultPath, { encoding: 'utf8', flag: NO_FOLLOW }).catch(() => undefined);
       let result: Record<string, unknown> | undefined;
       try {
         result = text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);

@@ -7,7 +7,8 @@ import { removeStateFile } from '../util/state-fs.js';
 import type { DirSync } from './dir-sync.js';
 import type { EnrollFs } from './enroll-fs.js';
 import type { Layout } from './layout.js';
-import { companionRel, mkdirLikeRoot, splitInner } from './layout.js';
+import { companionRel, splitInner, toRel } from './layout.js';
+import { EnrollPathError, createConfinedDirs, splitRel, type ConfinedDirs, type DirRef } from './confined-dirs.js';
 import { fitName, resultFileFor, resultPathFor } from './result-files.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
@@ -98,18 +99,14 @@ export function createPlacer(layout: Layout) {
 
 export type Placer = ReturnType<typeof createPlacer>;
 
-/** True when the path still holds the file that was claimed (an operator may have replaced it). */
-export async function sameFile(path: string, row: OutboxRow, fs: Pick<EnrollFs, 'stat' | 'lstat'>): Promise<boolean> {
-  for (const look of [fs.stat, fs.lstat]) {
-    try {
-      const st = await look(path);
-      const ino = parseMeta(row).sourceIno;
-      if (st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms && (ino === undefined || st.ino === ino)) return true;
-    } catch {
-      // missing or a dangling link: try the other view
-    }
-  }
-  return false;
+/**
+ * True when the path still holds the file that was claimed (an operator may have replaced it).
+ * Looked at without following a link: the name is moved as it is, never what a link names.
+ */
+export async function sameFile(path: string, row: OutboxRow, fs: Pick<EnrollFs, 'lstat'>): Promise<boolean> {
+  const st = await fs.lstat(path).catch(() => undefined);
+  const ino = parseMeta(row).sourceIno;
+  return !!st && st.size === row.source_size && Math.floor(st.mtimeMs) === row.source_mtime_ms && (ino === undefined || st.ino === ino);
 }
 
 /**
@@ -121,8 +118,8 @@ export async function sameFile(path: string, row: OutboxRow, fs: Pick<EnrollFs, 
  * bytes are a new drop, still in the inbox), nor a copy a power failure tore (its hash differs).
  * The original is looked at and moved where `fs` makes calls on enroll.dir (enroll-fs.ts).
  */
-export async function placeOriginal(source: string, row: OutboxRow, dest: string, fs: Pick<EnrollFs, 'stat' | 'lstat' | 'rename'>): Promise<void> {
-  if (await sameFile(source, row, fs)) {
+export async function placeOriginal(source: string | undefined, row: OutboxRow, dest: string, fs: Pick<EnrollFs, 'lstat' | 'rename'>): Promise<void> {
+  if (source !== undefined && (await sameFile(source, row, fs))) {
     await fs.rename(source, dest);
     return;
   }
@@ -130,7 +127,7 @@ export async function placeOriginal(source: string, row: OutboxRow, dest: string
   if (!staged || !row.content_sha256) return;
   const st = await lstat(staged).catch(() => undefined);
   if (!st?.isFile()) return;
-  const now = await lstat(source).catch(() => undefined);
+  const now = source === undefined ? undefined : await lstat(source).catch(() => undefined);
   if (now && now.ino === st.ino && now.dev === st.dev) return;
   if ((await sha256OfFile(staged).catch(() => '')) !== row.content_sha256) return;
   await rename(staged, dest).catch(async (err: NodeJS.ErrnoException) => {
@@ -178,17 +175,36 @@ function writeResultFile(path: string, body: string, syncDir: DirSync): Promise<
   return writeFileAtomic(path, body, { syncDir, dirExists: true });
 }
 
+/**
+ * The original's folder and the one it goes to, each held open (confined-dirs.ts): the source
+ * without following any link on the way (a folder swapped for a link leaves its file where it
+ * is: `src` undefined), the destination made when missing.
+ */
+export async function openFolders(dirs: ConfinedDirs, sourceRel: string, destRel: string): Promise<{ src: DirRef | undefined; dest: DirRef }> {
+  const dest = await dirs.open(destRel, true);
+  const src = await dirs.open(splitRel(sourceRel).dir).catch((err: unknown) => {
+    if (err instanceof EnrollPathError || (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    return dirs.close(dest).then(() => Promise.reject(err as Error));
+  });
+  return { src, dest };
+}
+
 /** Moves the original and writes its result file; returns that file's absolute path. */
 export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Commit, placer: Placer, row: OutboxRow, syncDir: DirSync, fs: EnrollFs): Promise<string> {
   const failed = row.state === 'failed';
   const state = failed ? 'failed' : 'done';
+  const dirs = createConfinedDirs(layout.root, () => fs.onLoop);
   let resultFile: string;
   if (row.kind === 'knowledge') {
     const body = `${JSON.stringify(failed ? errorFileOf(row) : doneFileOf(row), null, 2)}\n`;
     // A mirror: the file stays where the operator keeps it; only the latest outcome is recorded.
     resultFile = resultPathFor(layout, 'knowledge', state, row.name);
-    await writeFileAtomic(resultFile, body);
-    if (!failed) await rm(resultPathFor(layout, 'knowledge', 'failed', row.name), { force: true });
+    const written = splitRel(toRel(layout.root, resultFile)!);
+    await dirs.with(written.dir, true, (d) => writeFileAtomic(`${d.path}/${written.base}`, body, { dirExists: true }));
+    if (!failed) {
+      const stale = splitRel(toRel(layout.root, resultPathFor(layout, 'knowledge', 'failed', row.name))!);
+      await dirs.with(stale.dir, true, (d) => rm(`${d.path}/${stale.base}`, { force: true }));
+    }
   } else {
     let target = row.final_path;
     if (!target) {
@@ -198,15 +214,21 @@ export async function finalizeRow(layout: Layout, store: OutboxStore, commit: Co
       await commit(() => store.setFinalPath(row.id, chosen), { durable: true });
       target = chosen;
     }
-    const source = layout.abs(row.source_path);
     const dest = layout.placed(row.kind, state, target);
-    await mkdirLikeRoot(layout.root, dirname(dest));
-    await placeOriginal(source, row, dest, fs);
-    const companion = parseMeta(row).companion;
-    if (companion) await rename(layout.abs(companion), layout.placed(row.kind, state, companionRel(target))).catch(() => undefined);
-    const body = `${JSON.stringify(failed ? errorFileOf({ ...row, final_path: target }) : doneFileOf({ ...row, final_path: target }), null, 2)}\n`;
-    resultFile = resultPathFor(layout, row.kind, state, target);
-    await writeResultFile(resultFile, body, syncDir);
+    const destRel = splitRel(toRel(layout.root, dest)!);
+    const { src, dest: destDir } = await openFolders(dirs, row.source_path, destRel.dir);
+    try {
+      const srcBase = splitRel(row.source_path).base;
+      await placeOriginal(src ? `${src.path}/${srcBase}` : undefined, row, `${destDir.path}/${destRel.base}`, fs);
+      const companion = parseMeta(row).companion;
+      if (companion && src) await rename(`${src.path}/${splitRel(companion).base}`, `${destDir.path}/${splitRel(companionRel(target)).base}`).catch(() => undefined);
+      const body = `${JSON.stringify(failed ? errorFileOf({ ...row, final_path: target }) : doneFileOf({ ...row, final_path: target }), null, 2)}\n`;
+      resultFile = resultPathFor(layout, row.kind, state, target);
+      await writeResultFile(`${destDir.path}/${splitRel(toRel(layout.root, resultFile)!).base}`, body, syncDir);
+    } finally {
+      await dirs.close(destDir).catch(() => undefined);
+      if (src) await dirs.close(src).catch(() => undefined);
+    }
     placer.release(dest);
   }
   await commit(() => store.finalize(row.id));

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { writeFileAtomic } from '../util/fs-atomic.js';
 import type { Layout } from './layout.js';
-import { mkdirLikeRoot } from './layout.js';
+import { createConfinedDirs, type DirRef } from './confined-dirs.js';
 import { fitName, resultFileFor } from './result-files.js';
 import type { ErrorFile } from './results.js';
 import type { Kind } from './types.js';
@@ -41,13 +41,26 @@ function placeFor(dir: string, kind: Kind, escaped: string): string {
  */
 export async function quarantineUndecodable(layout: Layout, relDir: string, logger: Logger): Promise<number> {
   const [kind, person] = relDir.split('/') as [Kind, string | undefined];
-  const from = layout.abs(relDir);
-  const failedDir = person === undefined ? layout.failed(kind) : join(layout.failed(kind), person);
+  const failedRel = person === undefined ? `failed/${kind}` : `failed/${kind}/${person}`;
+  // Both folders held open, no link on the way followed (confined-dirs.ts); rare: through the pool.
+  const dirs = createConfinedDirs(layout.root, () => false);
+  const source = await dirs.open(relDir).catch(() => undefined);
+  if (!source) return 0;
+  let target: DirRef | undefined;
+  try {
+    return await quarantineFrom(source.path, relDir, kind, async () => (target ??= await dirs.open(failedRel, true)).path, logger);
+  } finally {
+    await dirs.close(source).catch(() => undefined);
+    if (target) await dirs.close(target).catch(() => undefined);
+  }
+}
+
+async function quarantineFrom(from: string, relDir: string, kind: Kind, failedFolder: () => Promise<string>, logger: Logger): Promise<number> {
   let moved = 0;
   for (const raw of await readdir(Buffer.from(from), { encoding: 'buffer' }).catch(() => [] as Buffer[])) {
     // A valid name that merely holds U+FFFD is refused by the claim like any other bad name.
     if (raw[0] === 0x2e || Buffer.from(raw.toString('utf8'), 'utf8').equals(raw)) continue;
-    await mkdirLikeRoot(layout.root, failedDir);
+    const failedDir = await failedFolder();
     const escaped = escapeNameBytes(raw);
     const placed = placeFor(failedDir, kind, escaped);
     try {

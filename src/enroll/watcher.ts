@@ -109,7 +109,8 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
   async function list(dir: string): Promise<{ name: string; dir: boolean; special: boolean }[]> {
     try {
       return (await readdir(dir, { withFileTypes: true })).map((d) => ({
-        name: d.name, dir: d.isDirectory(), special: !d.isFile() && !d.isDirectory() && !d.isSymbolicLink(),
+        // A symbolic link of any name is refused with its reason (claim.ts), never followed.
+        name: d.name, dir: d.isDirectory(), special: !d.isFile() && !d.isDirectory(),
       }));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') logger.warn({ err, dir }, 'cannot read an enrollment folder');

@@ -1,5 +1,5 @@
 import { open, rename, rm, unlink } from 'node:fs/promises';
-import { createWriteStream } from 'node:fs';
+import { constants, createWriteStream } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
@@ -40,8 +40,9 @@ export async function removeFile(path: string): Promise<void> {
   }
 }
 
+/** O_DIRECTORY: a FIFO put where the folder was is refused at once instead of blocking the open. */
 export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
+  const fh = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     await fh.sync();
   } finally {

@@ -27,14 +27,37 @@ export function fileTypeOf(st: Pick<Stats, 'isFile' | 'isDirectory' | 'isFIFO' |
 }
 
 /**
- * Opens `path` for reading without ever blocking, and only if it is a regular file (throws
- * NotRegularFileError otherwise). Returns the handle and its fstat.
+ * A file with more than one name: a hard link may make a file the operator cannot read look like
+ * one they dropped (enroll.dir is a security boundary, confined-dirs.ts).
  */
-export async function openRegularFile(path: string): Promise<{ fh: FileHandle; st: Stats }> {
-  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+export class HardLinkedFileError extends Error {
+  readonly code = 'ENLINK';
+  constructor(readonly path: string, readonly links: number) {
+    super(`${path} has ${links} names (hard links), not one`);
+  }
+}
+
+export interface OpenOptions {
+  /** Refuse a symbolic link as the last component (NotRegularFileError 'a symbolic link'), instead of following it. */
+  noFollow?: boolean;
+  /** Refuse a file with more than one name (HardLinkedFileError). */
+  oneName?: boolean;
+}
+
+/**
+ * Opens `path` for reading without ever blocking, and only if it is a regular file (throws
+ * NotRegularFileError otherwise). Returns the handle and its fstat. The checks are made on the
+ * opened descriptor: what they pass is what is read.
+ */
+export async function openRegularFile(path: string, opts: OpenOptions = {}): Promise<{ fh: FileHandle; st: Stats }> {
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | (opts.noFollow ? constants.O_NOFOLLOW : 0)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ELOOP' && opts.noFollow) throw new NotRegularFileError(path, 'a symbolic link');
+    throw err;
+  });
   try {
     const st = await fh.stat();
     if (!st.isFile()) throw new NotRegularFileError(path, fileTypeOf(st));
+    if (opts.oneName && st.nlink > 1) throw new HardLinkedFileError(path, st.nlink);
     return { fh, st };
   } catch (err) {
     await fh.close();

@@ -49,6 +49,10 @@ export interface SpeechFixtureOptions {
   /** More player options (a stand-in script, watchdog bounds); `env` is merged over the ALSA one. */
   player?: Omit<PlayerDeps, 'device' | 'logger' | 'warm'>;
   stopTimeoutMs?: number;
+  /** Another service than the fixture's emulator (a hostile one: test/helpers/hostile-service.ts). */
+  service?: { url: string; faceBaseUrl: string };
+  /** tts.* keys over the defaults (the bounds of one answer, say). */
+  tts?: Partial<AgentConfig['tts']>;
 }
 
 export async function speechFixture(opts: SpeechFixtureOptions = {}): Promise<SpeechFixture> {
@@ -57,9 +61,9 @@ export async function speechFixture(opts: SpeechFixtureOptions = {}): Promise<Sp
   const emulator = await startTestEmulator({ tts: 'tone' });
   const config = makeTestConfig({
     state_dir: dir,
-    service: { base_url: emulator.baseUrl, face_base_url: emulator.faceBaseUrl, retries: 0, ...(opts.requestTimeout ? { request_timeout: opts.requestTimeout } : {}) },
+    service: { base_url: opts.service?.url ?? emulator.baseUrl, face_base_url: opts.service?.faceBaseUrl ?? emulator.faceBaseUrl, retries: 0, ...(opts.requestTimeout ? { request_timeout: opts.requestTimeout } : {}) },
     audio: { output_device: opts.device ?? alsa.device },
-    tts: { cache_size: opts.cacheSize ?? 8 * 1024 * 1024 },
+    tts: { cache_size: opts.cacheSize ?? 8 * 1024 * 1024, ...opts.tts },
   });
   const client = createServiceClient({ config: config.service, logger: silentLogger(), userAgent: 'terminal-agent-test' });
   const db = openDatabase({ path: join(dir, 'agent.db') });

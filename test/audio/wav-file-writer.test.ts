@@ -17,7 +17,7 @@ describe('saveSynthesizedWav', () => {
     const dir = join(tmpDir('ta-wavout-'), 'out');
     mkdirSync(dir);
     const path = join(dir, 'phrase.wav');
-    const saving = saveSynthesizedWav(rig.client, { text: 'a phrase long enough to stream for a while' }, path).catch((e: unknown) => e);
+    const saving = saveSynthesizedWav(rig.client, { text: 'a phrase long enough to stream for a while' }, path, { maxAudioMs: 600_000, maxBytes: 64 * 1024 * 1024 }).catch((e: unknown) => e);
     await sleep(400);
     rmSync(dir, { recursive: true, force: true });
     const err = await saving;

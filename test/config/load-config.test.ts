@@ -49,7 +49,7 @@ describe('loadConfig: a valid file', () => {
     expect(cfg.enroll.settle_time).toBe(1000);
     expect(cfg.state_dir).toBe(join(dir, 'state'));
     expect(cfg.enroll.dir).toBe(join(dir, 'state', 'enroll'));
-    expect(cfg.tts).toEqual({ voice: '', volume_ratio: 50, speed_ratio: 50, pitch_ratio: 50, cache_size: 64 * 1024 * 1024 });
+    expect(cfg.tts).toEqual({ voice: '', volume_ratio: 50, speed_ratio: 50, pitch_ratio: 50, cache_size: 64 * 1024 * 1024, max_duration_per_char: 500, max_duration: 600_000, max_size: 64 * 1024 * 1024 });
     expect(cfg.voiceprint).toEqual({ model: 'voiceprint-turbo', sample_rate: 16000, seconds: 8, recorder: 'arecord' });
     expect(cfg.speaker_training).toEqual({ model: 'tts-turbo', poll_interval: 2000, poll_timeout: 600_000 });
     expect(cfg.control.socket).toBe('/run/terminal-agent/control.sock');

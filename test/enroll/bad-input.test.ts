@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { symlink } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tmpDir } from '../helpers/tmp.js';
@@ -40,7 +41,7 @@ describe('refused inputs', () => {
 
     const all = [...cases.map(([, , result, code]) => [result, code] as const),
       ['failed/speakers/quiet.error.json', 'TA_ERR_EMPTY_TEXT'] as const,
-      ['failed/faces/linked.error.json', 'TA_ERR_SYMLINK_OUTSIDE'] as const];
+      ['failed/faces/linked.error.json', 'TA_ERR_SYMLINK'] as const];
     await waitFor('every error file', () => all.every(([result]) => existsSync(join(rig.dir, result))), 10_000);
     for (const [result, code] of all) {
       const body = readJson(join(rig.dir, result));
@@ -54,7 +55,9 @@ describe('refused inputs', () => {
     expect(listFiles(join(rig.dir, 'speakers'))).toEqual([]);
     expect(existsSync(join(rig.dir, 'failed/speakers/quiet.txt'))).toBe(true);
     expect(existsSync(join(rig.dir, 'knowledge/blank.txt'))).toBe(true);
-    expect(readJson(join(rig.dir, 'failed/faces/linked.error.json')).error).toContain(outside);
+    // The link itself moved, never followed: it still names the file outside, untouched.
+    expect(readJson(join(rig.dir, 'failed/faces/linked.error.json')).error).toMatch(/faces\/linked\.jpg is a symbolic link; the agent follows no link/);
+    expect(readlinkSync(join(rig.dir, 'failed/faces/linked.jpg'))).toBe(outside);
     expect(rig.emulator.requests.filter((r) => r.method !== 'GET')).toEqual([]);
     const st = rig.enrollment.status();
     expect(st.kinds.faces.failed).toBe(4);

@@ -85,7 +85,7 @@ describe('faces/ inbox', () => {
     expect(rig.emulator.requests.filter((r) => r.method === 'POST' || r.method === 'PUT')).toHaveLength(1);
   });
 
-  it('folders it creates under enroll.dir take enroll.dir\'s permissions (2770 from install.sh), whatever the umask', async () => {
+  it('folders it creates under enroll.dir take enroll.dir\'s permissions (2770 from install.sh), whatever the umask; enroll.dir, done/ and failed/ get the sticky bit', async () => {
     const rig = await startRig({ start: false });
     await mkdir(rig.dir, { recursive: true });
     await chmod(rig.dir, 0o2770);
@@ -99,6 +99,8 @@ describe('faces/ inbox', () => {
       process.umask(umask);
     }
     const mode = (rel: string) => (statSync(join(rig.dir, rel)).mode & 0o7777).toString(8);
-    for (const rel of ['faces', 'done', 'done/faces', 'done/faces/gina', 'failed/voiceprints', 'knowledge']) expect(mode(rel), rel).toBe('2770');
+    for (const rel of ['faces', 'done/faces', 'done/faces/gina', 'failed/voiceprints', 'knowledge']) expect(mode(rel), rel).toBe('2770');
+    // Operators cannot rename or replace the folders the daemon works in (confined-dirs.ts).
+    for (const rel of ['.', 'done', 'failed']) expect(mode(rel), rel).toBe('3770');
   });
 });

@@ -108,15 +108,15 @@ describe('not regular files in the enrollment folders', () => {
 });
 
 describe('hard links and replaced files', () => {
-  it('two names for one inode are two files: each uploaded under its own name, each with its result', async () => {
+  it('two names for one inode are refused, unread: a hard link could pass off a file the operator cannot read as one they dropped', async () => {
     const rig = await startRig();
     const image = jpeg();
     const src = await put(rig.dir, 'faces/erin.jpg', image);
     linkSync(src, join(rig.dir, 'faces/frank.jpg'));
-    await waitFor('both results', () => existsSync(join(rig.dir, 'done/faces/erin.json')) && existsSync(join(rig.dir, 'done/faces/frank.json')));
-    expect(rig.emulator.state.faces().map((f) => f.name).sort()).toEqual(['erin', 'frank']);
-    expect(readFileSync(join(rig.dir, 'done/faces/erin.jpg')).equals(image)).toBe(true);
-    expect(readFileSync(join(rig.dir, 'done/faces/frank.jpg')).equals(image)).toBe(true);
+    await waitFor('both refusals', () => existsSync(join(rig.dir, 'failed/faces/erin.error.json')) && existsSync(join(rig.dir, 'failed/faces/frank.error.json')));
+    for (const n of ['erin', 'frank']) expect(readJson(join(rig.dir, `failed/faces/${n}.error.json`))).toMatchObject({ code: 'TA_ERR_HARD_LINK', error: expect.stringMatching(new RegExp(`^faces/${n}\\.jpg has 2 names \\(hard links\\)`)) });
+    expect(rig.emulator.state.faces()).toEqual([]);
+    expect(readFileSync(join(rig.dir, 'failed/faces/erin.jpg')).equals(image)).toBe(true);
   });
 
   it('a file replaced (same size and mtime, new inode) while it is uploaded: every original in done/ matches the sha256 of its result', async () => {

@@ -22,7 +22,7 @@ describe('Debian packaging', () => {
     expect(run('test', ['-x', file]).status).toBe(0);
   });
 
-  it.each(['build.sh', 'check-amd64.sh', 'check-arm64.sh', 'check-upgrade.sh', 'check-systemd.sh', 'check/inside.sh', 'check/lib.sh'])('%s parses with bash', (name) => {
+  it.each(['build.sh', 'check-amd64.sh', 'check-arm64.sh', 'check-upgrade.sh', 'check-systemd.sh', 'check-operator.sh', 'check/inside.sh', 'check/lib.sh'])('%s parses with bash', (name) => {
     const r = run('bash', ['-n', join(PKG, name)]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
