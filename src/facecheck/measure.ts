@@ -1,0 +1,186 @@
+import sharp from 'sharp';
+import { detect, type Pass, type RawBox } from './detector.js';
+import { SHARPNESS_SIDE, type FaceBox, type FaceMeasurements } from './types.js';
+
+// Decoding (sharp) and measuring one image: the faces, then sharpness and exposure on the largest
+// face's grey crop scaled to SHARPNESS_SIDE (so that a big photo and a small one of the same face
+// measure alike), or exposure of the whole image when there is no face.
+
+/** sharp's own limit is 268 M pixels; a face photo above 50 M pixels is not a face photo. */
+const MAX_PIXELS = 50_000_000;
+/** Grey levels counted as clipped black and clipped white. */
+const DARK = 5;
+const BRIGHT = 250;
+/** A photo whose long side is more than this times its short side is searched in square tiles (a 4:3 or 3:2 photo is not). */
+const WIDE = 1.5;
+const MAX_TILES = 4;
+
+export interface Passes {
+  /** Faces down to about 1/16 of the long side (BlazeFace back, 256 px): every image. */
+  far: Pass;
+  /** A face that fills the frame (BlazeFace front, 128 px): tried when `far` finds none. */
+  near: Pass;
+}
+
+/**
+ * The image fit inside side x side, RGB: one decode (JPEG shrinks while it decodes). A wide one
+ * (`aspect`, long side over short, above WIDE) gets its short side to `side` instead, for
+ * farPass's tiles, and at most MAX_TILES sides along.
+ */
+async function scaled(bytes: Uint8Array, side: number, aspect = 1): Promise<Scaled> {
+  const fit = aspect <= WIDE ? { width: side, height: side, fit: 'inside' as const }
+    : aspect <= MAX_TILES ? { width: side, height: side, fit: 'outside' as const }
+    : { width: side * MAX_TILES, height: side * MAX_TILES, fit: 'inside' as const };
+  const { data, info } = await sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' })
+    .rotate()
+    .resize(fit)
+    .removeAlpha()
+    .toColourspace('srgb')
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { rgb: data, width: info.width, height: info.height };
+}
+
+/** A decoded copy made smaller again, with no second decode. */
+async function smaller(img: Scaled, side: number): Promise<Scaled> {
+  const { data, info } = await sharp(img.rgb, { raw: { width: img.width, height: img.height, channels: 3 } })
+    .resize(side, side, { fit: 'inside' })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { rgb: data, width: info.width, height: info.height };
+}
+
+/**
+ * The far pass over the whole image, or over square tiles half a tile apart along a wide one (a
+ * row of people shrunk whole into the model's input would leave each face a few pixels wide).
+ */
+function farPass(pass: Pass, img: Scaled): RawBox[] {
+  const { side } = pass;
+  if (img.width <= side && img.height <= side) return detect(pass, img.rgb, img.width, img.height);
+  const across = img.width > img.height;
+  const long = across ? img.width : img.height;
+  const out: RawBox[] = [];
+  const tile = new Uint8Array(side * side * 3);
+  for (let start = 0; ; start = Math.min(start + side / 2, long - side)) {
+    const w = across ? side : img.width;
+    const h = across ? img.height : side;
+    for (let y = 0; y < h; y++) {
+      const from = ((across ? y : y + start) * img.width + (across ? start : 0)) * 3;
+      tile.set(img.rgb.subarray(from, from + w * 3), y * w * 3);
+    }
+    for (const b of detect(pass, tile, w, h)) out.push({ ...b, cx: b.cx + (across ? start : 0), cy: b.cy + (across ? 0 : start) });
+    if (start >= long - side) return out;
+  }
+}
+
+/**
+ * The face's grey crop at about SHARPNESS_SIDE px. A face larger than that is cut from the image
+ * scaled down first, which a JPEG does while it decodes (a fraction of a full decode).
+ */
+async function faceCrop(bytes: Uint8Array, face: FaceBox, width: number, height: number) {
+  const k = Math.min(1, SHARPNESS_SIDE / Math.max(face.width, face.height));
+  const w = Math.max(1, Math.round(width * k));
+  const h = Math.max(1, Math.round(height * k));
+  const left = Math.min(w - 1, Math.floor(face.x * k));
+  const top = Math.min(h - 1, Math.floor(face.y * k));
+  const box = { left, top, width: Math.max(1, Math.min(w - left, Math.round(face.width * k))), height: Math.max(1, Math.min(h - top, Math.round(face.height * k))) };
+  let img = sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate();
+  // Smaller than SHARPNESS_SIDE: cut, then scaled up to it; else scaled down, then cut.
+  img = k < 1 ? img.resize(w, h, { fit: 'fill' }).extract(box) : img.extract(box).resize(SHARPNESS_SIDE, SHARPNESS_SIDE, { fit: 'fill' });
+  const { data, info } = await img.removeAlpha().greyscale().raw().toBuffer({ resolveWithObject: true });
+  return { grey: data, width: info.width, height: info.height };
+}
+
+interface Scaled {
+  rgb: Uint8Array;
+  width: number;
+  height: number;
+}
+
+function toBox(b: RawBox, scale: number, imgW: number, imgH: number): FaceBox {
+  const x = Math.max(0, (b.cx - b.w / 2) / scale);
+  const y = Math.max(0, (b.cy - b.h / 2) / scale);
+  const round1 = (v: number) => Math.round(v * 10) / 10;
+  return {
+    x: round1(x),
+    y: round1(y),
+    width: round1(Math.min(imgW, (b.cx + b.w / 2) / scale) - x),
+    height: round1(Math.min(imgH, (b.cy + b.h / 2) / scale) - y),
+    score: Math.round(b.score * 1000) / 1000,
+  };
+}
+
+function exposure(grey: Uint8Array): Pick<FaceMeasurements, 'brightness' | 'clipped_dark' | 'clipped_bright'> {
+  let sum = 0;
+  let dark = 0;
+  let bright = 0;
+  for (const v of grey) {
+    sum += v;
+    if (v <= DARK) dark++;
+    else if (v >= BRIGHT) bright++;
+  }
+  const n = Math.max(1, grey.length);
+  const r = (v: number) => Math.round(v * 1000) / 1000;
+  return { brightness: Math.round((sum / n) * 10) / 10, clipped_dark: r(dark / n), clipped_bright: r(bright / n) };
+}
+
+/** Variance of the 4-neighbour Laplacian over the crop's interior. */
+export function laplacianVariance(grey: Uint8Array, width: number, height: number): number {
+  let sum = 0;
+  let sq = 0;
+  let n = 0;
+  for (let y = 1; y < height - 1; y++) {
+    for (let x = 1; x < width - 1; x++) {
+      const i = y * width + x;
+      const l = grey[i - 1]! + grey[i + 1]! + grey[i - width]! + grey[i + width]! - 4 * grey[i]!;
+      sum += l;
+      sq += l * l;
+      n++;
+    }
+  }
+  if (n === 0) return 0;
+  const mean = sum / n;
+  return Math.round((sq / n - mean * mean) * 10) / 10;
+}
+
+function overlap(a: FaceBox, b: FaceBox): number {
+  const ix = Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x));
+  const iy = Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
+  const inter = ix * iy;
+  // Of the smaller box: the two passes' boxes of one face differ in size more than in place.
+  return inter / Math.min(a.width * a.height, b.width * b.height);
+}
+
+/** One box per face: the strongest of those that cover the same face. */
+function mergeBoxes(boxes: FaceBox[]): FaceBox[] {
+  const kept: FaceBox[] = [];
+  for (const box of boxes.sort((a, b) => b.score - a.score)) if (kept.every((k) => overlap(k, box) < 0.5)) kept.push(box);
+  return kept;
+}
+
+const luma = (rgb: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(rgb.length / 3);
+  for (let i = 0; i < out.length; i++) out[i] = Math.round(0.299 * rgb[i * 3]! + 0.587 * rgb[i * 3 + 1]! + 0.114 * rgb[i * 3 + 2]!);
+  return out;
+};
+
+export async function measure(bytes: Uint8Array, passes: Passes): Promise<FaceMeasurements> {
+  // The image's size as shown (the scaled copies keep its aspect; orientation 5 to 8 turns it).
+  const meta = await sharp(bytes, { limitInputPixels: MAX_PIXELS }).metadata();
+  const turned = (meta.orientation ?? 1) >= 5;
+  const width = (turned ? meta.height : meta.width) ?? 0;
+  const height = (turned ? meta.width : meta.height) ?? 0;
+  // The far pass finds faces down to about 1/16 of the long side, which is what a group photo
+  // holds; the near pass is for the close-up whose face fills the frame, which the far pass can miss.
+  const far = await scaled(bytes, passes.far.side, Math.max(width, height) / Math.max(1, Math.min(width, height)));
+  let boxes = farPass(passes.far, far).map((b) => toBox(b, far.width / width, width, height));
+  if (boxes.length === 0) {
+    const near = await smaller(far, passes.near.side);
+    boxes = detect(passes.near, near.rgb, near.width, near.height).map((b) => toBox(b, near.width / width, width, height));
+  }
+  const faces = mergeBoxes(boxes);
+  if (faces.length === 0) return { width, height, faces, ...exposure(luma(far.rgb)) };
+  const largest = faces.reduce((a, b) => (b.width > a.width ? b : a));
+  const crop = await faceCrop(bytes, largest, width, height);
+  return { width, height, faces, sharpness: laplacianVariance(crop.grey, crop.width, crop.height), ...exposure(crop.grey) };
+}
