@@ -76,7 +76,7 @@ export function createFaceChecker(opts: FaceCheckerOptions = {}) {
       pending.delete(reply.id);
       clearTimeout(p.timer);
       if ('measurements' in reply) p.resolve(reply.measurements);
-      else if (reply.kind === 'undecodable') p.reject(new InvalidInputError(`the image could not be decoded (${reply.error})`));
+      else if (reply.kind === 'undecodable') p.reject(new InvalidInputError(reply.error));
       else p.reject(new FaceCheckUnavailableError(reply.error));
       settle(w);
     });

@@ -33,7 +33,8 @@ async function handle(req: CheckRequest): Promise<CheckReply> {
   try {
     return { id: req.id, measurements: await measure(req.bytes, loaded) };
   } catch (err) {
-    return { id: req.id, error: (err as Error).message, kind: 'undecodable' };
+    // libvips adds its warnings on further lines: the first says what is wrong.
+    return { id: req.id, error: String((err as Error).message).split('\n')[0]!.trim(), kind: 'undecodable' };
   }
 }
 
