@@ -157,6 +157,8 @@ build_arch() { # deb-arch
   rm -f "$app/dist/.built"
   # The face check's model (models/face-detector/README.md), found beside dist/ (src/facecheck/checker.ts).
   cp -a "$SRC/models" "$app/models"
+  # The demo's sample photos (samples/faces/README.md).
+  mkdir -p "$app/samples"; cp -a "$SRC/samples/faces" "$app/samples/faces"; rm -f "$app/samples/faces/README.md"
   install -m 0755 "$work/malloc-trim/build/Release/malloc_trim.node" "$app/dist/native/malloc_trim.node"
   "$strip_bin" --strip-unneeded "$app/dist/native/malloc_trim.node"
   # The build's V8 code caches fit only this machine's node and CPU (node's arm64 V8 accepts an x64

@@ -162,6 +162,9 @@ export function installedCopy(): string {
   const copy = join(root, 'dist');
   cpSync(join(REPO_ROOT, 'dist'), copy, { recursive: true, verbatimSymlinks: true });
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules'));
+  // What the package lays beside dist/: the face check's model, the demo's sample photos.
+  symlinkSync(join(REPO_ROOT, 'models'), join(root, 'models'));
+  symlinkSync(join(REPO_ROOT, 'samples'), join(root, 'samples'));
   return copy;
 }
 
