@@ -14,12 +14,17 @@ const BRIGHT = 250;
 /** A photo whose long side is more than this times its short side is searched in square tiles (a 4:3 or 3:2 photo is not). */
 const WIDE = 1.5;
 const MAX_TILES = 4;
+/**
+ * One face this wide against the short side makes a portrait the near pass has judged alone:
+ * someone beside the person, at the same distance, has a face big enough for it to see too.
+ */
+const DOMINANT = 1 / 3;
 
 export interface Passes {
-  /** Faces down to about 1/16 of the long side (BlazeFace back, 256 px): every image. */
-  far: Pass;
-  /** A face that fills the frame (BlazeFace front, 128 px): tried when `far` finds none. */
+  /** Faces from about 1/8 of the long side up (BlazeFace front, 128 px): every image. */
   near: Pass;
+  /** Faces down to about 1/16 of the long side (BlazeFace back, 256 px): unless `near` found a portrait or a group. */
+  far: Pass;
 }
 
 /**
@@ -170,14 +175,15 @@ export async function measure(bytes: Uint8Array, passes: Passes): Promise<FaceMe
   const turned = (meta.orientation ?? 1) >= 5;
   const width = (turned ? meta.height : meta.width) ?? 0;
   const height = (turned ? meta.width : meta.height) ?? 0;
-  // The far pass finds faces down to about 1/16 of the long side, which is what a group photo
-  // holds; the near pass is for the close-up whose face fills the frame, which the far pass can miss.
+  // The near pass (a quarter of the far one's work) settles the common case: a portrait, one face
+  // of at least DOMINANT of the short side, or several faces. Otherwise the far pass looks for
+  // faces down to about 1/16 of the long side, which is what a group photo holds or a photo taken
+  // from too far.
   const far = await scaled(bytes, passes.far.side, Math.max(width, height) / Math.max(1, Math.min(width, height)));
-  let boxes = farPass(passes.far, far).map((b) => toBox(b, far.width / width, width, height));
-  if (boxes.length === 0) {
-    const near = await smaller(far, passes.near.side);
-    boxes = detect(passes.near, near.rgb, near.width, near.height).map((b) => toBox(b, near.width / width, width, height));
-  }
+  const near = await smaller(far, passes.near.side);
+  let boxes = detect(passes.near, near.rgb, near.width, near.height).map((b) => toBox(b, near.width / width, width, height));
+  const portrait = boxes.length === 1 && boxes[0]!.width >= DOMINANT * Math.min(width, height);
+  if (boxes.length < 2 && !portrait) boxes = [...boxes, ...farPass(passes.far, far).map((b) => toBox(b, far.width / width, width, height))];
   const faces = mergeBoxes(boxes);
   if (faces.length === 0) return { width, height, faces, ...exposure(luma(far.rgb)) };
   const largest = faces.reduce((a, b) => (b.width > a.width ? b : a));

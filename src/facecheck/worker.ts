@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadPass, startBackend } from './detector.js';
 import { measure, type Passes } from './measure.js';
@@ -6,7 +8,22 @@ import type { CheckReply, CheckRequest, WorkerData } from './protocol.js';
 // The face check's thread: loads the runtime and the model when it starts (the checker starts it
 // at the first image), then measures one image at a time, in the order they come.
 
+/**
+ * The detector runs at a lower priority than the daemon's own thread: confined to a quarter of a
+ * core (a cgroup's CPU quota is shared by all its threads), `status` and speech would otherwise
+ * wait behind it. Linux keeps a nice value per thread; this thread's id is /proc/thread-self's.
+ */
+function yieldToTheDaemon(): void {
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), WORKER_NICE);
+  } catch {
+    // not Linux, or not allowed: the check still runs, at the daemon's priority
+  }
+}
+
+const WORKER_NICE = 10;
 const data = workerData as WorkerData;
+yieldToTheDaemon();
 const port = parentPort!;
 
 async function load(): Promise<Passes> {

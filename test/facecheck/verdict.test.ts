@@ -21,7 +21,7 @@ describe('face check verdicts', () => {
     [{ brightness: 236, clipped_bright: 0.68 }, 'over_exposed', 'the face is over-exposed (brightness 236 of 255, at most 195; 68 % white, at most 10 %): use less light or no flash'],
     [{ faces: [], brightness: 19 }, 'too_dark', 'no face found and the image is too dark (brightness 19 of 255, at least 50): add light in front of the person'],
     [{ faces: [], brightness: 202 }, 'over_exposed', 'no face found and the image is over-exposed (brightness 202 of 255, at most 195): use less light or no flash'],
-  ] as const)('%o -> %s', (change, problem, message) => {
+  ] as Array<[Partial<FaceMeasurements>, string, string]>)('%o -> %s', (change, problem, message) => {
     expect(judge({ ...good, ...change }, T)).toMatchObject({ ok: false, problem, message });
   });
 

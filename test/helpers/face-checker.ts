@@ -11,7 +11,7 @@ export const FACES_DIR = fileURLToPath(new URL('../fixtures/faces/', import.meta
 
 /** A checker with the built worker, stopped after the test. */
 export function testFaceChecker(opts: FaceCheckerOptions = {}): FaceChecker {
-  if (!existsSync(WORKER_URL)) throw new Error(`${fileURLToPath(WORKER_URL)} is missing: run npm run build first`);
+  if (!opts.workerUrl && !existsSync(WORKER_URL)) throw new Error(`${fileURLToPath(WORKER_URL)} is missing: run npm run build first`);
   const checker = createFaceChecker({ workerUrl: WORKER_URL, ...opts });
   onTestFinished(() => checker.stop());
   return checker;
