@@ -14,6 +14,8 @@ const BRIGHT = 250;
 /** A photo whose long side is more than this times its short side is searched in square tiles (a 4:3 or 3:2 photo is not). */
 const WIDE = 1.5;
 const MAX_TILES = 4;
+/** The decoded copy's short side: 960 keeps a 1280 x 960 photo whole, and shrinks a 12 MP one while decoding. */
+const BASE_SHORT = 960;
 /**
  * One face this wide against the short side makes a portrait the near pass has judged alone:
  * someone beside the person, at the same distance, has a face big enough for it to see too.
@@ -28,30 +30,31 @@ export interface Passes {
 }
 
 /**
- * The image fit inside side x side, RGB: one decode (JPEG shrinks while it decodes). A wide one
- * (`aspect`, long side over short, above WIDE) gets its short side to `side` instead, for
- * farPass's tiles, and at most MAX_TILES sides along.
+ * The one decode of the image (EXIF orientation applied), RGB, its short side at most BASE_SHORT:
+ * a bigger photo shrinks while it decodes (JPEG), and everything else is cut and scaled from it.
  */
-async function scaled(bytes: Uint8Array, side: number, aspect = 1): Promise<Scaled> {
-  const fit = aspect <= WIDE ? { width: side, height: side, fit: 'inside' as const }
-    : aspect <= MAX_TILES ? { width: side, height: side, fit: 'outside' as const }
-    : { width: side * MAX_TILES, height: side * MAX_TILES, fit: 'inside' as const };
-  const { data, info } = await sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' })
-    .rotate()
-    .resize(fit)
-    .removeAlpha()
-    .toColourspace('srgb')
-    .raw()
-    .toBuffer({ resolveWithObject: true });
+async function decodeBase(bytes: Uint8Array, width: number, height: number): Promise<Scaled> {
+  const k = Math.min(1, BASE_SHORT / Math.max(1, Math.min(width, height)));
+  let img = sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate();
+  if (k < 1) img = img.resize(Math.max(1, Math.round(width * k)), Math.max(1, Math.round(height * k)), { fit: 'fill' });
+  const { data, info } = await img.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
   return { rgb: data, width: info.width, height: info.height };
 }
 
-/** A decoded copy made smaller again, with no second decode. */
-async function smaller(img: Scaled, side: number): Promise<Scaled> {
-  const { data, info } = await sharp(img.rgb, { raw: { width: img.width, height: img.height, channels: 3 } })
-    .resize(side, side, { fit: 'inside' })
-    .raw()
-    .toBuffer({ resolveWithObject: true });
+/**
+ * The far pass's input: the image fit inside side x side; a wide one (long side over short above
+ * WIDE) gets its short side to `side` instead, for farPass's tiles, and at most MAX_TILES sides along.
+ */
+function farInput(base: Scaled, side: number): Promise<Scaled> {
+  const aspect = Math.max(base.width, base.height) / Math.max(1, Math.min(base.width, base.height));
+  const fit = aspect <= WIDE ? { width: side, height: side, fit: 'inside' as const }
+    : aspect <= MAX_TILES ? { width: side, height: side, fit: 'outside' as const }
+    : { width: side * MAX_TILES, height: side * MAX_TILES, fit: 'inside' as const };
+  return resized(base, fit);
+}
+
+async function resized(img: Scaled, fit: sharp.ResizeOptions): Promise<Scaled> {
+  const { data, info } = await sharp(img.rgb, { raw: { width: img.width, height: img.height, channels: 3 } }).resize(fit).raw().toBuffer({ resolveWithObject: true });
   return { rgb: data, width: info.width, height: info.height };
 }
 
@@ -79,20 +82,22 @@ function farPass(pass: Pass, img: Scaled): RawBox[] {
 }
 
 /**
- * The face's grey crop at about SHARPNESS_SIDE px. A face larger than that is cut from the image
- * scaled down first, which a JPEG does while it decodes (a fraction of a full decode).
+ * The face's grey crop scaled to SHARPNESS_SIDE px: cut from the decoded copy, or, when that copy
+ * was shrunk below the face's own detail (a large photo, a small face), from the image decoded again.
  */
-async function faceCrop(bytes: Uint8Array, face: FaceBox, width: number, height: number) {
-  const k = Math.min(1, SHARPNESS_SIDE / Math.max(face.width, face.height));
-  const w = Math.max(1, Math.round(width * k));
-  const h = Math.max(1, Math.round(height * k));
-  const left = Math.min(w - 1, Math.floor(face.x * k));
-  const top = Math.min(h - 1, Math.floor(face.y * k));
-  const box = { left, top, width: Math.max(1, Math.min(w - left, Math.round(face.width * k))), height: Math.max(1, Math.min(h - top, Math.round(face.height * k))) };
-  let img = sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate();
-  // Smaller than SHARPNESS_SIDE: cut, then scaled up to it; else scaled down, then cut.
-  img = k < 1 ? img.resize(w, h, { fit: 'fill' }).extract(box) : img.extract(box).resize(SHARPNESS_SIDE, SHARPNESS_SIDE, { fit: 'fill' });
-  const { data, info } = await img.removeAlpha().greyscale().raw().toBuffer({ resolveWithObject: true });
+async function faceCrop(bytes: Uint8Array, base: Scaled, face: FaceBox, width: number, height: number) {
+  const k = base.width / width;
+  const fromBase = k >= 1 || face.width * k >= SHARPNESS_SIDE;
+  const kk = fromBase ? k : 1;
+  const w = fromBase ? base.width : width;
+  const h = fromBase ? base.height : height;
+  const left = Math.min(w - 1, Math.floor(face.x * kk));
+  const top = Math.min(h - 1, Math.floor(face.y * kk));
+  const box = { left, top, width: Math.max(1, Math.min(w - left, Math.round(face.width * kk))), height: Math.max(1, Math.min(h - top, Math.round(face.height * kk))) };
+  const img = fromBase
+    ? sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } })
+    : sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate().removeAlpha();
+  const { data, info } = await img.extract(box).resize(SHARPNESS_SIDE, SHARPNESS_SIDE, { fit: 'fill' }).greyscale().raw().toBuffer({ resolveWithObject: true });
   return { grey: data, width: info.width, height: info.height };
 }
 
@@ -179,14 +184,15 @@ export async function measure(bytes: Uint8Array, passes: Passes): Promise<FaceMe
   // of at least DOMINANT of the short side, or several faces. Otherwise the far pass looks for
   // faces down to about 1/16 of the long side, which is what a group photo holds or a photo taken
   // from too far.
-  const far = await scaled(bytes, passes.far.side, Math.max(width, height) / Math.max(1, Math.min(width, height)));
-  const near = await smaller(far, passes.near.side);
+  const base = await decodeBase(bytes, width, height);
+  const far = await farInput(base, passes.far.side);
+  const near = await resized(far, { width: passes.near.side, height: passes.near.side, fit: 'inside' });
   let boxes = detect(passes.near, near.rgb, near.width, near.height).map((b) => toBox(b, near.width / width, width, height));
   const portrait = boxes.length === 1 && boxes[0]!.width >= DOMINANT * Math.min(width, height);
   if (boxes.length < 2 && !portrait) boxes = [...boxes, ...farPass(passes.far, far).map((b) => toBox(b, far.width / width, width, height))];
   const faces = mergeBoxes(boxes);
   if (faces.length === 0) return { width, height, faces, ...exposure(luma(far.rgb)) };
   const largest = faces.reduce((a, b) => (b.width > a.width ? b : a));
-  const crop = await faceCrop(bytes, largest, width, height);
+  const crop = await faceCrop(bytes, base, largest, width, height);
   return { width, height, faces, sharpness: laplacianVariance(crop.grey, crop.width, crop.height), ...exposure(crop.grey) };
 }

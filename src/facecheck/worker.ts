@@ -1,6 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import sharp from 'sharp';
 import { loadPass, startBackend } from './detector.js';
 import { measure, type Passes } from './measure.js';
 import type { CheckReply, CheckRequest, WorkerData } from './protocol.js';
@@ -24,6 +25,10 @@ function yieldToTheDaemon(): void {
 const WORKER_NICE = 10;
 const data = workerData as WorkerData;
 yieldToTheDaemon();
+// As the console's thumbnails set it (libvips's settings are the process's): no operation cache,
+// which kept every decoded photo of a burst (about 30 MB more at the peak), and one thread each.
+sharp.cache(false);
+sharp.concurrency(1);
 const port = parentPort!;
 
 async function load(): Promise<Passes> {
