@@ -81,6 +81,20 @@ prune_node_modules() { # dir
   find "$nm" -type d -empty -delete
 }
 
+# TensorFlow.js (the face check's runtime, src/facecheck/) ships every build of itself for
+# bundlers and browsers (about 90 MB); Node loads only each package's `main` file and the
+# single-threaded WebAssembly binaries (the check runs with threads off): about 5 MB stay.
+prune_tfjs() { # node_modules dir
+  local p main
+  for p in "$1"/@tensorflow/*; do
+    [ -f "$p/package.json" ] || continue
+    main=$(node -p 'require(process.argv[1]).main' "$p/package.json")
+    find "$p" -type f -not -name package.json -not -iname 'licen*' -not -path "$p/$main" \
+      -not \( -path "$p/dist/*.wasm" -not -name '*threaded*' \) -delete
+    find "$p" -type d -empty -delete
+  done
+}
+
 build_arch() { # deb-arch
   local arch=$1 narch garch triplet cross strip_bin
   case "$arch" in
@@ -131,6 +145,7 @@ build_arch() { # deb-arch
     -exec sh -c 'test -f "$(dirname "$1")/package.json" && echo "$1"' _ {} \;)
 
   prune_node_modules "$work/deps/node_modules"
+  prune_tfjs "$work/deps/node_modules"
   find "$work/deps/node_modules" -name '*.node' -exec "$strip_bin" --strip-unneeded {} \;
 
   # The agent's own addon (native/malloc-trim): dist/ has this machine's build; the target's replaces it.
@@ -140,6 +155,10 @@ build_arch() { # deb-arch
   log "$arch: staging $PREFIX"
   cp -a "$SRC/dist" "$app/dist"
   rm -f "$app/dist/.built"
+  # The face check's model (models/face-detector/README.md), found beside dist/ (src/facecheck/checker.ts).
+  cp -a "$SRC/models" "$app/models"
+  # The demo's sample photos (samples/faces/README.md).
+  mkdir -p "$app/samples"; cp -a "$SRC/samples/faces" "$app/samples/faces"; rm -f "$app/samples/faces/README.md"
   install -m 0755 "$work/malloc-trim/build/Release/malloc_trim.node" "$app/dist/native/malloc_trim.node"
   "$strip_bin" --strip-unneeded "$app/dist/native/malloc_trim.node"
   # The build's V8 code caches fit only this machine's node and CPU (node's arm64 V8 accepts an x64

@@ -81,6 +81,17 @@ export class AudioQualityError extends InvalidInputError {
   override readonly code = 'TA_ERR_AUDIO_QUALITY';
 }
 
+/** A face image the face check refused (no face, several, too small, blurred, badly exposed). */
+export class FaceQualityError extends InvalidInputError {
+  override readonly code = 'TA_ERR_FACE_CHECK';
+}
+
+/** The face check could not run (its model or runtime did not load, or it stopped answering). */
+export class FaceCheckUnavailableError extends AgentError {
+  override readonly code = 'TA_ERR_FACE_CHECK_UNAVAILABLE';
+  override readonly exitCode = ExitCode.unavailable;
+}
+
 /** An ALSA device that cannot be opened or failed while in use. */
 export class AudioDeviceError extends AgentError {
   override readonly code = 'TA_ERR_AUDIO_DEVICE';

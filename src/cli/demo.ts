@@ -1,4 +1,5 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
@@ -122,8 +123,11 @@ log:
 `;
 }
 
+/** The package's sample photos (samples/faces/README.md): two public-domain portraits and a group photo the face check refuses. */
+const SAMPLE_PHOTOS = fileURLToPath(new URL('../../samples/faces/', import.meta.url));
+
 async function writeSamples(dir: string): Promise<void> {
-  await writeFile(join(dir, 'Marie Curie.png'), faceImagePng([250, 210, 170]));
+  for (const name of ['Grace Hopper.jpg', 'Eileen Collins.jpg', 'group photo.jpg']) await copyFile(join(SAMPLE_PHOTOS, name), join(dir, name));
   await writeFile(join(dir, 'welcome.md'), '# Welcome\nThis terminal answers questions about the building.\n');
   // Two seconds of a gliding tone, 16 kHz mono: something a voiceprint upload accepts.
   const rate = 16000;
@@ -150,7 +154,8 @@ function instructions(dir: string, emulator: Emulator, socket: string, consoleUr
 The emulator holds ${SAMPLE_FACES.length} sample faces; the daemon syncs them into ./${rel}/state/faces/.
 
 Drop files into ./${rel}/enroll/ (originals end in done/ or failed/):
-  cp "./${rel}/samples/Marie Curie.png" ./${rel}/enroll/faces/      # a new face
+  cp "./${rel}/samples/Grace Hopper.jpg" ./${rel}/enroll/faces/     # her sample face becomes this public-domain portrait
+  cp "./${rel}/samples/group photo.jpg" ./${rel}/enroll/faces/      # refused by the face check: see enroll/failed/faces/
   cp ./${rel}/samples/alice.wav ./${rel}/enroll/voiceprints/        # a voiceprint named alice
   cp ./${rel}/samples/welcome.md ./${rel}/enroll/knowledge/         # knowledge entry "welcome"
 

@@ -8,7 +8,7 @@ import { ConfigError, ExitCode, describeError, formatProblem } from '../errors.j
 import { daemonAnswers } from '../control/control-client.js';
 import { namedFileProblems } from '../config/named-files.js';
 import {
-  checkApiKey, checkConnect, checkDiskFloor, checkDns, checkInputDevice, checkOutputDevice, checkProgram,
+  checkApiKey, checkConnect, checkDiskFloor, checkDns, checkFaceCheck, checkInputDevice, checkOutputDevice, checkProgram,
   checkTerminalSecret, checkWritable, type CheckResult,
 } from '../daemon/doctor-checks.js';
 
@@ -64,6 +64,7 @@ export async function runDoctor(ctx: CliContext, configPath: string, json: boole
   emit(await checkDiskFloor(cfg));
   emit(await checkWritable('enroll.dir', cfg.enroll.dir));
   for (const kind of ENROLL_KINDS) emit(await checkWritable(`enroll/${kind}`, join(cfg.enroll.dir, kind)));
+  emit(await checkFaceCheck(cfg.enroll.face_check));
   emit(await checkWritable('control socket dir', dirname(cfg.control.socket)));
 
   const recorder = cfg.voiceprint.recorder;

@@ -11,6 +11,7 @@ import { BadResponseError, UsageError, isFsError, outputFileError } from '../err
 // the commands that use them: `faces list --cached` must start about as fast as a bare node.
 
 const facesApi = () => import('../client/faces-api.js');
+const checkFaceImage: typeof import('./face-image-check.js').checkFaceImage = async (...a) => (await import('./face-image-check.js')).checkFaceImage(...a);
 const apiClient = () => import('./api-client.js');
 
 const FACE_COLUMNS: Column<FaceRecord>[] = [
@@ -97,7 +98,8 @@ const add: CommandSpec = {
     const name = checkNameArg(stringOpt(args, 'name'), "'faces add'");
     const path = resolve(ctx.cwd, args.positionals[0]!);
     const contentType = await checkImageFile(path);
-    await withClient(args, ctx, async ({ client, call }) => {
+    await withClient(args, ctx, async ({ client, call, config }) => {
+      await checkFaceImage(ctx, args.global.json, config, path, args.positionals[0]!);
       printFace(ctx, args.global.json, await createFaceAndFind(client, name, { path, contentType }, call), 'created');
     });
   },
@@ -119,7 +121,8 @@ const update: CommandSpec = {
     const path = imageArg === undefined ? undefined : resolve(ctx.cwd, imageArg);
     const contentType = path ? await checkImageFile(path) : undefined;
     await withClient(args, ctx, async (session) => {
-      const { client, call } = session;
+      const { client, call, config } = session;
+      if (path) await checkFaceImage(ctx, args.global.json, config, path, imageArg!);
       // PUT requires the name: keep the current one when only the image changes.
       name ??= (await client.getFace(id, call)).name;
       await client.updateFace(id, { name, ...(path && contentType ? { image: { path, contentType } } : {}) }, call);

@@ -56,6 +56,20 @@ const facesShape = {
   recheck_bytes_per_hour: z._default(size(1 * MB, 100 * GB), 64 * MB),
 };
 
+/**
+ * The face check before a face image is uploaded (src/facecheck/). The defaults come from the
+ * labelled set test/fixtures/faces/ (its README gives the measurements): every good portrait
+ * clears them with room, every bad variant misses one.
+ */
+const faceCheckShape = {
+  mode: z._default(choice(['refuse', 'warn', 'off'] as const), 'refuse'),
+  min_face_px: z._default(integer(16, 4096), 80),
+  min_sharpness: z._default(decimal(0, 100000), 40),
+  min_brightness: z._default(decimal(0, 255), 50),
+  max_brightness: z._default(decimal(0, 255), 195),
+  max_clipped: z._default(decimal(0, 1), 0.1),
+};
+
 const enrollShape = {
   /** Absent: `<state_dir>/enroll`, filled in by the top-level transform. */
   dir: z.optional(text('a folder path').check(z.minLength(1, 'is empty: set a folder or remove the key for <state_dir>/enroll'))),
@@ -65,6 +79,7 @@ const enrollShape = {
   settle_time: z._default(duration(0, 10 * MINUTE), 1 * SECOND),
   upload_concurrency: z._default(integer(1, 32), 4),
   knowledge_debounce: z._default(duration(0, 10 * MINUTE), 2 * SECOND),
+  face_check: section(faceCheckShape, 'face_check'),
 };
 
 const ttsShape = {
@@ -226,6 +241,7 @@ export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {
   service: Object.keys(serviceShape),
   faces: Object.keys(facesShape),
   enroll: Object.keys(enrollShape),
+  'enroll.face_check': Object.keys(faceCheckShape),
   tts: Object.keys(ttsShape),
   audio: Object.keys(audioShape),
   voiceprint: Object.keys(voiceprintShape),

@@ -240,3 +240,26 @@ export async function checkDiskFloor(cfg: Pick<AgentConfig, 'state_dir' | 'state
   if (r.free_bytes < 2 * r.min_free_bytes) return warn('free space', `disk getting full: ${describeDisk(r)}`, fix);
   return ok('free space', describeDisk(r));
 }
+
+/**
+ * Whether the face check can run: its worker starts, loads the runtime and the model, and measures
+ * a plain grey image (no face) within the time an upload would wait.
+ */
+export async function checkFaceCheck(settings: AgentConfig['enroll']['face_check']): Promise<CheckResult> {
+  const check = 'face check';
+  if (settings.mode === 'off') return warn(check, 'enroll.face_check.mode is off: face images are uploaded without looking for a face', 'set enroll.face_check.mode: refuse (the default) to keep group photos, blurred and dark shots out of the group');
+  const [{ createFaceChecker }, { default: sharp }] = await Promise.all([import('../facecheck/index.js'), import('sharp')]);
+  const checker = createFaceChecker({ timeoutMs: 30_000 });
+  const started = performance.now();
+  try {
+    const probe = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#808080' } }).png().toBuffer();
+    const m = await checker.check(probe);
+    const ms = Math.round(performance.now() - started);
+    if (m.faces.length > 0) return fail(check, `the detector found a face in a plain grey image (model in ${checker.modelDir})`, 'reinstall the package: the model files are not the ones it shipped');
+    return ok(check, `mode ${settings.mode}: the face detector loaded from ${checker.modelDir} and answered in ${ms} ms`);
+  } catch (err) {
+    return fail(check, `the face check cannot run: ${describeError(err)}`, `reinstall the package (the model lives in ${checker.modelDir}), or set enroll.face_check.mode: off to upload face images unchecked`);
+  } finally {
+    await checker.stop();
+  }
+}

@@ -19,6 +19,7 @@ import { stagedInMemory } from './staged-body.js';
 import type { ClaimedBytes } from './claimed-bytes.js';
 import { EnrollInputError, checkImage, checkImageHead, checkPcmLength, checkVoiceprintName, checkWav, decodeText } from './validators.js';
 import { wavHeader } from '../audio/wav.js';
+import type { FaceCheckStep } from './face-check-step.js';
 import { canonicalName, nameProblem } from '../client/names.js';
 
 // Taking a stable file into the outbox: refuse what can be refused unread, copy it under state_dir
@@ -48,6 +49,8 @@ export interface ClaimDeps {
   fs: Pick<EnrollFs, 'lstat' | 'stat' | 'link'>;
   /** Where each file is looked at and read: its folder, held open (confined-dirs.ts). */
   dirs: Pick<ConfinedDirs, 'open' | 'close'>;
+  /** The face check (face-check-step.ts); absent when enroll.face_check.mode is off. */
+  faceCheck?: FaceCheckStep;
 }
 
 const NAME_OF: Record<Candidate['kind'], string> = { faces: 'face name', voiceprints: 'voiceprint name', speakers: 'speaker label', knowledge: 'knowledge ID' };
@@ -242,6 +245,11 @@ export function createClaimer(deps: ClaimDeps) {
     }
     try {
       if (c.kind === 'faces') meta.contentType = head ? checkImageHead(head, shown) : await checkImage(staged, shown);
+      if (c.kind === 'faces' && deps.faceCheck) {
+        const checked = await deps.faceCheck(head ?? await readFile(staged), shown);
+        meta.faceCheck = checked.record;
+        if (checked.refusal) throw new EnrollInputError(checked.refusal.code, checked.refusal.message);
+      }
       if (c.kind === 'voiceprints' || c.kind === 'speakers') {
         const wav = await checkWav(staged, shown);
         meta.sampleRate = wav.sampleRate;

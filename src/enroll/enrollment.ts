@@ -5,6 +5,8 @@ import { inTransaction } from '../db/database.js';
 import type { BackoffPolicy } from '../util/backoff.js';
 import { createSpeakerUploader, createVoiceprintUploader } from './audio-uploaders.js';
 import { createClaimer } from './claim.js';
+import { createFaceCheckStep } from './face-check-step.js';
+import { createFaceChecker } from '../facecheck/index.js';
 import { createClaimedBytes } from './claimed-bytes.js';
 import { createCommitBatcher } from './commit-batcher.js';
 import { createWalSyncer } from '../db/wal-sync.js';
@@ -74,7 +76,10 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
   const faces = createFaceUploader({ client, store, commit, settings, logger, abs: layout.abs, onFaceChanged: deps.onFaceChanged, claimed });
   const speakers = createSpeakerUploader({ client, store, commit, db, config });
   const notifier = createKnowledgeNotifier({ client, store, db, debounceMs: settings.knowledge_debounce, retry, logger });
-  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed, fs, dirs: createConfinedDirs(layout.root, () => fs.onLoop) });
+  const ownChecker = !deps.faceChecker && config.enroll.face_check.mode !== 'off' ? createFaceChecker() : undefined;
+  const faceChecker = deps.faceChecker ?? ownChecker;
+  const faceCheck = faceChecker && createFaceCheckStep(faceChecker, config.enroll.face_check);
+  const claim = createClaimer({ layout, store, commit, config, place: placer.place, unplace: placer.unplace, syncDir, claimed, fs, dirs: createConfinedDirs(layout.root, () => fs.onLoop), ...(faceCheck ? { faceCheck } : {}) });
   const retention = createOutboxRetention({ db, staging: layout.staging, logger });
 
   // Files finishing together share their result files' sync and the commit that records them
@@ -300,6 +305,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       clearTimeout(cut);
       requestAc.abort();
       await claimer.idle();
+      await ownChecker?.stop();
       await finalizer.idle();
       await knowledgeScan;
       await retention.idle();

@@ -163,8 +163,13 @@ export async function listEnrollment(layout: Layout, db: Db, opts: { limit?: num
         if (row) item.error = { code: row.last_error_code ?? 'TA_ERR_FAILURE', message: row.last_error ?? 'failed' };
         continue;
       }
-      if (isFailed) item.error = { code: String(body.code ?? 'TA_ERR_FAILURE'), message: String(body.error ?? 'failed') };
-      else item.result = body;
+      if (isFailed) {
+        item.error = { code: String(body.code ?? 'TA_ERR_FAILURE'), message: String(body.error ?? 'failed') };
+        // A refused face keeps its measurements: the console shows them and the boxes found.
+        if (body.face_check && typeof body.face_check === 'object') item.result = { face_check: body.face_check };
+      } else {
+        item.result = body;
+      }
     }
   }
   return { queued: await cut(queued, 'queued'), in_flight: inFlight.slice(0, limit), done: doneItems, failed: failedItems, more };

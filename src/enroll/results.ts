@@ -12,6 +12,7 @@ import { EnrollPathError, createConfinedDirs, splitRel, type ConfinedDirs, type 
 import { fitName, resultFileFor, resultPathFor } from './result-files.js';
 import type { OutboxStore } from './outbox-store.js';
 import { parseMeta } from './outbox-store.js';
+import type { FaceCheckRecord } from './face-check-step.js';
 import type { OutboxRow } from './types.js';
 import type { Commit } from './commit-batcher.js';
 import { isoTime } from '../util/iso-time.js';
@@ -29,6 +30,8 @@ export interface ErrorFile {
   status: number | null;
   attempts: number;
   at: string;
+  /** Faces: the face check's verdict and measurements. */
+  face_check?: FaceCheckRecord;
 }
 
 /**
@@ -143,6 +146,7 @@ function placedName(row: OutboxRow): string {
 }
 
 export function errorFileOf(row: OutboxRow): ErrorFile {
+  const { faceCheck } = parseMeta(row);
   return {
     file: placedName(row),
     error: row.last_error ?? 'failed',
@@ -150,6 +154,7 @@ export function errorFileOf(row: OutboxRow): ErrorFile {
     status: row.last_status,
     attempts: row.attempts,
     at: isoTime(row.updated_at),
+    ...(faceCheck ? { face_check: faceCheck } : {}),
   };
 }
 
@@ -161,6 +166,7 @@ export function doneFileOf(row: OutboxRow): Record<string, unknown> {
     name: row.name,
     ...result,
     ...(meta.duplicateOf !== undefined ? { duplicate_of_upload: meta.duplicateOf } : {}),
+    ...(meta.faceCheck ? { face_check: meta.faceCheck } : {}),
     source: row.source_path,
     file: placedName(row),
     sha256: row.content_sha256 || undefined,

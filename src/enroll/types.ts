@@ -1,3 +1,5 @@
+import type { FaceCheckRecord } from './face-check-step.js';
+import type { FaceChecker } from '../facecheck/index.js';
 import type { SyncfsRunner } from '../util/syncfs.js';
 import type { WalSyncer } from '../db/wal-sync.js';
 import type { Registry } from 'prom-client';
@@ -42,6 +44,8 @@ export interface EnrollmentDeps {
   retry?: BackoffPolicy;
   /** How long faces waiting for their id wait for more to gather (default 1 s; dispatcher.ts). */
   resolveWaitMs?: number;
+  /** The face check's worker (facecheck/); default: one of its own, stopped by stop(). Unused when enroll.face_check.mode is off. */
+  faceChecker?: FaceChecker;
 }
 
 /** A face this agent uploaded: its record from the group listing, and the image bytes it sent. */
@@ -113,6 +117,8 @@ export interface RowMeta {
   sourceIno?: number;
   /** Set when this row reused the result of an earlier upload of the same content. */
   duplicateOf?: number;
+  /** Faces: the face check's verdict and measurements (face-check-step.ts), for the result file. */
+  faceCheck?: FaceCheckRecord;
 }
 
 export interface KindStatus {

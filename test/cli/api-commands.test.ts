@@ -5,7 +5,11 @@ import { createServer } from 'node:net';
 import { runCliProcess, type CliRunResult } from '../helpers/cli.js';
 import { startTestEmulator, type Emulator } from '../helpers/emulator.js';
 import { tmpDirManual } from '../helpers/tmp.js';
-import { PNG_BYTES, JPEG_BYTES, writeWav, HEX32 } from '../client/fixtures.js';
+import sharp from 'sharp';
+import { writeWav, HEX32 } from '../client/fixtures.js';
+import { faceImage } from '../helpers/face-checker.js';
+
+const FACE_JPEG = faceImage('ok-astronaut.jpg');
 
 // The built CLI (dist/main.js, `npx tsc -p tsconfig.json` first) spawned as a process against the
 // emulator: the commands that map to one API call, their output and the contract's exit codes.
@@ -39,8 +43,10 @@ beforeAll(async () => {
     base_url: emu.baseUrl, face_base_url: emu.faceBaseUrl, terminal_secret_file: join(tmp.dir, 'terminal_secret'),
     api_key: emu.apiKey, retries: 1, request_timeout: '3s',
   });
-  writeFileSync(join(tmp.dir, 'face.jpg'), JPEG_BYTES);
-  writeFileSync(join(tmp.dir, 'face.png'), PNG_BYTES);
+  // Real portraits: `faces add` and `faces update IMAGE` run the face check (enroll.face_check).
+  writeFileSync(join(tmp.dir, 'face.jpg'), FACE_JPEG);
+  writeFileSync(join(tmp.dir, 'face.png'), await sharp(faceImage('ok-hopper.jpg')).png().toBuffer());
+  writeFileSync(join(tmp.dir, 'group.jpg'), faceImage('group-2-hopper-twice.jpg'));
   writeFileSync(join(tmp.dir, 'notes.jpg'), 'this is a text file named like a picture');
   writeWav(tmp.dir, 'voice.wav', 1);
 });
@@ -84,7 +90,7 @@ describe('faces commands', () => {
 
     const img = await cli(['faces', 'image', bob.face_id, '-o', 'bob.jpg', '--config', config]);
     expectExit(img, 0);
-    expect(readFileSync(join(tmp.dir, 'bob.jpg'))).toEqual(JPEG_BYTES);
+    expect(readFileSync(join(tmp.dir, 'bob.jpg'))).toEqual(FACE_JPEG);
 
     // A place that takes no file (/proc, whoever runs the test): named, exit 1, nothing fetched.
     const imageGets = () => emu.requests.filter((r) => r.path.endsWith(`${bob.face_id}/image`)).length;
@@ -99,6 +105,27 @@ describe('faces commands', () => {
     const gone = await cli(['faces', 'show', bob.face_id, '--config', config]);
     expectExit(gone, 1);
     expect(gone.stderr).toMatch(/not found \(HTTP 404\)/);
+  });
+});
+
+describe('face check on faces add / update', () => {
+  it('refuses a group photo with exit 65 and the sentence, sending nothing; warn sends it with a warning', async () => {
+    const before = emu.requests.length;
+    const add = await cli(['faces', 'add', '--name', 'Team', 'group.jpg', '--config', config]);
+    expectExit(add, 65);
+    expect(add.stderr).toContain('group.jpg: 2 faces found: crop the image to one person');
+    expect(add.stderr).toContain('TA_ERR_FACE_CHECK');
+    const upd = await cli(['faces', 'update', '0123456789abcdef0123456789abcdef', 'group.jpg', '--json', '--config', config]);
+    expectExit(upd, 65);
+    expect(JSON.parse(upd.stderr.trim().split('\n').at(-1)!)).toMatchObject({ code: 'TA_ERR_FACE_CHECK', face_check: { verdict: 'refused', problem: 'several_faces' } });
+    expect(emu.requests.slice(before).filter((r) => r.method !== 'GET')).toEqual([]);
+
+    const warnConfig = join(tmp.dir, 'warn.yaml');
+    writeFileSync(warnConfig, `${readFileSync(config, 'utf8')}enroll:\n  face_check:\n    mode: warn\n`);
+    const warned = await cli(['faces', 'add', '--name', 'Team', 'group.jpg', '--config', warnConfig]);
+    expectExit(warned, 0);
+    expect(warned.stderr).toContain('face check (enroll.face_check.mode: warn, sent anyway): 2 faces found: crop the image to one person');
+    expect(warned.stdout).toMatch(/created face "Team"/);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpDir } from '../helpers/tmp.js';
 import { makeTestAlsa } from '../helpers/alsa.js';
@@ -16,7 +16,8 @@ describe('terminal-agent demo', () => {
     const demoDir = join(cwd, 'demo');
     expect(d.stdout()).toContain(`Everything stays in ${demoDir};`);
     expect(d.stdout()).toContain('--config ./demo/config.yaml');
-    expect(d.stdout()).toContain('cp "./demo/samples/Marie Curie.png" ./demo/enroll/faces/');
+    expect(d.stdout()).toContain('cp "./demo/samples/Grace Hopper.jpg" ./demo/enroll/faces/');
+    expect(d.stdout()).toContain('cp "./demo/samples/group photo.jpg" ./demo/enroll/faces/');
     const config = readFileSync(join(demoDir, 'config.yaml'), 'utf8');
     const socket = /socket: "(.*)"/.exec(config)![1]!;
     let status: AgentStatus | undefined;
@@ -42,6 +43,15 @@ describe('terminal-agent demo', () => {
     const faces = await fetch(new URL('/api/faces', consoleUrl), { headers: { cookie: String(session.headers.get('set-cookie')).split(';')[0]! } });
     expect(((await faces.json()) as { total: number }).total).toBe(3);
     expect(readFileSync(join(demoDir, 'config.yaml'), 'utf8')).toMatch(/^console:\n {2}listen: 127\.0\.0\.1:(8080|0)/m);
+
+    // The sample photos pass the demo's own face check, all but the group photo. Grace Hopper is
+    // one of the emulator's sample faces: her portrait updates it.
+    for (const name of ['Grace Hopper.jpg', 'group photo.jpg']) copyFileSync(join(demoDir, 'samples', name), join(demoDir, 'enroll', 'faces', name));
+    const doneJson = join(demoDir, 'enroll', 'done', 'faces', 'Grace Hopper.json');
+    const failedJson = join(demoDir, 'enroll', 'failed', 'faces', 'group photo.error.json');
+    for (let i = 0; i < 300 && !(existsSync(doneJson) && existsSync(failedJson)); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(JSON.parse(readFileSync(doneJson, 'utf8'))).toMatchObject({ action: 'updated', face_check: { verdict: 'accepted' } });
+    expect(JSON.parse(readFileSync(failedJson, 'utf8'))).toMatchObject({ code: 'TA_ERR_FACE_CHECK', error: 'faces/group photo.jpg: 2 faces found: crop the image to one person' });
 
     d.signal('SIGINT');
     expect((await d.exited).code).toBe(0);

@@ -28,10 +28,12 @@ describe('terminal-agent doctor', () => {
     const emulator = await startTestEmulator();
     const dir = tmpDir('ta-doc-');
     const audio = audioSetup(dir);
-    const files = daemonFiles(join(dir, 'agent'), emulator, { outputDevice: audio.output, inputDevice: audio.input });
+    const files = daemonFiles(join(dir, 'agent'), emulator, { outputDevice: audio.output, inputDevice: audio.input, faceCheck: 'refuse' });
     const r = await runCliProcess(['doctor', '--config', files.configPath], { env: { ALSA_CONFIG_PATH: audio.ALSA_CONFIG_PATH } });
     expect(r.stdout).toContain('checks passed');
     expect(r.code).toBe(0);
+    // The face check ran its detector (model from the package's models/ folder) on a probe image.
+    expect(r.stdout).toMatch(/^ok +face check +mode refuse: the face detector loaded from \/.*\/models\/face-detector\/? and answered in \d+ ms$/m);
     for (const label of ['config', 'dns base_url', 'tcp base_url', 'credential terminal_secret', 'credential api_key', 'folder state_dir', 'folder enroll/faces', 'program arecord', 'audio output', 'audio input']) {
       expect(r.stdout).toMatch(new RegExp(`^ok +${label} `, 'm'));
     }
@@ -62,6 +64,8 @@ describe('terminal-agent doctor', () => {
     expect(byName.get('audio output')).toMatchObject({ result: 'fail', detail: expect.stringContaining('nosuchpcm'), fix: expect.stringContaining('aplay -L') });
     expect(byName.get('audio input')).toMatchObject({ result: 'fail', detail: 'arecord not found' });
     expect(byName.get('program aplay')).toMatchObject({ result: 'ok' });
+    // The harness turns the face check off: doctor says what that lets through.
+    expect(byName.get('face check')).toMatchObject({ result: 'warn', detail: expect.stringContaining('enroll.face_check.mode is off'), fix: expect.stringContaining('mode: refuse') });
     expect(report.ok).toBe(false);
     expect(r.stdout).not.toContain('not-the-secret-0000000');
 

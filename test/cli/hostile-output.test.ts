@@ -9,6 +9,7 @@ import { tmpDirManual } from '../helpers/tmp.js';
 import { JPEG_BYTES, writeWav } from '../client/fixtures.js';
 import { formatStatus } from '../../src/daemon/status-format.js';
 import type { AgentStatus } from '../../src/control/types.js';
+import { faceImage } from '../helpers/face-checker.js';
 
 // Text from outside reaching the operator's terminal (the built CLI against the emulator, and a
 // small local server that answers with a hostile error message): control characters are shown
@@ -42,7 +43,8 @@ beforeAll(async () => {
   tmp = tmpDirManual('ta-cli-hostile-');
   config = writeConfig('config.yaml', emu.faceBaseUrl, emu.baseUrl);
   emu.seedFaces(emu.terminals[0]!.group_id, [{ name: EVIL, image: JPEG_BYTES }, { name: BROKEN, image: JPEG_BYTES }]);
-  writeFileSync(join(tmp.dir, 'face.jpg'), JPEG_BYTES);
+  // A real portrait: `faces add` runs the face check (enroll.face_check, on by default).
+  writeFileSync(join(tmp.dir, 'face.jpg'), faceImage('ok-astronaut.jpg'));
   writeWav(tmp.dir, 'voice.wav', 1);
 });
 afterAll(async () => {

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { hashPassword } from '../../src/util/password-hash.js';
 import { faceImagePng, SAMPLE_FACES } from '../../src/daemon/sample-images.js';
 import { startTestEmulator, type Emulator } from '../helpers/emulator.js';
@@ -39,7 +40,8 @@ export interface ConsoleStack {
   close(): Promise<void>;
 }
 
-export async function startConsoleStack(): Promise<ConsoleStack> {
+/** `faceCheck`: enroll.face_check.mode (default off: the shared stack's pages drop drawn faces). */
+export async function startConsoleStack(opts: { faceCheck?: 'refuse' | 'warn' | 'off' } = {}): Promise<ConsoleStack> {
   const tmp = tmpDirManual('ta-console-ui-');
   const emulator = await startTestEmulator();
   const groupId = emulator.terminals[0]!.group_id;
@@ -52,6 +54,7 @@ export async function startConsoleStack(): Promise<ConsoleStack> {
     inputDevice: mic.device,
     outputDevice: 'default',
     syncInterval: '1h',
+    ...(opts.faceCheck ? { faceCheck: opts.faceCheck } : {}),
     extra: ['console:', '  listen: 127.0.0.1:0', `  password_hash: "${hash}"`].join('\n'),
   });
   const daemon = spawnDaemon(files.configPath, { ALSA_CONFIG_PATH: mic.env.ALSA_CONFIG_PATH });
@@ -92,6 +95,20 @@ export async function newPage(stack: ConsoleStack, viewport = DESKTOP): Promise<
     if (m.type() === 'error') errors.push(`console: ${m.text()} (${m.location().url})`);
   });
   return { context, page, errors };
+}
+
+/** A stack and a page for one test file: started before its tests, closed after them. */
+export function consoleStackForFile(opts: { faceCheck?: 'refuse' | 'warn' | 'off' } = {}): { stack: ConsoleStack; context: BrowserContext; page: Page; errors: string[] } {
+  const s = {} as { stack: ConsoleStack; context: BrowserContext; page: Page; errors: string[] };
+  beforeAll(async () => {
+    s.stack = await startConsoleStack(opts);
+    Object.assign(s, await newPage(s.stack));
+  }, 60_000);
+  afterAll(async () => {
+    await s.context?.close().catch(() => undefined);
+    await s.stack?.close();
+  }, 30_000);
+  return s;
 }
 
 /** Logs in through the form, as a person would. */

@@ -12,6 +12,8 @@ import { tmpDir } from '../helpers/tmp.js';
 // stdout, signals, and a NOTIFY_SOCKET bound here (a unix datagram socket, as systemd's).
 
 export interface DaemonConfigOptions {
+  /** enroll.face_check.mode (default off: most tests drop stand-in images). */
+  faceCheck?: 'refuse' | 'warn' | 'off';
   /** Extra YAML appended at the top level (sections not written below). */
   extra?: string;
   terminalSecret?: string;
@@ -59,6 +61,9 @@ export function daemonFiles(dir: string, emulator: Emulator, base: DaemonConfigO
         `  dir: ${files.enrollDir}`,
         '  settle_time: 200ms',
         '  rescan_interval: 2s',
+        // Stand-in images (header and random bytes) unless a test brings real photos.
+        '  face_check:',
+        `    mode: ${o.faceCheck ?? 'off'}`,
         'audio:',
         `  output_device: ${o.outputDevice ?? 'default'}`,
         `  input_device: ${o.inputDevice ?? 'default'}`,
@@ -157,6 +162,9 @@ export function installedCopy(): string {
   const copy = join(root, 'dist');
   cpSync(join(REPO_ROOT, 'dist'), copy, { recursive: true, verbatimSymlinks: true });
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(root, 'node_modules'));
+  // What the package lays beside dist/: the face check's model, the demo's sample photos.
+  symlinkSync(join(REPO_ROOT, 'models'), join(root, 'models'));
+  symlinkSync(join(REPO_ROOT, 'samples'), join(root, 'samples'));
   return copy;
 }
 

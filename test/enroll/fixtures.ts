@@ -1,3 +1,4 @@
+import type { FaceChecker } from '../../src/facecheck/index.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -104,6 +105,8 @@ export interface RigOptions {
   resolveWaitMs?: number;
   /** agent.db's WAL flush (db/wal-sync.ts Flush): a test's slower disk; fdatasync when absent. */
   flush?: Flush;
+  /** The face check's worker, for a rig whose config turns the check on (test/helpers/face-checker.ts). */
+  faceChecker?: FaceChecker;
 }
 
 /** A real emulator, real client, real SQLite file and real folders; all torn down after the test. */
@@ -125,7 +128,7 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
   const walSyncer = opts.flush ? createWalSyncer(db, opts.flush) : undefined;
   const make = () => createEnrollment({
     config, db, client, logger: opts.logger ?? silentLogger(), metrics, retry: { initialMs: 50, maxMs: 400 }, ...(opts.resolveWaitMs ? { resolveWaitMs: opts.resolveWaitMs } : {}),
-    ...(walSyncer ? { walSyncer } : {}), onFaceChanged: (id, seed) => {
+    ...(walSyncer ? { walSyncer } : {}), ...(opts.faceChecker ? { faceChecker: opts.faceChecker } : {}), onFaceChanged: (id, seed) => {
       changed.push(id);
       if (seed) seeds.push(seed);
     },

@@ -20,6 +20,9 @@ export function makeTestConfig(overrides: DeepPartial<AgentConfig> = {}): AgentC
     state_dir: stateDir,
     control: { socket: join(stateDir, 'control.sock') },
   }) as AgentConfig;
+  // Most tests drop stand-in images (a JPEG header and random bytes): the face check is theirs to
+  // turn on (test/facecheck/, test/enroll/face-check.test.ts).
+  base.enroll.face_check.mode = 'off';
   const merged = deepMerge(base, overrides) as AgentConfig;
   if (overrides.enroll?.dir === undefined) merged.enroll.dir = join(merged.state_dir, 'enroll');
   if (overrides.control?.socket === undefined) merged.control.socket = join(merged.state_dir, 'control.sock');

@@ -207,7 +207,11 @@ export function spawnNode(args, opts, budget) {
  * The log level is the product's default, info (an "enrollment file done" line per file), unless
  * BENCH_LOG_LEVEL says otherwise; until r8 it was warn (info measured within the noise of it).
  */
-export function writeDaemonConfig(dir, emulator, terminal, extra = '', level = process.env.BENCH_LOG_LEVEL || 'info') {
+/**
+ * The daemon's config.yaml in `dir`. The face check is off unless `faceCheck` says otherwise: the
+ * benchmarks' images are random pixels (test/bench/face-check.mjs runs it on real photos).
+ */
+export function writeDaemonConfig(dir, emulator, terminal, extra = '', level = process.env.BENCH_LOG_LEVEL || 'info', faceCheck = 'off') {
   writeFileSync(join(dir, 'secret'), terminal.terminal_secret);
   writeFileSync(join(dir, 'key'), emulator.apiKey);
   const config = join(dir, 'config.yaml');
@@ -221,6 +225,8 @@ control:
   socket: ${join(dir, 'ctl.sock')}
 enroll:
   dir: ${join(dir, 'enroll')}
+  face_check:
+    mode: ${faceCheck}
 log:
   level: ${level}
 ${extra}`);

@@ -47,6 +47,45 @@ function Preview(props: { item: EnrollItem; playing: string | undefined; onPlay:
   return <span class="thumb text" aria-hidden="true">{item.media === 'text' ? '¶' : '•'}</span>;
 }
 
+/** The face check's record in a face's result file (src/enroll/face-check-step.ts), when there is one. */
+interface FaceCheckView {
+  verdict: string;
+  message?: string;
+  width?: number;
+  height?: number;
+  faces?: Array<{ x: number; y: number; width: number; height: number; score: number }>;
+  sharpness?: number;
+  brightness?: number;
+}
+
+function faceCheckOf(item: EnrollItem): FaceCheckView | undefined {
+  const fc = item.result?.face_check;
+  return fc && typeof fc === 'object' && typeof (fc as FaceCheckView).verdict === 'string' ? (fc as FaceCheckView) : undefined;
+}
+
+/** The found faces drawn over the thumbnail, which shows the image as `object-fit: cover` does (slice). */
+function FaceBoxes(props: { fc: FaceCheckView }) {
+  const { fc } = props;
+  if (!fc.width || !fc.height || !fc.faces?.length) return null;
+  return (
+    <svg class={`face-boxes ${fc.verdict}`} data-testid="face-boxes" viewBox={`0 0 ${fc.width} ${fc.height}`} preserveAspectRatio="xMidYMid slice" aria-hidden="true">
+      {fc.faces.map((f, i) => <rect key={i} x={f.x} y={f.y} width={f.width} height={f.height} vector-effect="non-scaling-stroke" />)}
+    </svg>
+  );
+}
+
+/** "face check accepted · 1 face, 196 px · sharpness 2065 · brightness 137". */
+function faceCheckLine(fc: FaceCheckView): string {
+  const n = fc.faces?.length ?? 0;
+  const sizes = (fc.faces ?? []).map((f) => `${Math.round(f.width)} px`).join(', ');
+  return [
+    `face check ${fc.verdict}`,
+    fc.faces ? `${n} face${n === 1 ? '' : 's'}${sizes ? `, ${sizes}` : ''}` : '',
+    fc.sharpness !== undefined ? `sharpness ${Math.round(fc.sharpness)}` : '',
+    fc.brightness !== undefined ? `brightness ${Math.round(fc.brightness)}` : '',
+  ].filter(Boolean).join(' · ');
+}
+
 function resultLine(item: EnrollItem): string | undefined {
   const r = item.result;
   if (!r) return undefined;
@@ -57,9 +96,13 @@ function resultLine(item: EnrollItem): string | undefined {
 function ItemRow(props: { item: EnrollItem; playing: string | undefined; onPlay: (url: string | undefined) => void; onRetry?: (item: EnrollItem) => void; retrying: boolean }) {
   const { item } = props;
   const result = resultLine(item);
+  const fc = faceCheckOf(item);
   return (
     <li class={`item ${item.state}`} data-name={item.name} data-kind={item.kind} data-state={item.state}>
-      <Preview item={item} playing={props.playing} onPlay={props.onPlay} />
+      <span class="thumb-wrap">
+        <Preview item={item} playing={props.playing} onPlay={props.onPlay} />
+        {fc && <FaceBoxes fc={fc} />}
+      </span>
       <div class="item-main">
         <div class="item-head">
           <strong class="mono item-name">{item.name}</strong>
@@ -67,6 +110,12 @@ function ItemRow(props: { item: EnrollItem; playing: string | undefined; onPlay:
           {props.onRetry && <button class="btn small retry" disabled={props.retrying} onClick={() => props.onRetry!(item)}>{props.retrying ? 'Retrying…' : 'Retry'}</button>}
         </div>
         <p class="muted small">{[item.size !== undefined ? bytes(item.size) : '', item.step, item.attempts && item.attempts > 1 ? `attempt ${item.attempts}` : '', result].filter(Boolean).join(' · ')}{item.at ? <> · <Ago at={item.at} /></> : null}</p>
+        {fc && (
+          <p class={`small face-check ${fc.verdict}`} data-testid="face-check">
+            {faceCheckLine(fc)}
+            {fc.verdict === 'warned' && fc.message ? <span class="hint"> ({fc.message})</span> : null}
+          </p>
+        )}
         {item.error && (
           <div class="reason" data-testid="reason">
             <p>{item.error.message}{item.error.code ? <span class="code"> {item.error.code}</span> : null}</p>

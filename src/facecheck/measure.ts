@@ -1,0 +1,198 @@
+import sharp from 'sharp';
+import { detect, type Pass, type RawBox } from './detector.js';
+import { SHARPNESS_SIDE, type FaceBox, type FaceMeasurements } from './types.js';
+
+// Decoding (sharp) and measuring one image: the faces, then sharpness and exposure on the largest
+// face's grey crop scaled to SHARPNESS_SIDE (so that a big photo and a small one of the same face
+// measure alike), or exposure of the whole image when there is no face.
+
+/** sharp's own limit is 268 M pixels; a face photo above 50 M pixels is not a face photo. */
+const MAX_PIXELS = 50_000_000;
+/** Grey levels counted as clipped black and clipped white. */
+const DARK = 5;
+const BRIGHT = 250;
+/** A photo whose long side is more than this times its short side is searched in square tiles (a 4:3 or 3:2 photo is not). */
+const WIDE = 1.5;
+const MAX_TILES = 4;
+/** The decoded copy's short side: 960 keeps a 1280 x 960 photo whole, and shrinks a 12 MP one while decoding. */
+const BASE_SHORT = 960;
+/**
+ * One face this wide against the short side makes a portrait the near pass has judged alone:
+ * someone beside the person, at the same distance, has a face big enough for it to see too.
+ */
+const DOMINANT = 1 / 3;
+
+export interface Passes {
+  /** Faces from about 1/8 of the long side up (BlazeFace front, 128 px): every image. */
+  near: Pass;
+  /** Faces down to about 1/16 of the long side (BlazeFace back, 256 px): unless `near` found a portrait or a group. */
+  far: Pass;
+}
+
+/**
+ * The one decode of the image (EXIF orientation applied), RGB, its short side at most BASE_SHORT:
+ * a bigger photo shrinks while it decodes (JPEG), and everything else is cut and scaled from it.
+ */
+async function decodeBase(bytes: Uint8Array, width: number, height: number): Promise<Scaled> {
+  const k = Math.min(1, BASE_SHORT / Math.max(1, Math.min(width, height)));
+  let img = sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate();
+  if (k < 1) img = img.resize(Math.max(1, Math.round(width * k)), Math.max(1, Math.round(height * k)), { fit: 'fill' });
+  const { data, info } = await img.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  return { rgb: data, width: info.width, height: info.height };
+}
+
+/**
+ * The far pass's input: the image fit inside side x side; a wide one (long side over short above
+ * WIDE) gets its short side to `side` instead, for farPass's tiles, and at most MAX_TILES sides along.
+ */
+function farInput(base: Scaled, side: number): Promise<Scaled> {
+  const aspect = Math.max(base.width, base.height) / Math.max(1, Math.min(base.width, base.height));
+  const fit = aspect <= WIDE ? { width: side, height: side, fit: 'inside' as const }
+    : aspect <= MAX_TILES ? { width: side, height: side, fit: 'outside' as const }
+    : { width: side * MAX_TILES, height: side * MAX_TILES, fit: 'inside' as const };
+  return resized(base, fit);
+}
+
+async function resized(img: Scaled, fit: sharp.ResizeOptions): Promise<Scaled> {
+  const { data, info } = await sharp(img.rgb, { raw: { width: img.width, height: img.height, channels: 3 } }).resize(fit).raw().toBuffer({ resolveWithObject: true });
+  return { rgb: data, width: info.width, height: info.height };
+}
+
+/**
+ * The far pass over the whole image, or over square tiles half a tile apart along a wide one (a
+ * row of people shrunk whole into the model's input would leave each face a few pixels wide).
+ */
+function farPass(pass: Pass, img: Scaled): RawBox[] {
+  const { side } = pass;
+  if (img.width <= side && img.height <= side) return detect(pass, img.rgb, img.width, img.height);
+  const across = img.width > img.height;
+  const long = across ? img.width : img.height;
+  const out: RawBox[] = [];
+  const tile = new Uint8Array(side * side * 3);
+  for (let start = 0; ; start = Math.min(start + side / 2, long - side)) {
+    const w = across ? side : img.width;
+    const h = across ? img.height : side;
+    for (let y = 0; y < h; y++) {
+      const from = ((across ? y : y + start) * img.width + (across ? start : 0)) * 3;
+      tile.set(img.rgb.subarray(from, from + w * 3), y * w * 3);
+    }
+    for (const b of detect(pass, tile, w, h)) out.push({ ...b, cx: b.cx + (across ? start : 0), cy: b.cy + (across ? 0 : start) });
+    if (start >= long - side) return out;
+  }
+}
+
+/**
+ * The face's grey crop scaled to SHARPNESS_SIDE px: cut from the decoded copy, or, when that copy
+ * was shrunk below the face's own detail (a large photo, a small face), from the image decoded again.
+ */
+async function faceCrop(bytes: Uint8Array, base: Scaled, face: FaceBox, width: number, height: number) {
+  const k = base.width / width;
+  const fromBase = k >= 1 || face.width * k >= SHARPNESS_SIDE;
+  const kk = fromBase ? k : 1;
+  const w = fromBase ? base.width : width;
+  const h = fromBase ? base.height : height;
+  const left = Math.min(w - 1, Math.floor(face.x * kk));
+  const top = Math.min(h - 1, Math.floor(face.y * kk));
+  const box = { left, top, width: Math.max(1, Math.min(w - left, Math.round(face.width * kk))), height: Math.max(1, Math.min(h - top, Math.round(face.height * kk))) };
+  const img = fromBase
+    ? sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } })
+    : sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate().removeAlpha();
+  const { data, info } = await img.extract(box).resize(SHARPNESS_SIDE, SHARPNESS_SIDE, { fit: 'fill' }).greyscale().raw().toBuffer({ resolveWithObject: true });
+  return { grey: data, width: info.width, height: info.height };
+}
+
+interface Scaled {
+  rgb: Uint8Array;
+  width: number;
+  height: number;
+}
+
+function toBox(b: RawBox, scale: number, imgW: number, imgH: number): FaceBox {
+  const x = Math.max(0, (b.cx - b.w / 2) / scale);
+  const y = Math.max(0, (b.cy - b.h / 2) / scale);
+  const round1 = (v: number) => Math.round(v * 10) / 10;
+  return {
+    x: round1(x),
+    y: round1(y),
+    width: round1(Math.min(imgW, (b.cx + b.w / 2) / scale) - x),
+    height: round1(Math.min(imgH, (b.cy + b.h / 2) / scale) - y),
+    score: Math.round(b.score * 1000) / 1000,
+  };
+}
+
+function exposure(grey: Uint8Array): Pick<FaceMeasurements, 'brightness' | 'clipped_dark' | 'clipped_bright'> {
+  let sum = 0;
+  let dark = 0;
+  let bright = 0;
+  for (const v of grey) {
+    sum += v;
+    if (v <= DARK) dark++;
+    else if (v >= BRIGHT) bright++;
+  }
+  const n = Math.max(1, grey.length);
+  const r = (v: number) => Math.round(v * 1000) / 1000;
+  return { brightness: Math.round((sum / n) * 10) / 10, clipped_dark: r(dark / n), clipped_bright: r(bright / n) };
+}
+
+/** Variance of the 4-neighbour Laplacian over the crop's interior. */
+export function laplacianVariance(grey: Uint8Array, width: number, height: number): number {
+  let sum = 0;
+  let sq = 0;
+  let n = 0;
+  for (let y = 1; y < height - 1; y++) {
+    for (let x = 1; x < width - 1; x++) {
+      const i = y * width + x;
+      const l = grey[i - 1]! + grey[i + 1]! + grey[i - width]! + grey[i + width]! - 4 * grey[i]!;
+      sum += l;
+      sq += l * l;
+      n++;
+    }
+  }
+  if (n === 0) return 0;
+  const mean = sum / n;
+  return Math.round((sq / n - mean * mean) * 10) / 10;
+}
+
+function overlap(a: FaceBox, b: FaceBox): number {
+  const ix = Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x));
+  const iy = Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
+  const inter = ix * iy;
+  // Of the smaller box: the two passes' boxes of one face differ in size more than in place.
+  return inter / Math.min(a.width * a.height, b.width * b.height);
+}
+
+/** One box per face: the strongest of those that cover the same face. */
+function mergeBoxes(boxes: FaceBox[]): FaceBox[] {
+  const kept: FaceBox[] = [];
+  for (const box of boxes.sort((a, b) => b.score - a.score)) if (kept.every((k) => overlap(k, box) < 0.5)) kept.push(box);
+  return kept;
+}
+
+const luma = (rgb: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(rgb.length / 3);
+  for (let i = 0; i < out.length; i++) out[i] = Math.round(0.299 * rgb[i * 3]! + 0.587 * rgb[i * 3 + 1]! + 0.114 * rgb[i * 3 + 2]!);
+  return out;
+};
+
+export async function measure(bytes: Uint8Array, passes: Passes): Promise<FaceMeasurements> {
+  // The image's size as shown (the scaled copies keep its aspect; orientation 5 to 8 turns it).
+  const meta = await sharp(bytes, { limitInputPixels: MAX_PIXELS }).metadata();
+  const turned = (meta.orientation ?? 1) >= 5;
+  const width = (turned ? meta.height : meta.width) ?? 0;
+  const height = (turned ? meta.width : meta.height) ?? 0;
+  // The near pass (a quarter of the far one's work) settles the common case: a portrait, one face
+  // of at least DOMINANT of the short side, or several faces. Otherwise the far pass looks for
+  // faces down to about 1/16 of the long side, which is what a group photo holds or a photo taken
+  // from too far.
+  const base = await decodeBase(bytes, width, height);
+  const far = await farInput(base, passes.far.side);
+  const near = await resized(far, { width: passes.near.side, height: passes.near.side, fit: 'inside' });
+  let boxes = detect(passes.near, near.rgb, near.width, near.height).map((b) => toBox(b, near.width / width, width, height));
+  const portrait = boxes.length === 1 && boxes[0]!.width >= DOMINANT * Math.min(width, height);
+  if (boxes.length < 2 && !portrait) boxes = [...boxes, ...farPass(passes.far, far).map((b) => toBox(b, far.width / width, width, height))];
+  const faces = mergeBoxes(boxes);
+  if (faces.length === 0) return { width, height, faces, ...exposure(luma(far.rgb)) };
+  const largest = faces.reduce((a, b) => (b.width > a.width ? b : a));
+  const crop = await faceCrop(bytes, base, largest, width, height);
+  return { width, height, faces, sharpness: laplacianVariance(crop.grey, crop.width, crop.height), ...exposure(crop.grey) };
+}
