@@ -74,7 +74,6 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
         if (newClient) state.client = newClient;
         state.agent = createAgent({
           config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), events: state.events, env: d.env,
-          ...(state.onFirstSync ? { onFirstSync: state.onFirstSync } : {}),
         });
         state.config = cfg;
         await state.agent.start();

@@ -96,7 +96,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       }
     }));
     if (batched.length > 0) {
-      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger, syncfs: deps.syncfs, fs }, batched);
+      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger, fs }, batched);
       // Announced once the result file is there to be read.
       for (const f of done.finished) publishFinal(f.row, f.resultFile);
       for (const [id, err] of done.failed) failed.set(id, err);

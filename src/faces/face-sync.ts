@@ -86,14 +86,14 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     )), deadlineMs);
     const passSignal = linkedSignal([lifecycle.signal, deadline.signal]);
     try {
-      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: passSignal.signal, disk, syncfs: deps.syncfs };
+      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: passSignal.signal, disk };
       const seeded = seedsNow.length > 0 ? await runSeedPass(passCtx, seedsNow) : undefined;
       // Seeds alone need no listing; anything else (a forced face, a timed sync) gets a full pass.
       const pass: SyncPassResult = seeded && reason === 'refresh' && forcedNow.size === 0 ? seeded : combine(seeded, await runSyncPass({
         client, store, files, staging, logger: log, nowMs: startedAt, recheckMs: facesConfig.image_recheck_interval,
         syncIntervalMs: facesConfig.sync_interval, recheckLimit: deps.maxRechecksPerPass, random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-        signal: passSignal.signal, forced: forcedNow, disk, syncfs: deps.syncfs, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+        signal: passSignal.signal, forced: forcedNow, disk, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
         ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
       }));
       if (pass.indexVersion) indexVer = pass.indexVersion;
@@ -220,14 +220,9 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         lifecycle.signal.addEventListener('abort', () => resolve(), { once: true });
       });
     }
-    let synced = false;
     while (!lifecycle.signal.aborted) {
       const report = await syncNow(reason);
       if (lifecycle.signal.aborted) break;
-      if (report.ok && !synced) {
-        synced = true;
-        deps.onFirstSync?.();
-      }
       let delay: number;
       if (authError) {
         nextSyncAt = null;

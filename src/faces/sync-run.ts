@@ -6,8 +6,7 @@ import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles, PreparedIndex } from './cache-files.js';
 import { isValidFaceId } from './cache-files.js';
 import type { FaceChanges, FaceStore } from './face-store.js';
-import { createWriteback, makeDurable, syncfsPays } from './durability.js';
-import type { SyncfsRunner } from '../util/syncfs.js';
+import { makeDurable } from './durability.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
 import { createRoomPool } from './room-pool.js';
@@ -44,8 +43,6 @@ export interface SyncPassContext {
   concurrency: number;
   maxImageBytes: number;
   signal: AbortSignal;
-  /** syncfs without a fork of the daemon (util/syncfs.ts). */
-  syncfs?: SyncfsRunner | undefined;
   /** Faces to re-fetch unconditionally (this agent changed them). */
   forced: ReadonlySet<string>;
   /** Rewrite index.json even if nothing changed (a previous index write failed). */
@@ -129,9 +126,6 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   if (jobs.length > 0) await makeDir(ctx.staging.dir);
   let imageRequests = 0;
   let reused = 0;
-  // A small pass (the refreshes enrollment starts) syncs each image as it is written: cheaper
-  // than a syncfs for a few files (durability.ts).
-  const syncEach = !syncfsPays(jobs.length, ctx.syncfs);
   const progress: SyncProgress = { phase: 'downloading', faces: remote.size, images_done: 0, images_total: jobs.length, bytes: 0 };
   let progressAt = 0;
   const report = (force: boolean) => {
@@ -141,9 +135,8 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   };
   report(true);
   const room = ctx.disk ? createRoomPool(ctx.disk, 'face image downloads') : undefined;
-  const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger, undefined, ctx.syncfs);
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
-    client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
+    client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach: true,
     ...(ctx.disk ? { disk: ctx.disk } : {}), ...(room ? { room } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
@@ -152,13 +145,11 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     progress.images_done++;
     if (o.kind === 'stored') {
       progress.bytes += o.bytes;
-      writeback?.wrote(o.bytes);
     }
     report(progress.images_done === progress.images_total);
     return o;
   }));
   room?.close();
-  await writeback?.settle();
   if (error !== undefined) {
     // Also when the disk floor stopped it (DiskFullError): the partial download was deleted as it
     // failed, the finished ones stay (above the floor) so that the next pass does not fetch them
@@ -180,10 +171,10 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   const indexWritten = added + updated + removed > 0 || ctx.forceIndex;
   let index: PreparedIndex | undefined;
   try {
-    // The images are made durable by another process (a syncfs) or the thread pool: the index the
+    // Images not synced as they were written are made durable on the thread pool: the index the
     // commit will name is written meanwhile, so that after the commit it only has to be renamed.
     const [durable, prepared] = await Promise.allSettled([
-      makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger, ctx.syncfs),
+      makeDurable(unsynced, ctx.signal),
       indexWritten ? ctx.files.prepareIndex(ctx.store.servedRowsAfter(changes)) : undefined,
     ]);
     if (prepared.status === 'fulfilled') index = prepared.value;
@@ -198,9 +189,8 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
       await commitTemp(tmp, ctx.files.pathOf(file), false);
     });
     if (renameError !== undefined) throw renameError;
-    // A syncfs made the folder's entries made before it durable too (the published downloads'):
-    // only renames after it, or images made durable one by one, need the folder's fsync.
-    if (toRename.length > 0 || (renames.length > 0 && durable.value !== 'syncfs')) await fsyncDir(ctx.files.dir);
+    // The renames (and the published downloads' entries) made durable in the folder.
+    if (renames.length > 0) await fsyncDir(ctx.files.dir);
     t.renamed = performance.now();
     await ctx.store.commit(changes);
   } catch (err) {

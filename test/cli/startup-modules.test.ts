@@ -38,7 +38,6 @@ function modulesOf(traceFile: string): string[] {
   const out = new Set<string>();
   for (const path of paths) {
     const rel = relative(REPO_ROOT, path).split('\\').join('/');
-    if (/^dist\/bundle\/pack-[A-Z0-9]+\.js$/.test(rel)) continue; // its chunks are traced as they run
     const chunk = meta.outputs[rel];
     if (chunk) for (const input of Object.keys(chunk.inputs)) out.add(input);
     else out.add(rel.replace(/^dist\/(.*)\.js$/, 'src/$1.ts'));
@@ -60,12 +59,12 @@ async function traceCli(
 //   the CLI prints through fds 1 and 2 (src/cli/fd-output.ts);
 // - node:util's parseArgs (internal/util/parse_args), about 1 ms: src/cli/parse-argv.ts;
 // - node:fs/promises (with readline and fs watchers), about 2 ms;
-// - node:crypto, about 3 ms; node:module (the chunk loader's createRequire), about 0.5 ms.
+// - node:crypto, about 3 ms.
+// (node:module is loaded by every command: the entry turns on Node's compile cache with it.)
 const STREAMS = ['stream', 'net', 'tty', 'internal/fs/sync_write_stream'];
 const PARSE_ARGS = 'internal/util/parse_args/parse_args';
 const FS_PROMISES = 'fs/promises';
 const CRYPTO = 'crypto';
-const LOADER_EXTRAS = ['module'];
 
 const DAEMON = /^src\/(daemon\/(daemon|agent|components)|cli\/daemon-env)\.ts$/;
 const EMULATOR = /^src\/emulator\//;
@@ -138,7 +137,7 @@ describe('what each CLI command loads at start-up', () => {
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('usage: terminal-agent');
       expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(zod|yaml|pino|better-sqlite3)\//]), args.join(' ')).toEqual([]);
-      expect(r.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b)), args.join(' ')).toEqual([]);
+      expect(r.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO].includes(b)), args.join(' ')).toEqual([]);
       expect(r.streams, args.join(' ')).toEqual([]);
     }
   });
@@ -154,7 +153,7 @@ describe('what each CLI command loads at start-up', () => {
       // nor the disk floor's or the enrollment folders' code (node:fs/promises) for one line of text.
       /^src\/disk\/disk-floor\.ts$/, /^src\/enroll\/layout\.ts$/])).toEqual([]);
     // node:net is its one stream; no parseArgs, fs/promises, crypto or extra loader modules.
-    expect(r.builtins.filter((b) => [PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
+    expect(r.builtins.filter((b) => [PARSE_ARGS, FS_PROMISES, CRYPTO].includes(b))).toEqual([]);
     // Nor process.stdout or process.stderr: it prints with writeSync, and exits once it has the
     // answer rather than tearing its socket down (Node's teardown reads process.stderr, building it).
     expect(r.streams).toEqual([]);
@@ -183,7 +182,7 @@ describe('what each CLI command loads at start-up', () => {
     expect(loadedOf(check.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3)\//])).toEqual([]);
     // Nor node:net (for an IP address check: src/util/ip-address.ts) or node:crypto (for reading a
     // password hash: src/util/password-hash-format.ts).
-    expect(check.builtins.filter((b) => ['net', CRYPTO, PARSE_ARGS, 'module'].includes(b))).toEqual([]);
+    expect(check.builtins.filter((b) => ['net', CRYPTO, PARSE_ARGS].includes(b))).toEqual([]);
 
     const cached = await traceCli('faces-cached', ['faces', 'list', '--cached', '--config', files.configPath]);
     expect(cached.code, cached.stderr).toBe(0);
@@ -194,6 +193,6 @@ describe('what each CLI command loads at start-up', () => {
       // nor the service commands' helpers (image and name checks) or what `faces sync` needs.
       /^src\/(client\/faces-api|util\/fs-atomic)\.ts$/, /^src\/cli\/(api-client|progress-format|live-area)\.ts$/, /^src\/client\/media-types\.ts$/,
       /^src\/cli\/faces-sync-command\.ts$/, /^src\/events\/event-bus\.ts$/])).toEqual([]);
-    expect(cached.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
+    expect(cached.builtins.filter((b) => [...STREAMS, PARSE_ARGS, FS_PROMISES, CRYPTO].includes(b))).toEqual([]);
   });
 });

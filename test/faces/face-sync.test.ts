@@ -97,7 +97,7 @@ describe('face sync against the emulator', () => {
     expect(readIndex(h.facesDir)[0]!.name).toBe('alice2');
   });
 
-  it('a large first sync (one syncfs for the batch) caches every image whole', async () => {
+  it('a large first sync caches every image whole', async () => {
     const h = await harness();
     h.emu.seedFaces(GROUP, Array.from({ length: 60 }, (_, i) => ({ name: `f${i}`, image: i % 2 ? jpeg(3000) : png(3000) })));
     const report = await h.make().syncNow();

@@ -62,14 +62,16 @@ describe('Debian packaging', () => {
     const r = run(join(PKG, 'unit.sh'), ['systemd/terminal-agent.service', '/usr/lib/terminal-agent']);
     expect(r.status, r.stderr).toBe(0);
     const execStart = r.stdout.split('\n').filter((l) => l.startsWith('ExecStart='));
-    // The inlining budget of the checkout's unit (for V8 11) is left out: the package's node is V8 13.
     expect(execStart).toEqual(['ExecStart=/usr/lib/terminal-agent/bin/node /usr/lib/terminal-agent/dist/main.js run --config /etc/terminal-agent/config.yaml']);
     expect(r.stdout).not.toContain('/opt/terminal-agent');
     expect(r.stdout).toContain('LoadCredential=terminal_secret:/etc/terminal-agent/credentials/terminal_secret');
+    // Node's compile cache: in the folder systemd makes for the unit (writable under ProtectSystem=strict).
+    expect(r.stdout).toMatch(/^CacheDirectory=terminal-agent$/m);
+    expect(r.stdout).toMatch(/^Environment=NODE_COMPILE_CACHE=\/var\/cache\/terminal-agent$/m);
   });
 
   it('starts the packaged daemon with no node flag that makes node compile its own modules from source', () => {
-    // A V8 flag on node's command line (the checkout's inlining budget, for V8 11) changes V8's flag
+    // A V8 flag on node's command line (such as an inlining budget) changes V8's flag
     // hash, and node then refuses the code cache built into it for its own modules and compiles each
     // from source at every start. Node's debug output says which it did (NODE_DEBUG_NATIVE=CODE_CACHE).
     // On V8 11 the unit's heap sizes in NODE_OPTIONS count in that hash too (V8 13's, the package's
@@ -89,7 +91,7 @@ describe('Debian packaging', () => {
     expect(unit.status, unit.stderr).toBe(0);
     const { args, nodeOptions } = unitNodeFlags(unit.stdout);
     expect(refused(args, nodeOptions)).toEqual(refused([], nodeOptions));
-    // The control: with no flag none is refused; the checkout's flag alone has a node with the cache
+    // The control: with no flag none is refused; such a flag alone has a node with the cache
     // refuse it (one without it has nothing to refuse, and compiles them all from source anyway).
     expect(refused([], '')).toEqual([]);
     const withFlag = refused(['--max-inlined-bytecode-size-cumulative=460'], '');

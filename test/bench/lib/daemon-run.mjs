@@ -94,6 +94,11 @@ export function procRssMb(pid) {
   return procStatusMb(pid, 'VmRSS');
 }
 
+/** Anonymous resident memory (RssAnon: heaps, stacks; not the pages of files such as node's binary) of a live process, MB. */
+export function procAnonMb(pid) {
+  return procStatusMb(pid, 'RssAnon');
+}
+
 /**
  * Bytes a live process (and its live children) caused to be written to storage: /proc/PID/io
  * write_bytes, counted when a page is first dirtied, so a file rewritten before it reached the disk
