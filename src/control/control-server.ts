@@ -9,7 +9,6 @@ import {
 } from '../errors.js';
 import { makeDir } from '../util/make-dir.js';
 import { removeStaleSocket } from './stale-socket.js';
-import { performance } from '../util/monotonic.js';
 import type { EventStreamRequest, EventStreamResponse } from '../events/sse.js';
 import { serveConnection, type WireConnection, type WireRequest, type WireResponse } from './wire-connection.js';
 

@@ -1,8 +1,6 @@
 import type { Socket } from 'node:net';
 import { WireRefusal, headEnd, parseHead, type RequestHead } from './wire-request.js';
 import { ChunkedBody } from './chunked-body.js';
-import { httpDate } from '../util/iso-time.js';
-import { performance } from '../util/monotonic.js';
 
 // One connection to the control socket: one request read whole (its head within the headers
 // timeout, all of it within the request timeout), handed over, answered, and the connection
@@ -52,7 +50,7 @@ const REASONS: Record<number, string> = {
 
 /** A status line, Date, `Connection: close` and the given headers (any connection or date header given is replaced). */
 export function responseHead(status: number, headers: Record<string, string | number>): string {
-  let head = `HTTP/1.1 ${status} ${REASONS[status] ?? 'Unknown'}\r\nDate: ${httpDate()}\r\nConnection: close\r\n`;
+  let head = `HTTP/1.1 ${status} ${REASONS[status] ?? 'Unknown'}\r\nDate: ${new Date().toUTCString()}\r\nConnection: close\r\n`;
   for (const [name, value] of Object.entries(headers)) {
     const key = name.toLowerCase();
     if (key === 'connection' || key === 'date') continue;

@@ -21,7 +21,6 @@ import { startConsole, type ConsoleHandle } from './console-wiring.js';
 import { configSecrets, secretsOfCurrent } from '../config/secrets.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
 import type { MetricsServer } from '../metrics/metrics-server.js';
-import { performance } from '../util/monotonic.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in

@@ -27,7 +27,6 @@ import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } fr
 import { createBatchQueue, createWorkQueue } from './work-queue.js';
 import { createFolderWatcher } from './watcher.js';
 import { quarantineUndecodable } from './undecodable.js';
-import { isoTime } from '../util/iso-time.js';
 
 const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
@@ -225,7 +224,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       running,
       settling: tracker.size() + claimer.size(),
       ...outboxStatus(store),
-      paused_until: pausedUntil ? isoTime(pausedUntil) : null,
+      paused_until: pausedUntil ? new Date(pausedUntil).toISOString() : null,
       last_service_error: dispatcher.lastServiceError(),
     };
   }

@@ -5,7 +5,6 @@ import type { Db } from '../db/database.js';
 import { IMAGE_EXTS, classify, isIgnoredName, type Layout } from './layout.js';
 import { resultPathFor } from './result-files.js';
 import { KINDS, type Kind } from './types.js';
-import { isoTime } from '../util/iso-time.js';
 
 // What the enrollment folders hold, for the web console: files waiting in the inbox, rows of the
 // outbox on their way, and the finished files in done/ and failed/ with what their result files
@@ -76,7 +75,7 @@ async function withStat(items: Found[], state: ItemState): Promise<EnrollItem[]>
   for (const f of items) {
     try {
       const st = await stat(f.abs);
-      out.push({ kind: f.kind, name: f.name, state, size: st.size, at: isoTime(st.mtimeMs), media: mediaOf(f.name) });
+      out.push({ kind: f.kind, name: f.name, state, size: st.size, at: new Date(st.mtimeMs).toISOString(), media: mediaOf(f.name) });
     } catch {
       // gone meanwhile (taken by the pipeline)
     }
@@ -113,7 +112,7 @@ export async function listEnrollment(layout: Layout, db: Db, opts: { limit?: num
     name: r.source_path.slice(r.kind.length + 1),
     state: 'in_flight',
     size: r.size,
-    at: isoTime(r.updated_at),
+    at: new Date(r.updated_at).toISOString(),
     media: mediaOf(r.source_path),
     step: r.state,
     attempts: r.attempts,

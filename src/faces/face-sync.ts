@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { performance } from '../util/monotonic.js';
 import { AbortedError, AgentError, AuthError, TimeoutError, describeError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import { createDiskFloor } from '../disk/disk-floor.js';
@@ -17,7 +16,6 @@ import { NO_SKIPS, errorInfo, finishedReport, refusedReport, reportFromRun, repo
 import { reconcileCache } from './cache-reconcile.js';
 import { createRetiredFiles } from './retired-files.js';
 import { createRefreshQueue } from './refresh-queue.js';
-import { isoTime } from '../util/iso-time.js';
 import { linkedSignal, withLinkedSignal } from '../util/linked-signal.js';
 
 const MAX_WAIT_MS = 2 ** 31 - 1; // setTimeout's limit; longer waits are done in steps
@@ -279,8 +277,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         state,
         faces_cached: cachedCount,
         last_sync: lastReport ? (last as FaceSyncStatus['last_sync']) : null,
-        last_success_at: lastSuccessAt === null ? null : isoTime(lastSuccessAt),
-        next_sync_at: nextSyncAt === null || authError ? null : isoTime(nextSyncAt),
+        last_success_at: lastSuccessAt === null ? null : new Date(lastSuccessAt).toISOString(),
+        next_sync_at: nextSyncAt === null || authError ? null : new Date(nextSyncAt).toISOString(),
         consecutive_failures: consecutiveFailures,
         last_error: authError ? { ...authError, at: lastError?.at ?? null } : lastError,
         failed_faces: store.failedRows(20).map((r) => ({ face_id: r.face_id, name: r.name, code: r.error_code ?? 'TA_ERR_FAILURE', message: r.error ?? '' })),

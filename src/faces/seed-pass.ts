@@ -1,7 +1,6 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setImmediate } from 'node:timers/promises';
-import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import type { FaceRecord } from '../client/types.js';
 import type { DiskFloor } from '../disk/disk-floor.js';

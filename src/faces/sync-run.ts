@@ -1,4 +1,3 @@
-import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
