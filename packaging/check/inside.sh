@@ -258,15 +258,9 @@ purge_pkg() {
   note "purge: state, config, credentials, user, group and statoverrides gone"
 }
 
-# Resident KB of node's own binary in process PID (its mappings in smaps): the daemon unmaps the
-# pages start-up read once 15 s after its start (heap-trim.ts SETTLE_MS), which this shows under systemd.
-node_rss_kb() { # pid
-  local kb bin
-  # As the daemon's mount namespace names it (here the root's path on the host, which it was bound from).
-  bin=$(readlink "/proc/$1/exe")
-  kb=$(awk -v bin="$bin" '/^[0-9a-f]+-[0-9a-f]+ /{ m = ($6 == bin) } m && /^Rss:/{ s += $2 } END { print s + 0 }' "/proc/$1/smaps")
-  [ "$kb" -gt 0 ] || fail "no resident page of $bin in /proc/$1/smaps ($(grep -m2 node "/proc/$1/maps" | tr -s ' ' | tr '\n' ';'))"
-  echo "$kb"
+# Anonymous resident KB (RssAnon: heaps and stacks, not file pages) of process PID.
+anon_kb() { # pid
+  awk '/^RssAnon:/ { print $2 }' "/proc/$1/status"
 }
 
 # Seconds process PID has run (/proc: a minimal root has no ps).
@@ -276,10 +270,10 @@ run_seconds() { # pid
 
 has_run() { [ "$(run_seconds "$1")" -ge "$2" ]; } # pid seconds
 
-# Waits until process PID has run SECONDS, then prints node_rss_kb of it.
-node_rss_after() { # pid seconds
+# Waits until process PID has run SECONDS, then prints anon_kb of it.
+anon_after() { # pid seconds
   wait_for $(($2 + 30)) "process $1 to have run $2 s" has_run "$1" "$2"
-  node_rss_kb "$1"
+  anon_kb "$1"
 }
 
 status() { terminal-agent status --config "$CONF" | sed -n -e '/^terminal-agent/p' -e '/^outbox/,/^audio/p' | grep -v '^audio' || true; }

@@ -172,7 +172,7 @@ async function tracedBuiltins() {
   const { child } = await startDaemon(unitEnv, undefined, ['--require', TRACE_HOOK], cfg, { TA_TRACE_FILE: trace });
   const index = join(dir, 'state-trace', 'faces', 'index.json');
   for (let i = 0; i < 200 && indexEntries(index) < 20; i++) await sleep(50);
-  // What the daemon does once its first sync is over (steady-v8-flags.ts imports node:v8 then).
+  // What the daemon does once its first sync is over.
   await sleep(2000);
   await new Promise((resolve, reject) => {
     const req = httpRequest({ socketPath: join(dir, 'ctl-trace.sock'), path: '/status' }, (res) => { res.resume(); res.on('end', resolve); });

@@ -34,8 +34,8 @@
 //   a terminal talks to its cloud: every upload encrypted, each new connection a TLS handshake),
 //   AFTER_SECONDS=N (default 15 in the no-latency runs, 0 in the others): how long the daemon is
 //   kept once the burst is done, for its RSS then against its RSS just before the burst (the
-//   memory a burst leaves behind: V8 frees the images at a full GC seconds later, and the agent
-//   hands glibc's free pages back after it, src/daemon/heap-trim.ts)
+//   memory a burst leaves behind: V8 frees the images at a full GC seconds later; RssAnon beside
+//   it, the anonymous memory alone)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { readdirSync, statSync, watch } from 'node:fs';

@@ -28,8 +28,8 @@ export function procCpuMs(pid) {
 }
 
 /**
- * Its own and its children's, reaped or still running, with theirs (a `sync` it spawned, or the
- * syncfs helper shell that runs them, is the daemon's cost too).
+ * Its own and its children's, reaped or still running, with theirs (a child it spawned is the
+ * daemon's cost too).
  */
 export function procCpuSplitMs(pid) {
   let stat;
