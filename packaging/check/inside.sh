@@ -87,7 +87,7 @@ compile_cache() {
   for w in $(sed -n 's/^ExecStart=[^ ]* //p' "$UNIT"); do case $w in -*) node_flags+=("$w") ;; *) break ;; esac; done
   rm -rf "$cache"
   creds env NODE_COMPILE_CACHE="$cache" terminal-agent config check --config "$CONF" >/dev/null
-  r=$(find "$cache" -type f | wc -l)
+  r=$(find "$cache" -type f 2>/dev/null | wc -l || true)
   note "compile cache after one config check: $r files"
   [ "$r" -gt 0 ] || fail "the CLI wrote nothing to NODE_COMPILE_CACHE ($cache)"
   # A V8 flag on the command line makes node compile its own modules from source at every start.
