@@ -18,7 +18,7 @@ import type { OutboxRow } from './types.js';
 // The end of many files at once (results.ts finalizeRow, as a group commit): a burst finishes
 // dozens of files per second, and an fsync per result file was a journal commit each. Here every
 // original of the batch is moved and every result written to a temp name first; then one sync
-// makes all the temps durable (an fdatasync each, durability.ts), they are renamed into place,
+// makes all the temps durable (one syncfs from 32 on, durability.ts), they are renamed into place,
 // each folder is fsynced once, and one transaction marks the rows finalized. Readers still only
 // ever see whole result files, and a row is finalized only once its result is durable: a crash
 // anywhere leaves it unfinalized, and the next start finishes it (every step skips what is done).
@@ -79,7 +79,7 @@ export async function finalizeRows(
   if (pending.length === 0) return { finished: [], failed };
   try {
     // Not cut short by a stop: the daemon waits for the batch, and the sync has its own timeout.
-    await makeDurable(pending.map((p) => p.tmp), new AbortController().signal);
+    await makeDurable(layout.root, pending.map((p) => p.tmp), new AbortController().signal, deps.logger);
     await Promise.all(pending.map((p) => deps.fs.rename(p.tmp, p.resultFile)));
     // The result renames, and the originals' (into the same folders), made durable before the rows say so.
     await Promise.all([...new Set(pending.map((p) => dirname(p.resultFile)))].map((d) => syncDir(d)));

@@ -73,7 +73,7 @@ async function record(ctx: FetchContext, job: FetchJob, res: ImageOutcome): Prom
   }
   let file = basename(res.tmp);
   if (job.publish) {
-    // Not durable yet, and named by nothing: synced as it was written (syncEach), the folder fsynced after the commit's renames.
+    // Not durable yet, and named by nothing: the syncfs before the commit covers it (durability.ts).
     file = imageFileName(job.faceId, res.ext);
     const path = `${ctx.cacheDir}/${file}`; // as cache-files.ts pathOf
     try {

@@ -94,7 +94,7 @@ async function writeImages(ctx: SeedPassContext, writes: Write[]): Promise<void>
       }
       await setImmediate();
     }
-    await makeDurable(writes.map((w) => w.path), ctx.signal);
+    await makeDurable(ctx.files.dir, writes.map((w) => w.path), ctx.signal, ctx.logger);
     for (const w of writes) if (!w.direct) renameSync(w.path, ctx.files.pathOf(w.file));
   } catch (err) {
     // Renamed ones stay (strays no row names are removed at start-up); the rest, written under

@@ -5,7 +5,7 @@ import type { DiskFloor } from '../disk/disk-floor.js';
 import type { CacheFiles, PreparedIndex } from './cache-files.js';
 import { isValidFaceId } from './cache-files.js';
 import type { FaceChanges, FaceStore } from './face-store.js';
-import { makeDurable } from './durability.js';
+import { createWriteback, makeDurable, syncfsPays } from './durability.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
 import { createRoomPool } from './room-pool.js';
@@ -125,6 +125,9 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   if (jobs.length > 0) await makeDir(ctx.staging.dir);
   let imageRequests = 0;
   let reused = 0;
+  // A small pass (the refreshes enrollment starts) syncs each image as it is written: cheaper
+  // than a syncfs for a few files (durability.ts).
+  const syncEach = !syncfsPays(jobs.length);
   const progress: SyncProgress = { phase: 'downloading', faces: remote.size, images_done: 0, images_total: jobs.length, bytes: 0 };
   let progressAt = 0;
   const report = (force: boolean) => {
@@ -134,8 +137,9 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   };
   report(true);
   const room = ctx.disk ? createRoomPool(ctx.disk, 'face image downloads') : undefined;
+  const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger);
   const { results, error } = await runPool(jobs, ctx.concurrency, ctx.signal, (job, signal) => fetchImage({
-    client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach: true,
+    client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
     ...(ctx.disk ? { disk: ctx.disk } : {}), ...(room ? { room } : {}),
     nowMs: ctx.nowMs, recheckMs: ctx.recheckMs,
     onRequest: () => { imageRequests++; ctx.onImageRequest(); },
@@ -144,11 +148,13 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     progress.images_done++;
     if (o.kind === 'stored') {
       progress.bytes += o.bytes;
+      writeback?.wrote(o.bytes);
     }
     report(progress.images_done === progress.images_total);
     return o;
   }));
   room?.close();
+  await writeback?.settle();
   if (error !== undefined) {
     // Also when the disk floor stopped it (DiskFullError): the partial download was deleted as it
     // failed, the finished ones stay (above the floor) so that the next pass does not fetch them
@@ -170,10 +176,10 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   const indexWritten = added + updated + removed > 0 || ctx.forceIndex;
   let index: PreparedIndex | undefined;
   try {
-    // Images not synced as they were written are made durable on the thread pool: the index the
+    // The images are made durable by another process (a syncfs) or the thread pool: the index the
     // commit will name is written meanwhile, so that after the commit it only has to be renamed.
     const [durable, prepared] = await Promise.allSettled([
-      makeDurable(unsynced, ctx.signal),
+      makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger),
       indexWritten ? ctx.files.prepareIndex(ctx.store.servedRowsAfter(changes)) : undefined,
     ]);
     if (prepared.status === 'fulfilled') index = prepared.value;
@@ -188,8 +194,9 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
       await commitTemp(tmp, ctx.files.pathOf(file), false);
     });
     if (renameError !== undefined) throw renameError;
-    // The renames (and the published downloads' entries) made durable in the folder.
-    if (renames.length > 0) await fsyncDir(ctx.files.dir);
+    // A syncfs made the folder's entries made before it durable too (the published downloads'):
+    // only renames after it, or images made durable one by one, need the folder's fsync.
+    if (toRename.length > 0 || (renames.length > 0 && durable.value !== 'syncfs')) await fsyncDir(ctx.files.dir);
     t.renamed = performance.now();
     await ctx.store.commit(changes);
   } catch (err) {
