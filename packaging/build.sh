@@ -148,10 +148,6 @@ build_arch() { # deb-arch
   prune_tfjs "$work/deps/node_modules"
   find "$work/deps/node_modules" -name '*.node' -exec "$strip_bin" --strip-unneeded {} \;
 
-  # The agent's own addon (native/malloc-trim): dist/ has this machine's build; the target's replaces it.
-  rm -rf "$work/malloc-trim"; cp -r "$SRC/native/malloc-trim" "$work/malloc-trim"; rm -rf "$work/malloc-trim/build"
-  compile_addon "$work/malloc-trim"
-
   log "$arch: staging $PREFIX"
   cp -a "$SRC/dist" "$app/dist"
   rm -f "$app/dist/.built"
@@ -159,11 +155,6 @@ build_arch() { # deb-arch
   cp -a "$SRC/models" "$app/models"
   # The demo's sample photos (samples/faces/README.md).
   mkdir -p "$app/samples"; cp -a "$SRC/samples/faces" "$app/samples/faces"; rm -f "$app/samples/faces/README.md"
-  install -m 0755 "$work/malloc-trim/build/Release/malloc_trim.node" "$app/dist/native/malloc_trim.node"
-  "$strip_bin" --strip-unneeded "$app/dist/native/malloc_trim.node"
-  # The build's V8 code caches fit only this machine's node and CPU (node's arm64 V8 accepts an x64
-  # cache and can crash on it): postinst makes them on the device (dist/bundle/make-code-caches.cjs).
-  find "$app/dist/bundle" -name '*.v8' -delete
   cp -a "$work/deps/node_modules" "$app/node_modules"
   # package.json: "type": "module" and the version the CLI reports.
   node -e '

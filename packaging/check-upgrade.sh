@@ -43,7 +43,7 @@ in_root "$root" status
 in_root "$root" wait_done up "$FACES" 900
 in_root "$root" exactly_once up "$FACES"
 in_root "$root" kept_after_upgrade "$V_N1"
-in_root "$root" code_caches
+in_root "$root" compile_cache
 in_root "$root" stop_daemon
 in_root "$root" stop_emulator
 sed "s/^/upgrade-$SUITE-$ARCH /" "$root/root/check/results" >>"$CACHE/results.txt"

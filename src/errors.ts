@@ -189,7 +189,7 @@ export class NetworkError extends ServiceError {
 /**
  * A request not sent because a part of the program it needs (the client's undici, read at
  * the first request) was found gone: not the network's fault (exit 1, not 69), but like a request
- * that never left, an upload stays queued. `cause` is the chunk loader's error.
+ * that never left, an upload stays queued. `cause` is Node's MODULE_NOT_FOUND.
  */
 export class ProgramReplacedError extends NetworkError {
   override readonly code = 'TA_ERR_PROGRAM_REPLACED';
@@ -244,20 +244,22 @@ export function isAgentError(err: unknown): err is AgentError {
 }
 
 /**
- * The bundle's chunk loader (scripts/chunk-loader.cjs, plain CommonJS outside these classes) found
- * one of its files gone: another build was installed under this process, not a bug or a bad input.
+ * A file of the program found gone (Node's require of a bundle chunk, read only when first needed,
+ * says MODULE_NOT_FOUND): another build was installed under this process, not a bug or a bad input.
  */
 export function isProgramReplaced(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return code === 'ERR_TA_CHUNK_MISSING' || code === 'TA_ERR_PROGRAM_REPLACED';
+  return code === 'MODULE_NOT_FOUND' || code === 'TA_ERR_PROGRAM_REPLACED';
 }
 
-/** The file that error found gone (the chunk loader's error, maybe as a ProgramReplacedError's cause, has the ENOENT of reading it as its cause). */
+/** The file that error found gone: Node names it relative to the module that required it (the first of its require stack). */
 export function missingProgramFile(err: unknown): string {
-  const e = err as { code?: unknown; cause?: { path?: unknown } } | null;
+  const e = err as { code?: unknown; cause?: unknown; message?: unknown; requireStack?: unknown } | null;
   if (e?.code === 'TA_ERR_PROGRAM_REPLACED') return missingProgramFile(e.cause);
-  const path = e?.cause?.path;
-  return typeof path === 'string' ? path : 'a file of the program';
+  const name = typeof e?.message === 'string' ? /^Cannot find module '([^']+)'/.exec(e.message)?.[1] : undefined;
+  if (name === undefined) return 'a file of the program';
+  const from = Array.isArray(e?.requireStack) && typeof e.requireStack[0] === 'string' ? e.requireStack[0] : undefined;
+  return name.startsWith('./') && from !== undefined ? `${from.slice(0, from.lastIndexOf('/'))}/${name.slice(2)}` : name;
 }
 
 /** Why a signal ended some work, for a message: its reason's text ('SIGINT', 'caller hung up'). */

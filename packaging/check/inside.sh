@@ -78,45 +78,29 @@ configure() {
 # whole assignment ("NODE_OPTIONS=a b") dropped, which env would not do.
 unit_env() { sed -n 's/^Environment=//p' "$UNIT" | sed 's/^"\(.*\)"$/\1/'; }
 
-# The V8 code caches postinst made on this machine: one set for the CLI and one for the unit's
-# NODE_OPTIONS and ExecStart='s node flags, each accepted by this node (a cache V8 refuses counts as
-# a failure), and what they save: the CPU time of `--help` and `config check` with them and with
-# them moved aside.
-code_caches() {
-  local b=/usr/lib/terminal-agent/dist/bundle unit_opts keys r w node_flags=()
+# Node's compile cache (the entry calls module.enableCompileCache; the unit points NODE_COMPILE_CACHE
+# at its CacheDirectory=): a CLI call fills the cache and the next is served from it, and what
+# it saves, the CPU time of `--help` and `config check` with a warm cache and with none. And node
+# runs with the unit's NODE_OPTIONS and node flags.
+compile_cache() {
+  local unit_opts r w node_flags=() cache=$C/compile-cache
   unit_opts=$(unit_env | sed -n 's/^NODE_OPTIONS=//p')
   for w in $(sed -n 's/^ExecStart=[^ ]* //p' "$UNIT"); do case $w in -*) node_flags+=("$w") ;; *) break ;; esac; done
-  keys=$(find "$b" -name '*.js.*.v8' | sed 's/.*\.js\.\([0-9a-f]*\)\.v8$/\1/' | sort | uniq -c | tr -s ' \n' ' ')
-  [ "$(find "$b" -name '*.js.*.v8' | sed 's/.*\.js\.//' | sort -u | wc -l)" -ge 2 ] || fail "postinst made no code caches for both the CLI and the daemon (have: ${keys:-none})"
-  note "code caches (files, key): $keys"
-  loaded_report() { # label env-assignment... -- node-flag... -- args...: runs the CLI through the loader, prints "cached/loaded rejected"
-    local label=$1; shift; local envs=() flags=(); while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-    while [ "$1" != -- ]; do flags+=("$1"); shift; done; shift
-    creds env "${envs[@]}" "$NODE" "${flags[@]}" "$b/code-cache.cjs" --report "$C/loaded-$label.json" "$b" "$@" >/dev/null 2>&1 || true
-    "$NODE" -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-      console.log(r.filter((c) => c.cached).length + "/" + r.length, r.filter((c) => c.rejected).map((c) => c.name).join(",") || "none");' "$C/loaded-$label.json"
-  }
-  for args in "--help" "config check --config $CONF"; do
-    # shellcheck disable=SC2086
-    r=$(loaded_report "cli-${args%% *}" -u NODE_OPTIONS -- -- $args)
-    note "CLI $args: chunks from cache ${r% *}, refused: ${r#* }"
-    [ "${r#* }" = none ] && [ "${r%%/*}" = "$(echo "${r% *}" | cut -d/ -f2)" ] || fail "CLI $args did not run every chunk from its cache: $r"
-  done
-  # shellcheck disable=SC2086
-  r=$(loaded_report daemon-flags "NODE_OPTIONS=$unit_opts" -- "${node_flags[@]}" -- config check --config $CONF)
-  note "with the unit's NODE_OPTIONS ($unit_opts) and node flags (${node_flags[*]}), config check: chunks from cache ${r% *}, refused: ${r#* }"
-  [ "${r#* }" = none ] && [ "${r%%/*}" -gt 0 ] || fail "the daemon's caches were not used: $r"
-  # Node's own modules have a code cache built into node, which V8 refuses under another flag hash
-  # (a V8 flag on the command line): every start would compile them from source.
+  rm -rf "$cache"
+  creds env NODE_COMPILE_CACHE="$cache" terminal-agent config check --config "$CONF" >/dev/null
+  r=$(find "$cache" -type f 2>/dev/null | wc -l || true)
+  note "compile cache after one config check: $r files"
+  [ "$r" -gt 0 ] || fail "the CLI wrote nothing to NODE_COMPILE_CACHE ($cache)"
+  # A V8 flag on the command line (the unit's --memory-saver-mode) makes node compile its own
+  # modules without their built-in code cache: reported, and the flags must run.
+  creds env NODE_OPTIONS="$unit_opts" "$NODE" "${node_flags[@]}" -e 0 || fail "node refuses the unit's node flags (${node_flags[*]}) or NODE_OPTIONS ($unit_opts)"
   r=$(env NODE_OPTIONS="$unit_opts" NODE_DEBUG_NATIVE=CODE_CACHE "$NODE" "${node_flags[@]}" -e 'require("node:http"); require("node:tls")' 2>&1 | grep -c ' is rejected$' || true)
-  note "with the unit's NODE_OPTIONS and node flags, node's own modules refused from its code cache: $r"
-  [ "$r" = 0 ] || fail "the unit's node flags (${node_flags[*]}) or NODE_OPTIONS ($unit_opts) make node compile its own modules from source: $r refused"
-  cpu_ms() { local TIMEFORMAT='%3U %3S' t; t=$( { time creds terminal-agent "$@" >/dev/null 2>&1; } 2>&1 ); awk '{ printf "%d", ($1 + $2) * 1000 }' <<<"$t"; }
+  note "with the unit's NODE_OPTIONS and node flags (${node_flags[*]}), node's own modules compiled without their code cache: $r"
+  cpu_ms() { local TIMEFORMAT='%3U %3S' t; t=$( { time creds env NODE_COMPILE_CACHE="$cache" terminal-agent "$@" >/dev/null 2>&1; } 2>&1 ); awk '{ printf "%d", ($1 + $2) * 1000 }' <<<"$t"; }
   local help_c check_c help_n check_n
   help_c=$(cpu_ms --help); check_c=$(cpu_ms config check --config "$CONF")
-  mkdir -p "$C/v8-aside"; mv "$b"/*.v8 "$C/v8-aside/"
-  help_n=$(cpu_ms --help); check_n=$(cpu_ms config check --config "$CONF")
-  mv "$C/v8-aside"/*.v8 "$b/"
+  cache=$C/compile-cache-none
+  help_n=$(NODE_DISABLE_COMPILE_CACHE=1 cpu_ms --help); check_n=$(NODE_DISABLE_COMPILE_CACHE=1 cpu_ms config check --config "$CONF")
   result help_cpu_ms_cached "$help_c"; result help_cpu_ms_uncached "$help_n"
   result config_check_cpu_ms_cached "$check_c"; result config_check_cpu_ms_uncached "$check_n"
 }
@@ -143,6 +127,7 @@ run_daemon() { # start the daemon as the unit would, wait for READY
   exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
   while IFS= read -r e; do envs+=("$e"); done < <(unit_env)
   install -d -m 0750 -o terminal-agent -g terminal-agent /run/terminal-agent
+  install -d -m 0755 -o terminal-agent -g terminal-agent /var/cache/terminal-agent
   cred=/run/credentials/terminal-agent.service
   rm -rf "$cred"; install -d -m 0500 -o terminal-agent -g terminal-agent "$cred"
   while IFS=: read -r name path; do
@@ -176,8 +161,6 @@ stop_daemon() {
   wait_for 40 "the daemon to drain and exit" sh -c "! kill -0 $pid 2>/dev/null"
   result drain_ms $(($(ms) - t0))
   ! grep -q '"level":60' "$C/daemon.log" || fail "the daemon logged a fatal error"
-  # dist/native/malloc_trim.node, built for this CPU by build.sh: without it RSS stays at its peak.
-  ! grep -q 'heap pages are not handed back' "$C/daemon.log" || fail "the daemon could not load its malloc-trim addon"
 }
 
 stop_emulator() { kill -TERM "$(cat "$C/emulator.pid")" 2>/dev/null || true; }
@@ -277,15 +260,9 @@ purge_pkg() {
   note "purge: state, config, credentials, user, group and statoverrides gone"
 }
 
-# Resident KB of node's own binary in process PID (its mappings in smaps): the daemon unmaps the
-# pages start-up read once 15 s after its start (heap-trim.ts SETTLE_MS), which this shows under systemd.
-node_rss_kb() { # pid
-  local kb bin
-  # As the daemon's mount namespace names it (here the root's path on the host, which it was bound from).
-  bin=$(readlink "/proc/$1/exe")
-  kb=$(awk -v bin="$bin" '/^[0-9a-f]+-[0-9a-f]+ /{ m = ($6 == bin) } m && /^Rss:/{ s += $2 } END { print s + 0 }' "/proc/$1/smaps")
-  [ "$kb" -gt 0 ] || fail "no resident page of $bin in /proc/$1/smaps ($(grep -m2 node "/proc/$1/maps" | tr -s ' ' | tr '\n' ';'))"
-  echo "$kb"
+# Anonymous resident KB (RssAnon: heaps and stacks, not file pages) of process PID.
+anon_kb() { # pid
+  awk '/^RssAnon:/ { print $2 }' "/proc/$1/status"
 }
 
 # Seconds process PID has run (/proc: a minimal root has no ps).
@@ -295,10 +272,10 @@ run_seconds() { # pid
 
 has_run() { [ "$(run_seconds "$1")" -ge "$2" ]; } # pid seconds
 
-# Waits until process PID has run SECONDS, then prints node_rss_kb of it.
-node_rss_after() { # pid seconds
+# Waits until process PID has run SECONDS, then prints anon_kb of it.
+anon_after() { # pid seconds
   wait_for $(($2 + 30)) "process $1 to have run $2 s" has_run "$1" "$2"
-  node_rss_kb "$1"
+  anon_kb "$1"
 }
 
 status() { terminal-agent status --config "$CONF" | sed -n -e '/^terminal-agent/p' -e '/^outbox/,/^audio/p' | grep -v '^audio' || true; }

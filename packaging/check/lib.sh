@@ -91,7 +91,7 @@ install_check() { # suite arch deb
   echo "check: == $suite $arch: $(basename "$deb") in a fresh minbase root"
   in_root "$root" install_pkg "/root/check/$(basename "$deb")"
   in_root "$root" configure
-  in_root "$root" code_caches
+  in_root "$root" compile_cache
   in_root "$root" start_emulator
   in_root "$root" doctor
   in_root "$root" run_daemon

@@ -1,5 +1,4 @@
 import type { Logger } from '../log/logger.js';
-import { performance } from '../util/monotonic.js';
 
 /** stderr lines of one child logged per minute, and the longest line logged. */
 const STDERR_LINES_PER_MINUTE = 20;

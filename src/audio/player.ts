@@ -7,7 +7,6 @@ import { AbortedError, AudioDeviceError } from '../errors.js';
 import { durationMs, type PcmFormat } from './wav.js';
 import { pcmFrame, type PlayerJob, type PlayerMessage } from './player-protocol.js';
 import { deviceError, spawnPlayerProcess, type PlayerProcess as Child } from './player-process.js';
-import { performance } from '../util/monotonic.js';
 
 // Supervises the player processes (player-child.ts). Whatever happens to a child (SIGABRT in
 // ALSA, an error event, a kill) becomes an AudioDeviceError naming the device, and the next

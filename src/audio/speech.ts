@@ -1,6 +1,5 @@
 import type { EventPublisher } from '../events/event-bus.js';
 import { join } from 'node:path';
-import { performance } from '../util/monotonic.js';
 import type { Registry } from '../metrics/prom.js';
 import type { Logger } from '../log/logger.js';
 import type { Db } from '../db/database.js';
@@ -12,7 +11,6 @@ import { createDiskFloor } from '../disk/disk-floor.js';
 import { playUtterance } from './utterance.js';
 import { createSpeechMetrics } from './speech-metrics.js';
 import { resolveTtsParams, type SayRequest, type SayResult, type SpeechConfig, type SpeechStatus } from './speech-types.js';
-import { isoTime } from '../util/iso-time.js';
 
 export type { SayRequest, SayResult, SpeechStatus, SpeechConfig } from './speech-types.js';
 
@@ -197,7 +195,7 @@ export function createSpeech(deps: SpeechDeps): Speech {
       metrics.utterances.inc({ result: 'failed' });
       const code = isAgentError(err) ? err.code : 'TA_ERR_FAILURE';
       if (code === 'TA_ERR_AUDIO_DEVICE') metrics.deviceErrors.inc({ role: 'output' });
-      lastError = { code, message: describeError(err), at: isoTime() };
+      lastError = { code, message: describeError(err), at: new Date().toISOString() };
       logger.warn({ id: item.id, code, err: describeError(err) }, 'utterance failed');
       // How it ended and the device's own words (ALSA's lines), for whoever looks into it.
       if (isAgentError(err) && Object.keys(err.details).length > 0) logger.debug({ id: item.id, code, ...err.details }, 'utterance failed: details');
@@ -248,7 +246,7 @@ export function createSpeech(deps: SpeechDeps): Speech {
       state: stopping ? 'stopped' : current ? 'playing' : holds > 0 ? 'held' : 'idle',
       device,
       playing: current
-        ? { id: current.id, text: current.params.text.length > 80 ? `${current.params.text.slice(0, 77)}...` : current.params.text, source: current.source, since: isoTime(performance.timeOrigin + (current.startedAt ?? current.acceptedAt)) }
+        ? { id: current.id, text: current.params.text.length > 80 ? `${current.params.text.slice(0, 77)}...` : current.params.text, source: current.source, since: new Date(performance.timeOrigin + (current.startedAt ?? current.acceptedAt)).toISOString() }
         : null,
       queued: queue.length,
       held: holds > 0,

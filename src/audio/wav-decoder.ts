@@ -3,7 +3,6 @@ import { WavHeaderScanner, durationMs, wavError, type WavHeaderInfo, type WavSou
 import { TtsTooLongError } from '../errors.js';
 import { formatDuration, formatSize } from '../util/units.js';
 import type { TtsBounds } from './speech-types.js';
-import { performance } from '../util/monotonic.js';
 
 export interface WavDecoderOptions {
   source: WavSource;

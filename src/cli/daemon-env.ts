@@ -6,7 +6,6 @@ import type { AgentConfig } from '../config/schema.js';
 import { createServiceClient } from '../client/service-client.js';
 import { userAgent } from '../version.js';
 import type { DaemonEnv } from '../daemon/daemon.js';
-import { steadyV8Flags } from '../daemon/steady-v8-flags.js';
 import { createJournalDestination, journalTarget } from '../log/journal-destination.js';
 
 // Everything the daemon takes from the outside world, gathered from the CLI context in one place.
@@ -20,11 +19,7 @@ export interface DaemonEnvOptions {
   pid?: number;
 }
 
-/**
- * Reads and validates the config. The config module (with zod and the YAML parser, about 1 to 2 MB
- * of heap once run) is imported for each read and not kept: the daemon reads its config only at
- * start and on SIGHUP, and the bundle releases a module nothing holds (scripts/chunk-loader.cjs).
- */
+/** Reads and validates the config (the config module, with zod and the YAML parser, loaded on first use). */
 export async function loadDaemonConfig(ctx: CliContext, path: string): Promise<AgentConfig> {
   const { loadConfig } = await import('../config/load-config.js');
   return loadConfig({ path, env: ctx.env, cwd: ctx.cwd });
@@ -55,6 +50,5 @@ export function makeDaemonEnv(ctx: CliContext, options: DaemonEnvOptions): Daemo
     },
     onReload: (listener) => ctx.onReload(listener),
     onFatal: (listener) => ctx.onFatal(listener),
-    steadyV8Flags: steadyV8Flags(ctx.nodeFlags, ctx.env, process.versions.v8),
   };
 }

@@ -11,7 +11,6 @@ import type { SyncReport } from '../faces/types.js';
 import { openLiveArea } from './live-area.js';
 import { syncProgressLine, type SyncProgressView } from './progress-format.js';
 import { createEventBus, type AgentEvent } from '../events/event-bus.js';
-import { performance } from '../util/monotonic.js';
 
 // `faces sync` (wired in faces-commands.ts): through the running daemon, or one sync of its own.
 

@@ -11,7 +11,6 @@ import type { FileUpload, VoiceItem, VoiceQuery, SpeakerStatus } from '../client
 import { SPEAKER_MODELS, VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-limits.js';
 import { InvalidInputError, TimeoutError, UsageError, interruptedError } from '../errors.js';
 import { wait } from '../util/backoff.js';
-import { performance } from '../util/monotonic.js';
 import { formatDuration } from '../util/units.js';
 import { openLiveArea } from './live-area.js';
 import { trainingLine } from './progress-format.js';

@@ -1,4 +1,3 @@
-import { performance } from '../util/monotonic.js';
 import type { Readable } from 'node:stream';
 import { TimeoutError } from '../errors.js';
 import type { ErrorContext } from './error-mapping.js';

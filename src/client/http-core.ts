@@ -1,4 +1,3 @@
-import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import { AbortedError, ConfigError, InvalidInputError, NetworkError, ProgramReplacedError, ServiceError, describeError, isProgramReplaced } from '../errors.js';
 import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';

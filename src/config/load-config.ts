@@ -84,7 +84,6 @@ export async function loadConfigDetailed(opts: LoadConfigOptions): Promise<Loade
   // zod/mini has no locale of its own: English for any issue a field's own message does not cover.
   zodConfig(zodEnglish());
   const parsed = configSchema.safeParse(raw, { jitless: true });
-  releaseZodGlobals();
   if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, doc, counter, file));
 
   if (requireSecrets && terminal.value === undefined && !terminal.failed) {
@@ -257,20 +256,6 @@ function sortProblems(problems: ConfigProblem[]): ConfigProblem[] {
     .map((p, i) => ({ p, i }))
     .sort((a, b) => (a.p.line ?? 0) - (b.p.line ?? 0) || a.i - b.i)
     .map(({ p }) => p);
-}
-
-/**
- * zod parks its settings and its schema registry on globalThis so that every copy of zod shares
- * them. Those objects point back into zod's code, so they kept zod and the whole config module
- * alive for the daemon's life (about 1 MB of heap), though the daemon only reads its config at
- * start and on SIGHUP: the bundle loads this module afresh for each read (scripts/chunk-loader.cjs,
- * "transient" chunks) and drops it after. zod reads neither global after loading (it keeps its own
- * references), and a copy of zod loaded later makes them again.
- */
-function releaseZodGlobals(): void {
-  const g = globalThis as { __zod_globalConfig?: unknown; __zod_globalRegistry?: unknown };
-  delete g.__zod_globalConfig;
-  delete g.__zod_globalRegistry;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

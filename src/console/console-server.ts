@@ -18,9 +18,7 @@ import { ConsoleHttpError, badRequest, errorStatus, notFound, securityHeaders, s
 import { createRoutes, type ConsoleHandlers } from './routes.js';
 import { createStaticFiles } from './static-files.js';
 import { createThumbnails } from './thumbnails.js';
-import { setDateHeader } from '../util/iso-time.js';
 import { answerClientErrors, unanswerable } from '../util/http-client-error.js';
-import { performance } from '../util/monotonic.js';
 
 // The web console: one HTTP(S) server on console.listen, serving the built pages and the JSON API.
 // Off unless configured; the daemon imports this module only then.
@@ -176,7 +174,6 @@ export function createConsoleServer(deps: ConsoleDeps): ConsoleServer {
       if (swept > 0) log.info({ removed: swept }, 'removed uploads cut short by a previous stop');
       const handler = (req: IncomingMessage, res: ServerResponse) => {
         if (unanswerable(req)) return;
-        setDateHeader(res);
         // dispatch answers its own errors; this is for a failure in answering one.
         dispatch(req, res).catch((err: unknown) => {
           log.error({ err }, 'console request could not be answered');

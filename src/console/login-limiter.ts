@@ -1,4 +1,3 @@
-import { performance } from '../util/monotonic.js';
 
 // Login attempts per client address, as a token bucket: `burst` tries at once, then one more every
 // `refillMs`. A refused caller is told when to come back (Retry-After). The table is bounded; when

@@ -19,7 +19,6 @@ import { ConsoleHttpError, badRequest, notFound, readJsonObject, sendJson } from
 import { statusActions } from './status-actions.js';
 import { createFaceList } from './face-list.js';
 import type { Thumbnails } from './thumbnails.js';
-import { isoTime } from '../util/iso-time.js';
 
 // The JSON API behind the pages (contract: notes/console-api.md). Reads come from the daemon's own
 // state (the face cache, the outbox, the enrollment folders, the local registries), so the console
@@ -243,7 +242,7 @@ export function createRoutes(deps: RouteDeps) {
     }),
 
     speakers: () => ({
-      speakers: speakers.list().map((s) => ({ ...s, status_text: speakerStatusText(s.status), created_at: isoTime(s.created_at), updated_at: isoTime(s.updated_at) })),
+      speakers: speakers.list().map((s) => ({ ...s, status_text: speakerStatusText(s.status), created_at: new Date(s.created_at).toISOString(), updated_at: new Date(s.updated_at).toISOString() })),
     }),
 
     async enrollVoiceprint(req: IncomingMessage, signal: AbortSignal) {

@@ -1,5 +1,4 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { performance } from '../util/monotonic.js';
 
 // Login sessions, in memory only: a restart logs everyone out, which is the safe default for a
 // device. Bounded: past `max` sessions the least recently used one is dropped, so a script that

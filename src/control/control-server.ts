@@ -5,7 +5,6 @@ import { dirname } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { AbortedError, UsageError } from '../errors.js';
 import { makeDir } from '../util/make-dir.js';
-import { setDateHeader } from '../util/iso-time.js';
 import { answerClientErrors, unanswerable } from '../util/http-client-error.js';
 import { removeStaleSocket } from './stale-socket.js';
 import { MethodNotAllowed, RequestRefused, RouteNotFound, errorBody, httpStatusFor, isUnexpected } from './control-errors.js';
@@ -165,7 +164,6 @@ export function createControlServer(options: ControlServerOptions): ControlServe
           return;
         }
         served.add(req.socket);
-        setDateHeader(res);
         res.setHeader('connection', 'close');
         // dispatch answers its own errors; this catch is for a failure in answering one (a
         // header Node refuses to write): that connection ends, the daemon does not.

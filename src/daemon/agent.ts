@@ -31,8 +31,6 @@ export interface AgentDeps {
   startRetryMs?: number;
   /** Resolves once the daemon has sent READY=1: the first face sync and the player warm-up wait for it. */
   afterReady?: Promise<void>;
-  /** Called once, after the first face sync that succeeded (steady-v8-flags.ts). */
-  onFirstSync?: () => void;
 }
 
 export interface Agent {

@@ -4,7 +4,6 @@ import { createSpeech } from '../audio/speech.js';
 import { createVoiceEnroll } from '../voiceprint/voice-enroll.js';
 import { createEnrollment } from '../enroll/index.js';
 import type { SayRequest } from '../audio/speech.js';
-import { createSyncfsRunner } from '../util/syncfs.js';
 import { createWalSyncer } from '../db/wal-sync.js';
 
 // The seam between the daemon and the capabilities: each is built from its factory with its config
@@ -51,7 +50,7 @@ export interface Components {
   enroll: EnrollComponent | undefined;
   speech: SpeechComponent | undefined;
   voice: VoiceComponent | undefined;
-  /** Ends what the components share (the syncfs helpers, the WAL's descriptor), once every one has stopped. */
+  /** Ends what the components share (the WAL's descriptor), once every one has stopped. */
   close(): Promise<void>;
 }
 
@@ -61,19 +60,16 @@ export function buildComponents(deps: AgentDeps): Components {
   const child = (component: string) => logger.child({ component });
   // Work READY=1 does not promise waits until it has been sent: it would only delay it.
   const later = afterReady ? { firstSyncAfter: afterReady } : {};
-  const firstSync = deps.onFirstSync ? { onFirstSync: deps.onFirstSync } : {};
-  // One set of syncfs helpers for the face cache and the result files (util/syncfs.ts).
-  const syncfs = createSyncfsRunner();
   // One WAL syncer for agent.db's connection: a face-cache commit and the outbox's share its syncs.
   const walSyncer = createWalSyncer(db);
-  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, ...firstSync, syncfs, walSyncer });
+  const faces = createFaceSync({ config, db, client, logger: child('faces'), metrics, ...events, ...later, walSyncer });
   const speech = createSpeech({ config, db, client, logger: child('speech'), metrics, ...events, ...(env ? { playerOptions: { env } } : {}), ...(afterReady ? { warmUpAfter: afterReady } : {}) });
   // An upload under way at a stop gets service.request_timeout, as the outbox's do, but never more
   // than VOICE_UPLOAD_STOP_GRACE_MS: its answer must still reach the caller within the daemon's bound.
   const uploadStopGraceMs = Math.min(config.service.request_timeout, VOICE_UPLOAD_STOP_GRACE_MS);
   const voice = createVoiceEnroll({ config, db, client, logger: child('voice'), metrics, ...events, playback: speech, uploadStopGraceMs, ...(env ? { env } : {}) });
   const enroll = createEnrollment({
-    config, db, client, logger: child('enroll'), metrics, ...events, syncfs, walSyncer,
+    config, db, client, logger: child('enroll'), metrics, ...events, walSyncer,
     // A face this agent created or updated goes into the cache at once, not at the next sync: from
     // the bytes it sent when it has them, else downloaded.
     onFaceChanged: (faceId, seed) => void (seed ? faces.seedFace(seed) : faces.refreshFace(faceId)).catch(() => {}),
@@ -84,7 +80,6 @@ export function buildComponents(deps: AgentDeps): Components {
     speech,
     voice,
     close: async () => {
-      syncfs.close();
       await walSyncer.close();
     },
   };

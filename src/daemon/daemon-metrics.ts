@@ -16,10 +16,6 @@ export interface DaemonMetrics {
   watchdogWithheld: Counter;
   /** Event-stream clients disconnected for not reading (sse.ts). */
   eventClientsDropped: Counter;
-  /** A heap trim (heap-trim.ts) and the resident bytes it gave back. */
-  onHeapTrim(releasedBytes: number): void;
-  /** Resident bytes of node's own binary that a release unmapped (heap-trim.ts). */
-  onNodePages(releasedBytes: number): void;
   /** This registry's and `others`' metrics as one document; the first call starts the process metrics. */
   scrape(others: readonly Registry[]): Promise<{ contentType: string; text: string }>;
 }
@@ -79,11 +75,6 @@ export function createDaemonMetrics(options: { version: string; queries: () => S
       this.set(options.eventClients?.() ?? 0);
     },
   });
-  // Whether the daemon hands memory back after its bursts: a package built without the addon has
-  // none, and the bytes say what process_resident_memory_bytes would otherwise have kept.
-  const heapTrims = new Counter({ name: 'terminal_agent_heap_trims_total', help: 'Free heap pages handed back to the kernel (malloc_trim) after the full GCs that end a burst of work.', registers: [registry] });
-  const heapTrimmed = new Counter({ name: 'terminal_agent_heap_trim_released_bytes_total', help: 'Resident memory those heap trims gave back, in bytes.', registers: [registry] });
-  const nodePages = new Counter({ name: 'terminal_agent_node_pages_released_bytes_total', help: "Resident pages of node's own binary unmapped after start-up and after bursts of work (they stay in the page cache), in bytes.", registers: [registry] });
   if (options.disk) registerDiskGauges(registry, options.disk);
   let processMetrics: Promise<void> | undefined;
   return {
@@ -91,13 +82,6 @@ export function createDaemonMetrics(options: { version: string; queries: () => S
     reloads,
     watchdogWithheld,
     eventClientsDropped,
-    onHeapTrim(releasedBytes) {
-      heapTrims.inc();
-      heapTrimmed.inc(releasedBytes);
-    },
-    onNodePages(releasedBytes) {
-      nodePages.inc(releasedBytes);
-    },
     onRequest(e) {
       requests.inc({ operation: e.operation, outcome: e.outcome, status: e.status === undefined ? 'none' : String(e.status) });
       duration.observe({ operation: e.operation }, e.durationMs / 1000);

@@ -8,7 +8,6 @@ import { iso, pendingPerKind } from './state-queries.js';
 import { serveEventStream } from '../events/sse.js';
 import { createDiskFloor, type DiskFloor } from '../disk/disk-floor.js';
 import type { AgentConfig } from '../config/schema.js';
-import { performance } from '../util/monotonic.js';
 
 // What the daemon tells about itself: GET /status, the STATUS= line systemd shows, and the other
 // control endpoints, which forward to the component of the current generation.

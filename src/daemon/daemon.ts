@@ -10,8 +10,6 @@ import { AbortedError, ExitCode, describeError, isProgramReplaced, missingProgra
 import { createControlServer, type ControlServer } from '../control/control-server.js';
 import type { InstanceLock } from './instance-lock.js';
 import { createNotifier, watchdogIntervalMs, type Notifier } from './sd-notify.js';
-import { steadyFlagSetter } from './steady-v8-flags.js';
-import { startHeapTrimming } from './heap-trim.js';
 import { createWatchdog, type Watchdog } from './watchdog.js';
 import { createDaemonMetrics, type DaemonMetrics } from './daemon-metrics.js';
 import { diskOf } from './daemon-status.js';
@@ -23,7 +21,6 @@ import { startConsole, type ConsoleHandle } from './console-wiring.js';
 import { configSecrets, secretsOfCurrent } from '../config/secrets.js';
 import { createEventBus, type EventBus } from '../events/event-bus.js';
 import type { MetricsServer } from '../metrics/metrics-server.js';
-import { performance } from '../util/monotonic.js';
 
 // The daemon's lifecycle: lock the state, open the database, build and start the components, open
 // the control socket, then tell systemd READY=1. Stopping runs the same steps backwards, bounded in
@@ -43,8 +40,6 @@ export interface DaemonEnv {
   setConfig(cfg: AgentConfig): void;
   onReload(listener: () => void): () => void;
   onFatal(listener: (err: unknown, origin: string) => void): () => void;
-  /** V8 flags to set once the first face sync has succeeded (steady-v8-flags.ts); absent or empty: none. */
-  steadyV8Flags?: readonly string[] | undefined;
 }
 
 export interface RunningDaemon {
@@ -84,8 +79,6 @@ export interface DaemonState {
   programReplaced(err: unknown, where: string): boolean;
   /** Logs `why` and stops the daemon as on SIGTERM, which then exits 1 (a reload that left no agent running). */
   cannotContinue(err: unknown, why: string): void;
-  /** Sets the steady state's V8 flags after the first face sync that succeeded, in every generation's agent (steady-v8-flags.ts). */
-  onFirstSync: (() => void) | undefined;
 }
 
 /** `shutdown` (SIGTERM) ends a start that waits for room in state_dir (wait-for-room.ts). */
@@ -140,15 +133,13 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     // the player's warm-up start once it is sent (measured: a third less CPU before READY).
     let markReady = () => {};
     const afterReady = new Promise<void>((resolve) => (markReady = resolve));
-    const onFirstSync = steadyFlagSetter(d.steadyV8Flags ?? [], logger);
-    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env, afterReady, ...(onFirstSync ? { onFirstSync } : {}) });
+    const agent = createAgent({ config: cfg, logger: d.logger, db, client, metrics: new Registry(), events, env: d.env, afterReady });
     const state: DaemonState = {
       config: cfg, phase: 'starting', startedAt: Date.now(), startedMono: performance.now(), db, queries, client, agent, metrics, events, notifier,
       watchdog: undefined as unknown as Watchdog,
       reload: { count: 0, lastAt: null, lastError: null },
       programReplaced,
       cannotContinue,
-      onFirstSync,
     };
     secretsOf = secretsOfCurrent(() => state.config);
     state.watchdog = createWatchdog({
@@ -184,8 +175,6 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
     const unsubscribe = d.onReload(() => void reloader.reload());
     await notifier.notify({ READY: 1, MAINPID: d.pid, STATUS: statusLine(state) });
     markReady();
-    const heapTrimmer = startHeapTrimming(logger, { onTrim: (bytes) => state.metrics.onHeapTrim(bytes), onNodePages: (bytes) => state.metrics.onNodePages(bytes) });
-    undo.unshift(() => heapTrimmer?.stop());
     await state.watchdog.tick();
     logger.info({ pid: d.pid, version: d.version, state_dir: cfg.state_dir, socket: cfg.control.socket, config: cfg.file ?? null, watchdog_ms: watchdogIntervalMs(d.env, d.pid) ?? null }, 'terminal-agent is ready');
 
@@ -211,7 +200,6 @@ export async function startDaemon(d: DaemonEnv, initial: AgentConfig, shutdown?:
           }), STOP_BOUND_MS);
           if (!drained) logger.error({ bound_ms: STOP_BOUND_MS }, 'components did not stop in time; closing the database anyway (unfinished uploads are retried from the outbox at the next start)');
           await state.watchdog.stop();
-          heapTrimmer?.stop();
           await state.client.close().catch(() => {});
           db.close();
           notifier.close();

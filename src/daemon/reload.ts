@@ -6,7 +6,6 @@ import type { DaemonEnv, DaemonState } from './daemon.js';
 import type { AgentConfig } from '../config/schema.js';
 import { createAgent } from './agent.js';
 import { statusLine } from './daemon-status.js';
-import { performance } from '../util/monotonic.js';
 
 // SIGHUP: read the config again. An invalid file is reported and the running config kept (a typo
 // must not take a terminal down). A valid one is applied with the least disturbance:
@@ -74,7 +73,6 @@ export function createReloader(state: DaemonState, d: DaemonEnv, logger: Logger)
         if (newClient) state.client = newClient;
         state.agent = createAgent({
           config: cfg, logger: d.logger, db: state.db, client: state.client, metrics: new Registry(), events: state.events, env: d.env,
-          ...(state.onFirstSync ? { onFirstSync: state.onFirstSync } : {}),
         });
         state.config = cfg;
         await state.agent.start();

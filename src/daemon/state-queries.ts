@@ -1,7 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { FailureSummary, SyncRunSummary } from '../control/types.js';
 import type { SyncRunRow } from '../faces/face-store.js';
-import { isoTime } from '../util/iso-time.js';
 
 // Figures for status, STATUS= and metrics, read straight from agent.db so that they are right even
 // when a component is missing or busy, and cost one indexed query each. Prepared once; a table that
@@ -76,7 +75,7 @@ function syncSummary(r: SyncRow): SyncRunSummary {
 }
 
 export function iso(ms: number | null | undefined): string | null {
-  return ms === null || ms === undefined ? null : isoTime(ms);
+  return ms === null || ms === undefined ? null : new Date(ms).toISOString();
 }
 
 /** Outbox rows still to do (not done, not failed), per kind. */

@@ -1,8 +1,6 @@
 import type { Logger } from '../log/logger.js';
 import { wait } from '../util/backoff.js';
 import type { Notifier } from './sd-notify.js';
-import { isoTime } from '../util/iso-time.js';
-import { performance } from '../util/monotonic.js';
 
 // The systemd watchdog is fed from a timer on the event loop, so a blocked loop stops the pings by
 // itself. That is not enough: a loop that still turns while a component is wedged (a sync that
@@ -110,7 +108,7 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
     status: () => ({
       enabled: Boolean(watchdogMs && notifier.enabled),
       interval_ms: watchdogMs ?? null,
-      last_fed_at: lastFed ? isoTime(lastFed) : null,
+      last_fed_at: lastFed ? new Date(lastFed).toISOString() : null,
       failing: [...failing],
     }),
   };

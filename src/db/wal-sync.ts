@@ -1,6 +1,5 @@
 import { inTransaction, inUnsyncedTransaction, type Db } from './database.js';
 import { close, fdatasync, open } from 'node:fs';
-import { performance } from '../util/monotonic.js';
 
 // Commits whose fsync runs on libuv's pool instead of the event loop. agent.db runs with
 // synchronous=FULL, so every commit fsyncs the WAL inside better-sqlite3's synchronous call: the

@@ -1,5 +1,4 @@
 import type { ServiceClient } from '../client/types.js';
-import { performance } from '../util/monotonic.js';
 import { ServiceError } from '../errors.js';
 import { createVoiceprintRegistry } from '../voiceprint/registry.js';
 import type { Db } from '../db/database.js';

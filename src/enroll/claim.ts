@@ -12,7 +12,6 @@ import type { DirSync } from './dir-sync.js';
 import type { EnrollFs } from './enroll-fs.js';
 import type { Candidate, Layout } from './layout.js';
 import { speakerTextRel } from './layout.js';
-import { performance } from '../util/monotonic.js';
 import type { OutboxStore } from './outbox-store.js';
 import type { EnrollmentConfig, RowMeta } from './types.js';
 import { stagedInMemory } from './staged-body.js';

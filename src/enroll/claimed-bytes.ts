@@ -1,6 +1,5 @@
 import { statOrUndefined } from '../util/state-fs.js';
 import type { Stats } from 'node:fs';
-import { performance } from '../util/monotonic.js';
 
 // The bytes a claim read (and hashed) of a small face image, kept for its upload: without them the
 // upload opens, reads and hashes the staged copy again (staged-body.ts), four thread-pool round

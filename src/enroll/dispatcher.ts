@@ -3,8 +3,6 @@ import { classifyFailure, retryOutcome, stepError } from './failure.js';
 import { describeRefusal, isStoreRefusal, writeUntilTaken } from './store-refusal.js';
 import { parseMeta } from './outbox-store.js';
 import type { DispatcherDeps, KindHandler, OutboxRow, StepOutcome } from './types.js';
-import { isoTime } from '../util/iso-time.js';
-import { performance } from '../util/monotonic.js';
 import { NotSentError, createRequestSlots } from './send-gate.js';
 import { createLoopWaiter } from './loop-waiter.js';
 import { createReadyRows } from './ready-rows.js';
@@ -143,7 +141,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (f.auth) logger.error({ err }, 'the service refused the credentials; uploads wait until it accepts them');
     const decision = fresh.state === 'sending' && f.applied !== 'no' ? handler.ifUnknown(f.applied, fresh) : 'retry';
     await apply(fresh, retryOutcome(f, fresh, decision, until, deps.graceMs, Date.now()));
-    logger.warn({ kind: row.kind, name: row.name, err: f.message, retryAt: isoTime(until) }, 'upload failed; will retry');
+    logger.warn({ kind: row.kind, name: row.name, err: f.message, retryAt: new Date(until).toISOString() }, 'upload failed; will retry');
   }
 
   async function runUpload(row: OutboxRow, signal: AbortSignal): Promise<void> {

@@ -30,7 +30,6 @@ import type { Enrollment, EnrollmentDeps, EnrollmentStatus, Kind, OutboxRow } fr
 import { createBatchQueue, createWorkQueue } from './work-queue.js';
 import { createFolderWatcher } from './watcher.js';
 import { quarantineUndecodable } from './undecodable.js';
-import { isoTime } from '../util/iso-time.js';
 
 const DEFAULT_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
@@ -102,7 +101,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       }
     }));
     if (batched.length > 0) {
-      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger, syncfs: deps.syncfs, fs }, batched);
+      const done = await finalizeRows({ layout, store, commit, placer, syncDir, logger, fs }, batched);
       // Announced once the result file is there to be read.
       for (const f of done.finished) publishFinal(f.row, f.resultFile);
       if (done.finished.length > 0) refusedFolders.clear();
@@ -244,7 +243,7 @@ export function createEnrollment(deps: EnrollmentDeps): Enrollment {
       running,
       settling: tracker.size() + claimer.size(),
       ...outboxStatus(store),
-      paused_until: pausedUntil ? isoTime(pausedUntil) : null,
+      paused_until: pausedUntil ? new Date(pausedUntil).toISOString() : null,
       last_service_error: dispatcher.lastServiceError(),
     };
   }

@@ -6,7 +6,6 @@ import type { Db } from '../db/database.js';
 import { IMAGE_EXTS, classify, isIgnoredName, type Layout } from './layout.js';
 import { resultPathFor } from './result-files.js';
 import { KINDS, type Kind } from './types.js';
-import { isoTime } from '../util/iso-time.js';
 
 /** A result file an operator swapped for a link (or a FIFO) is not shown: never followed, never waited on. */
 const NO_FOLLOW = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
@@ -80,7 +79,7 @@ async function withStat(items: Found[], state: ItemState): Promise<EnrollItem[]>
   for (const f of items) {
     try {
       const st = await stat(f.abs);
-      out.push({ kind: f.kind, name: f.name, state, size: st.size, at: isoTime(st.mtimeMs), media: mediaOf(f.name) });
+      out.push({ kind: f.kind, name: f.name, state, size: st.size, at: new Date(st.mtimeMs).toISOString(), media: mediaOf(f.name) });
     } catch {
       // gone meanwhile (taken by the pipeline)
     }
@@ -117,7 +116,7 @@ export async function listEnrollment(layout: Layout, db: Db, opts: { limit?: num
     name: r.source_path.slice(r.kind.length + 1),
     state: 'in_flight',
     size: r.size,
-    at: isoTime(r.updated_at),
+    at: new Date(r.updated_at).toISOString(),
     media: mediaOf(r.source_path),
     step: r.state,
     attempts: r.attempts,

@@ -1,6 +1,4 @@
 import type { Logger } from '../log/logger.js';
-import { isoTime } from '../util/iso-time.js';
-import { performance } from '../util/monotonic.js';
 import type { Commit } from './commit-batcher.js';
 import type { OutboxStore } from './outbox-store.js';
 
@@ -56,7 +54,7 @@ export async function rescheduleAfterClockStep(deps: { store: OutboxStore; commi
     deps.logger.error({ err }, 'agent.db refused to reschedule the outbox after the clock was set back; trying again');
     return now + retryMs;
   }
-  deps.logger.warn({ rows: n, was_due: isoTime(next) }, `the clock was set back (a step of the outbox was due at ${isoTime(next)}, more than an hour from now): ${n} waiting steps are due now`);
+  deps.logger.warn({ rows: n, was_due: new Date(next).toISOString() }, `the clock was set back (a step of the outbox was due at ${new Date(next).toISOString()}, more than an hour from now): ${n} waiting steps are due now`);
   rescheduled();
   return now;
 }

@@ -2,7 +2,6 @@ import { rename, rm } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { makeDurable } from '../faces/durability.js';
-import type { SyncfsRunner } from '../util/syncfs.js';
 import { tempPathFor } from '../util/fs-atomic.js';
 import { removeStateFile } from '../util/state-fs.js';
 import type { Commit } from './commit-batcher.js';
@@ -72,7 +71,7 @@ async function prepare(layout: Layout, fs: EnrollFs, dirs: ConfinedDirs, row: Ou
  * rows finished, and the errors of those that were not (they stay unfinalized: a rescan retries).
  */
 export async function finalizeRows(
-  deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger; syncfs?: SyncfsRunner | undefined; fs: EnrollFs },
+  deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger; fs: EnrollFs },
   rows: OutboxRow[],
 ): Promise<{ finished: Finished[]; failed: Map<number, unknown> }> {
   const { layout } = deps;
@@ -94,14 +93,14 @@ export async function finalizeRows(
 }
 
 async function finish(
-  deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger; syncfs?: SyncfsRunner | undefined; fs: EnrollFs },
+  deps: { layout: Layout; store: OutboxStore; commit: Commit; placer: Placer; syncDir: DirSync; logger: Logger; fs: EnrollFs },
   pending: Pending[],
   failed: Map<number, unknown>,
 ): Promise<{ finished: Finished[]; failed: Map<number, unknown> }> {
   const { layout, store, commit, placer, syncDir } = deps;
   try {
     // Not cut short by a stop: the daemon waits for the batch, and the sync has its own timeout.
-    await makeDurable(layout.root, pending.map((p) => p.tmp), new AbortController().signal, deps.logger, deps.syncfs);
+    await makeDurable(layout.root, pending.map((p) => p.tmp), new AbortController().signal, deps.logger);
     await Promise.all(pending.map((p) => deps.fs.rename(p.tmp, p.final)));
     // The result renames, and the originals' (into the same folders), made durable before the rows say so.
     // Each folder once, through the descriptor held (its name may lead elsewhere by now).

@@ -15,7 +15,6 @@ import { parseMeta } from './outbox-store.js';
 import type { FaceCheckRecord } from './face-check-step.js';
 import type { OutboxRow } from './types.js';
 import type { Commit } from './commit-batcher.js';
-import { isoTime } from '../util/iso-time.js';
 
 // The operator-visible end of every file: the original moved to done/<kind>/ or failed/<kind>/
 // with NAME.json or NAME.error.json beside it. Idempotent, so that a crash half-way is finished
@@ -153,7 +152,7 @@ export function errorFileOf(row: OutboxRow): ErrorFile {
     code: row.last_error_code ?? 'TA_ERR_FAILURE',
     status: row.last_status,
     attempts: row.attempts,
-    at: isoTime(row.updated_at),
+    at: new Date(row.updated_at).toISOString(),
     ...(faceCheck ? { face_check: faceCheck } : {}),
   };
 }
@@ -171,7 +170,7 @@ export function doneFileOf(row: OutboxRow): Record<string, unknown> {
     file: placedName(row),
     sha256: row.content_sha256 || undefined,
     attempts: row.attempts,
-    at: isoTime(row.updated_at),
+    at: new Date(row.updated_at).toISOString(),
   };
 }
 

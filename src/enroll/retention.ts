@@ -4,7 +4,6 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/database.js';
 import type { Logger } from '../log/logger.js';
-import { performance } from '../util/monotonic.js';
 
 // What enrollment leaves behind over years of unattended running, and what of it may go.
 //

@@ -1,7 +1,6 @@
 import type { Stats } from 'node:fs';
 import type { Logger } from '../log/logger.js';
 import type { EnrollFs } from './enroll-fs.js';
-import { performance } from '../util/monotonic.js';
 
 // A file is taken only once its size and mtime have not changed for settle_time, whatever event
 // (or rescan) brought it here: chokidar's awaitWriteFinish does not cover files found at start-up,

@@ -1,7 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from '../metrics/prom.js';
 import type { OutboxStore } from './outbox-store.js';
 import { KINDS, type EnrollmentStatus, type FailureSummary, type Kind, type KindStatus } from './types.js';
-import { isoTime } from '../util/iso-time.js';
 
 // What `status` and /metrics show about the outbox: the database is the truth, so both read it.
 
@@ -26,7 +25,7 @@ export function outboxStatus(store: OutboxStore): { kinds: Record<Kind, KindStat
     file: r.source_path,
     error: r.last_error ?? '',
     code: r.last_error_code ?? '',
-    at: isoTime(r.updated_at),
+    at: new Date(r.updated_at).toISOString(),
   }));
   return { kinds, recent_failures };
 }

@@ -1,6 +1,5 @@
 import type { FaceCheckRecord } from './face-check-step.js';
 import type { FaceChecker } from '../facecheck/index.js';
-import type { SyncfsRunner } from '../util/syncfs.js';
 import type { WalSyncer } from '../db/wal-sync.js';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger.js';
@@ -36,8 +35,6 @@ export interface EnrollmentDeps {
    * with `seed`, the listed record and the exact bytes the service accepted (no download needed).
    */
   onFaceChanged?(faceId: string, seed?: FaceSeedImage): void;
-  /** Runs syncfs for result batches without forking the daemon (util/syncfs.ts). */
-  syncfs?: SyncfsRunner;
   /** The connection's WAL syncer, shared with the face cache (db/wal-sync.ts); default: one of its own, closed by stop(). */
   walSyncer?: WalSyncer;
   /** Retry policy for uploads while the service is unreachable (default 1 s doubling to 60 s). */

@@ -8,7 +8,6 @@ import { createConfinedDirs, type DirRef } from './confined-dirs.js';
 import { fitName, resultFileFor } from './result-files.js';
 import type { ErrorFile } from './results.js';
 import type { Kind } from './types.js';
-import { isoTime } from '../util/iso-time.js';
 
 // File names that are not valid UTF-8 (copied from a system with another character set: a
 // Latin-1 "é" is the single byte 0xE9). Node decodes them to U+FFFD, a name that opens nothing,
@@ -72,7 +71,7 @@ async function quarantineFrom(from: string, relDir: string, kind: Kind, failedFo
     const error: ErrorFile = {
       file: placed,
       error: `the name of ${relDir}/${escaped} is not valid UTF-8 (the bytes shown as %XX), so it cannot become a ${WHAT[kind]}; it was moved here as ${placed}: rename it in UTF-8 and drop it again`,
-      code: 'TA_ERR_BAD_NAME', status: null, attempts: 0, at: isoTime(),
+      code: 'TA_ERR_BAD_NAME', status: null, attempts: 0, at: new Date().toISOString(),
     };
     await writeFileAtomic(join(failedDir, resultFileFor(kind, 'failed', placed)), `${JSON.stringify(error, null, 2)}\n`);
     logger.warn({ kind, file: `${relDir}/${escaped}`, code: error.code }, 'enrollment file refused: its name is not UTF-8');

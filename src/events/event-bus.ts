@@ -1,5 +1,4 @@
 import { scrubSecrets } from '../log/scrub-secrets.js';
-import { isoTime } from '../util/iso-time.js';
 
 // What happened in the agent, in order, for programs on the terminal (GET /events on the control
 // socket, the web console). One bus per daemon process: it outlives a SIGHUP reload, so a client's
@@ -99,7 +98,7 @@ export function createEventBus(opts: EventBusOptions = {}): EventBus {
 
   return {
     publish(type, raw) {
-      const event = new PublishedEvent(nextId++, type, isoTime(now()), raw, opts.secrets?.());
+      const event = new PublishedEvent(nextId++, type, new Date(now()).toISOString(), raw, opts.secrets?.());
       if (!TRANSIENT_TYPES.has(type)) {
         if (ring.length < capacity) ring.push(event);
         else {

@@ -1,5 +1,4 @@
 import { TRANSIENT_TYPES, type AgentEvent, type EventBus } from './event-bus.js';
-import { isoTime } from '../util/iso-time.js';
 
 // Server-Sent Events from the bus, one handler for the control socket and the web console.
 // A client that reads slowly never holds up the publisher: events are written without waiting,
@@ -123,7 +122,7 @@ export function serveEventStream(req: EventStreamRequest, res: EventStreamRespon
     else {
       // What was asked for is gone (buffer overrun, or an id from before a restart): the client
       // must reload its state (GET /status, faces/index.json) and carry on from here.
-      const resync = { id: bus.lastId(), type: 'resync', at: isoTime(), data: { reason: Number.isNaN(lastId) ? 'bad_last_event_id' : 'gone', requested: Number.isNaN(lastId) ? null : lastId, latest: bus.lastId() } };
+      const resync = { id: bus.lastId(), type: 'resync', at: new Date().toISOString(), data: { reason: Number.isNaN(lastId) ? 'bad_last_event_id' : 'gone', requested: Number.isNaN(lastId) ? null : lastId, latest: bus.lastId() } };
       write(formatEvent(resync));
     }
   }

@@ -3,20 +3,20 @@ import { open } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import { runPool } from './image-download.js';
-import type { SyncfsRunner } from '../util/syncfs.js';
 
 // New images must be on disk before the rename that publishes them (and before the rows and the
-// index that name them). One fdatasync per file costs a journal commit each: on an SD card, or a
-// busy VM disk (measured ~18 ms each), that dominates an initial sync of thousands of images. So a
-// large batch is made durable with one syncfs(2) of the cache's filesystem (coreutils `sync -f`,
-// Node has no binding); a small batch, or a system without `sync -f`, gets fdatasync per file.
+// index that name them). A few files get an fdatasync each (on libuv's pool), and the caller
+// fsyncs their folder after its renames. A large batch is made durable with one syncfs(2) of the
+// cache's file system instead: coreutils' `sync --file-system` (Node has no binding), which also
+// makes every rename and file creation in the folder before it durable. One fdatasync per file
+// costs a journal commit each: a first sync of 10,000 faces took 1.59x its plain loop (1.29 ms of
+// CPU per face) with them, 0.83x (0.53 ms) with syncfs (docs/design.md, "Durability").
 
 const run = promisify(execFile);
 const SYNCFS_TIMEOUT_MS = 300_000;
 
-/** One syncfs of `dir`'s file system: through the runner's helper when given (util/syncfs.ts), else a fork of `sync`. */
-function syncfs(dir: string, signal: AbortSignal, runner: SyncfsRunner | undefined): Promise<void> {
-  if (runner) return runner.run(dir, signal, SYNCFS_TIMEOUT_MS);
+/** One syncfs of `dir`'s file system, by a fork of coreutils' `sync`. */
+function syncfs(dir: string, signal: AbortSignal): Promise<void> {
   return run('sync', ['--file-system', dir], { timeout: SYNCFS_TIMEOUT_MS, signal }).then(() => undefined);
 }
 
@@ -27,17 +27,9 @@ function syncfs(dir: string, signal: AbortSignal, runner: SyncfsRunner | undefin
  * (test/bench/enroll.mjs, runs alternated with the old code).
  */
 export const SYNCFS_THRESHOLD = 32;
-/**
- * The same through the runner's helper (util/syncfs.ts): from this many files on it is cheaper
- * than their fdatasyncs (three thread-pool trips and a journal commit each). Chosen when the
- * helper was a shell costing about 1 ms of CPU per call; perl's 0.15 ms (helper and daemon) would
- * pay from fewer files, but a syncfs also writes back whatever else is dirty on that file system
- * (on a Pi, often the root file system on its SD card), so small batches keep their own syncs.
- */
-export const SYNCFS_HELPER_THRESHOLD = 8;
 /** Whether `count` new files are made durable by one syncfs rather than a fdatasync each. */
-export function syncfsPays(count: number, runner: SyncfsRunner | undefined): boolean {
-  return count >= (runner ? SYNCFS_HELPER_THRESHOLD : SYNCFS_THRESHOLD);
+export function syncfsPays(count: number): boolean {
+  return count >= SYNCFS_THRESHOLD;
 }
 const FDATASYNC_CONCURRENCY = 4; // the libuv thread pool's default size
 /**
@@ -53,7 +45,7 @@ export const WRITEBACK_EVERY_BYTES = 8 * 1024 * 1024;
  * machine with plenty of memory held all 300 MB of a 10,000-face first sync until that last call
  * (0.5 s here, seconds on an SD card). Costs one fork of `sync` each (~10 ms of CPU).
  */
-export function createWriteback(dir: string, signal: AbortSignal, logger: Logger, everyBytes = WRITEBACK_EVERY_BYTES, runner?: SyncfsRunner) {
+export function createWriteback(dir: string, signal: AbortSignal, logger: Logger, everyBytes = WRITEBACK_EVERY_BYTES) {
   let since = 0;
   let running: Promise<void> | undefined;
   return {
@@ -61,7 +53,7 @@ export function createWriteback(dir: string, signal: AbortSignal, logger: Logger
       since += bytes;
       if (since < everyBytes || running || signal.aborted) return;
       since = 0;
-      running = syncfs(dir, signal, runner).then(() => {}, (err: unknown) => {
+      running = syncfs(dir, signal).then(() => {}, (err: unknown) => {
         if (!signal.aborted) logger.debug({ err: (err as Error).message }, 'early syncfs of the face cache failed; the one before the commit still runs');
       }).finally(() => {
         running = undefined;
@@ -78,11 +70,11 @@ export function createWriteback(dir: string, signal: AbortSignal, logger: Logger
  * Makes `files` durable; says how: 'syncfs' also made every rename and file creation in the cache
  * before the call durable (no folder fsync needed for them), 'each' or 'none' did not.
  */
-export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger, runner?: SyncfsRunner): Promise<'syncfs' | 'each' | 'none'> {
+export async function makeDurable(dir: string, files: readonly string[], signal: AbortSignal, logger: Logger): Promise<'syncfs' | 'each' | 'none'> {
   if (files.length === 0) return 'none';
-  if (syncfsPays(files.length, runner)) {
+  if (syncfsPays(files.length)) {
     try {
-      await syncfs(dir, signal, runner);
+      await syncfs(dir, signal);
       return 'syncfs';
     } catch (err) {
       if (signal.aborted) throw err;

@@ -1,7 +1,6 @@
 import { inTransaction, inUnsyncedTransaction, type Db } from '../db/database.js';
 import { createDurableCommit, type WalSyncer } from '../db/wal-sync.js';
 import type { CachedFace, SyncReport } from './types.js';
-import { isoTime } from '../util/iso-time.js';
 import type { RecheckCacheStats } from './recheck-pacer.js';
 
 // The face rows in agent.db (FACES_V1). A row with image_file NULL is a face whose image has never
@@ -324,7 +323,7 @@ export function cachedFaceOf(r: RawRow): CachedFace {
   return {
     face_id: r[0] as string, group_id: r[1] as string, id: (r[2] as number | null) ?? 0, name: r[3] as string,
     image: (r[4] as string | null) ?? '', image_sha256: (r[5] as string | null) ?? '', image_bytes: r[6] as number | null,
-    updated_at: isoTime(r[7] as number),
+    updated_at: new Date(r[7] as number).toISOString(),
   };
 }
 
@@ -337,6 +336,6 @@ export function toCachedFace(row: Pick<FaceRow, 'face_id' | 'group_id' | 'id' | 
     image: row.image_file ?? '',
     image_sha256: row.image_sha256 ?? '',
     image_bytes: row.image_bytes,
-    updated_at: isoTime(row.updated_at),
+    updated_at: new Date(row.updated_at).toISOString(),
   };
 }

@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { performance } from '../util/monotonic.js';
 import { AbortedError, AgentError, AuthError, TimeoutError, describeError } from '../errors.js';
 import { formatDuration } from '../util/units.js';
 import { createDiskFloor } from '../disk/disk-floor.js';
@@ -17,7 +16,6 @@ import { NO_SKIPS, errorInfo, finishedReport, refusedReport, reportFromRun, repo
 import { reconcileCache } from './cache-reconcile.js';
 import { createRetiredFiles } from './retired-files.js';
 import { createRefreshQueue } from './refresh-queue.js';
-import { isoTime } from '../util/iso-time.js';
 import { createRecheckPacer, type RecheckBudget } from './recheck-pacer.js';
 import { recheckMinAge, timedPassDelay } from './recheck.js';
 import { linkedSignal, withLinkedSignal } from '../util/linked-signal.js';
@@ -100,7 +98,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
     )), deadlineMs);
     const passSignal = linkedSignal([lifecycle.signal, deadline.signal]);
     try {
-      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: passSignal.signal, disk, syncfs: deps.syncfs };
+      const passCtx = { store, files, logger: log, nowMs: startedAt, recheckAt: startedAt + facesConfig.sync_interval, maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES, signal: passSignal.signal, disk };
       const seeded = seedsNow.length > 0 ? await runSeedPass(passCtx, seedsNow) : undefined;
       const allowance = Math.min(deps.maxRechecksPerPass ?? Infinity, pacer.allowance(startedAt, budget(), facesConfig.sync_interval, store.recheckStats()));
       // Seeds alone need no listing; anything else (a forced face, a timed sync) gets a full pass.
@@ -109,7 +107,7 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         // An operator's `faces sync` goes round whatever the budget allows now, however recently checked.
         recheckAllowance: allowance, recheckMinAgeMs: reason === 'manual' ? 0 : recheckMinAge(facesConfig.sync_interval), random: deps.random ?? Math.random,
         concurrency: Math.max(1, facesConfig.download_concurrency), maxImageBytes: deps.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES,
-        signal: passSignal.signal, forced: forcedNow, disk, syncfs: deps.syncfs, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
+        signal: passSignal.signal, forced: forcedNow, disk, forceIndex: indexDirty, onImageRequest: () => metrics.imageRequest(),
         ...(deps.events ? { onProgress: (p: SyncProgress) => deps.events!.publish('faces.sync.progress', { reason, ...p }) } : {}),
       }));
       if (pass.indexVersion) indexVer = pass.indexVersion;
@@ -242,14 +240,9 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         lifecycle.signal.addEventListener('abort', () => resolve(), { once: true });
       });
     }
-    let synced = false;
     while (!lifecycle.signal.aborted) {
       const report = await syncNow(reason);
       if (lifecycle.signal.aborted) break;
-      if (report.ok && !synced) {
-        synced = true;
-        deps.onFirstSync?.();
-      }
       let delay: number;
       if (authError) {
         nextSyncAt = null;
@@ -306,8 +299,8 @@ export function createFaceSync(deps: FaceSyncDeps): FaceSync {
         state,
         faces_cached: cachedCount,
         last_sync: lastReport ? (last as FaceSyncStatus['last_sync']) : null,
-        last_success_at: lastSuccessAt === null ? null : isoTime(lastSuccessAt),
-        next_sync_at: nextSyncAt === null || authError ? null : isoTime(nextSyncAt),
+        last_success_at: lastSuccessAt === null ? null : new Date(lastSuccessAt).toISOString(),
+        next_sync_at: nextSyncAt === null || authError ? null : new Date(nextSyncAt).toISOString(),
         consecutive_failures: consecutiveFailures,
         last_error: authError ? { ...authError, at: lastError?.at ?? null } : lastError,
         failed_faces: store.failedRows(20).map((r) => ({ face_id: r.face_id, name: r.name, code: r.error_code ?? 'TA_ERR_FAILURE', message: r.error ?? '' })),

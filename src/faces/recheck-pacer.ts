@@ -1,4 +1,3 @@
-import { isoTime } from '../util/iso-time.js';
 import type { RecheckMode, RecheckStatus } from './recheck-status.js';
 
 export type { RecheckMode, RecheckStatus } from './recheck-status.js';
@@ -121,7 +120,7 @@ export function createRecheckPacer() {
       return {
         mode: modeOf(stats),
         paced_by: pacedBy,
-        oldest_check_at: oldest === null ? null : isoTime(oldest),
+        oldest_check_at: oldest === null ? null : new Date(oldest).toISOString(),
         oldest_check_age_s: oldest === null ? null : Math.max(0, Math.round((now - oldest) / 1000)),
         round_s: stats.served === 0 ? null : Math.round(Math.max(syncIntervalMs, stats.served / perMs) / 1000),
         budget: { requests_per_minute: budget.requestsPerMinute, bytes_per_hour: budget.bytesPerHour },

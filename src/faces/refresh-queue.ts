@@ -1,4 +1,3 @@
-import { performance } from '../util/monotonic.js';
 import { wait } from '../util/backoff.js';
 import type { SyncReport } from './types.js';
 

@@ -1,7 +1,6 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setImmediate } from 'node:timers/promises';
-import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import type { FaceRecord } from '../client/types.js';
 import type { DiskFloor } from '../disk/disk-floor.js';
@@ -9,7 +8,6 @@ import { fsyncDir, tempPathFor } from '../util/fs-atomic.js';
 import type { CacheFiles } from './cache-files.js';
 import { imageFileName, isValidFaceId } from './cache-files.js';
 import { makeDurable } from './durability.js';
-import type { SyncfsRunner } from '../util/syncfs.js';
 import type { FaceRow, FaceStore } from './face-store.js';
 import { extensionFor, ImageTap } from './image-check.js';
 import type { SyncPassResult } from './sync-run.js';
@@ -46,8 +44,6 @@ export interface SeedPassContext {
   maxImageBytes: number;
   signal: AbortSignal;
   disk?: DiskFloor | undefined;
-  /** syncfs without a fork of the daemon (util/syncfs.ts). */
-  syncfs?: SyncfsRunner | undefined;
 }
 
 interface Checked {
@@ -98,7 +94,7 @@ async function writeImages(ctx: SeedPassContext, writes: Write[]): Promise<void>
       }
       await setImmediate();
     }
-    await makeDurable(ctx.files.dir, writes.map((w) => w.path), ctx.signal, ctx.logger, ctx.syncfs);
+    await makeDurable(ctx.files.dir, writes.map((w) => w.path), ctx.signal, ctx.logger);
     for (const w of writes) if (!w.direct) renameSync(w.path, ctx.files.pathOf(w.file));
   } catch (err) {
     // Renamed ones stay (strays no row names are removed at start-up); the rest, written under

@@ -5,7 +5,6 @@ import { inTransaction, inUnsyncedTransaction, type Db } from '../db/database.js
 import { makeDir } from '../util/make-dir.js';
 import { sha256OfFile } from '../util/file-hash.js';
 import { downloadTempName } from './cache-files.js';
-import { performance } from '../util/monotonic.js';
 
 // Downloads kept across a failed sync. A sync downloads new images into `faces/.staging/` and
 // renames them into `faces/` only when the whole pass commits; if the pass fails (network drop,

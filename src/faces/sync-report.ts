@@ -1,7 +1,6 @@
 import { AgentError, AuthError, describeError } from '../errors.js';
 import { describeSkip } from '../client/faces-api.js';
 import type { SkippedRecord, SkipReason } from '../client/types.js';
-import { isoTime } from '../util/iso-time.js';
 import type { SyncRunRow } from './face-store.js';
 import type { SyncErrorInfo, SyncReason, SyncReport } from './types.js';
 import type { Logger } from 'pino';
@@ -28,8 +27,8 @@ export function errorInfo(err: unknown): SyncErrorInfo {
 export function reportFromRun(run: SyncRunRow | undefined): SyncReport | null {
   if (!run) return null;
   return {
-    reason: 'start', ok: run.ok === 1, started_at: isoTime(run.started_at),
-    finished_at: isoTime(run.finished_at ?? run.started_at), duration_ms: run.duration_ms ?? 0,
+    reason: 'start', ok: run.ok === 1, started_at: new Date(run.started_at).toISOString(),
+    finished_at: new Date(run.finished_at ?? run.started_at).toISOString(), duration_ms: run.duration_ms ?? 0,
     added: run.added, updated: run.updated, removed: run.removed, failed: run.failed, image_requests: run.image_requests,
     changed: false, faces_cached: 0,
     error: run.error ? { code: run.error_code ?? 'TA_ERR_FAILURE', message: run.error, exit_code: 1 } : null, failures: [], ...NO_SKIPS,
@@ -47,7 +46,7 @@ export function skippedFields(skipped: readonly SkippedRecord[]): Pick<SyncRepor
 type ReportFields = Omit<SyncReport, 'reason' | 'started_at' | 'finished_at' | 'duration_ms' | 'faces_cached'>;
 
 export function finishedReport(reason: SyncReason, startedAt: number, durationMs: number, facesCached: number, fields: ReportFields): SyncReport {
-  return { reason, started_at: isoTime(startedAt), finished_at: isoTime(startedAt + durationMs), duration_ms: durationMs, faces_cached: facesCached, ...fields };
+  return { reason, started_at: new Date(startedAt).toISOString(), finished_at: new Date(startedAt + durationMs).toISOString(), duration_ms: durationMs, faces_cached: facesCached, ...fields };
 }
 
 /** The report of a sync that did not run (stopped, a refused credential, a malformed face_id). */

@@ -1,4 +1,3 @@
-import { performance } from '../util/monotonic.js';
 import type { Logger } from 'pino';
 import type { FaceRecord, ServiceClient, SkippedRecord } from '../client/types.js';
 import { commitTemp, fsyncDir } from '../util/fs-atomic.js';
@@ -7,7 +6,6 @@ import type { CacheFiles, PreparedIndex } from './cache-files.js';
 import { isValidFaceId } from './cache-files.js';
 import type { FaceChanges, FaceStore } from './face-store.js';
 import { createWriteback, makeDurable, syncfsPays } from './durability.js';
-import type { SyncfsRunner } from '../util/syncfs.js';
 import { runPool, type ImageOutcome } from './image-download.js';
 import { fetchImage, type FetchJob } from './image-fetch.js';
 import { createRoomPool } from './room-pool.js';
@@ -45,8 +43,6 @@ export interface SyncPassContext {
   concurrency: number;
   maxImageBytes: number;
   signal: AbortSignal;
-  /** syncfs without a fork of the daemon (util/syncfs.ts). */
-  syncfs?: SyncfsRunner | undefined;
   /** Faces to re-fetch unconditionally (this agent changed them). */
   forced: ReadonlySet<string>;
   /** Rewrite index.json even if nothing changed (a previous index write failed). */
@@ -150,7 +146,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   let reused = 0;
   // A small pass (the refreshes enrollment starts) syncs each image as it is written: cheaper
   // than a syncfs for a few files (durability.ts).
-  const syncEach = !syncfsPays(jobs.length, ctx.syncfs);
+  const syncEach = !syncfsPays(jobs.length);
   const progress: SyncProgress = { phase: 'downloading', faces: remote.size, images_done: 0, images_total: jobs.length, bytes: 0 };
   let progressAt = 0;
   const report = (force: boolean) => {
@@ -160,7 +156,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
   };
   report(true);
   const room = ctx.disk ? createRoomPool(ctx.disk, 'face image downloads') : undefined;
-  const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger, undefined, ctx.syncfs);
+  const writeback = syncEach ? undefined : createWriteback(ctx.files.dir, ctx.signal, ctx.logger);
   const askedAt = new Map<string, number>();
   const fetchCtx = (signal: AbortSignal) => ({
     client: ctx.client, dir: ctx.staging.dir, cacheDir: ctx.files.dir, maxBytes: ctx.maxImageBytes, signal, staging: ctx.staging, logger: ctx.logger, syncEach,
@@ -211,7 +207,7 @@ export async function runSyncPass(ctx: SyncPassContext): Promise<SyncPassResult>
     // The images are made durable by another process (a syncfs) or the thread pool: the index the
     // commit will name is written meanwhile, so that after the commit it only has to be renamed.
     const [durable, prepared] = await Promise.allSettled([
-      makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger, ctx.syncfs),
+      makeDurable(ctx.files.dir, unsynced, ctx.signal, ctx.logger),
       indexWritten ? ctx.files.prepareIndex(ctx.store.servedRowsAfter(changes)) : undefined,
     ]);
     if (prepared.status === 'fulfilled') index = prepared.value;

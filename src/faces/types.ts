@@ -1,4 +1,3 @@
-import type { SyncfsRunner } from '../util/syncfs.js';
 import type { WalSyncer } from '../db/wal-sync.js';
 import type { FaceSeed } from './seed-pass.js';
 import type { RecheckStatus } from './recheck-pacer.js';
@@ -63,10 +62,6 @@ export interface FaceSyncDeps {
    * does not wait for a sync); start() and its cache repair do not.
    */
   firstSyncAfter?: Promise<void>;
-  /** Called once, after the first sync that succeeded: the cache is whole, start-up's work is done. */
-  onFirstSync?: () => void;
-  /** Runs syncfs for large batches without forking the daemon (util/syncfs.ts); default: a fork of `sync` each. */
-  syncfs?: SyncfsRunner;
   /** The connection's WAL syncer, shared with the outbox (db/wal-sync.ts); default: one of its own, closed by stop(). */
   walSyncer?: WalSyncer;
 }

@@ -1,7 +1,6 @@
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import { scrubSecrets } from './scrub-secrets.js';
 import { redactKeys } from './redact-keys.js';
-import { isoTime } from '../util/iso-time.js';
 
 export type { Logger } from 'pino';
 export { scrubSecrets } from './scrub-secrets.js';
@@ -25,8 +24,7 @@ export function createLogger(setup: LoggerSetup = {}): Logger {
   const options: LoggerOptions = {
     level: setup.level ?? 'info',
     base: { pid: process.pid },
-    // pino.stdTimeFunctions.isoTime's form, without Date's toISOString (util/iso-time.ts says why).
-    timestamp: () => `,"time":"${isoTime()}"`,
+    timestamp: pino.stdTimeFunctions.isoTime,
     // Secret-named keys are censored before serializing (redact-keys.ts says why not pino's redact).
     formatters: { level: (label) => ({ level: label }), log: redactKeys },
   };

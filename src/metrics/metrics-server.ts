@@ -2,7 +2,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/logger.js';
 import { parseListenAddress } from '../config/listen-address.js';
-import { setDateHeader } from '../util/iso-time.js';
 import { answerClientErrors, unanswerable } from '../util/http-client-error.js';
 
 // GET /metrics over TCP for a Prometheus server (metrics.listen, off by default). The control
@@ -32,7 +31,6 @@ export function createMetricsServer(o: MetricsServerOptions): MetricsServer {
 
   function answer(req: IncomingMessage, res: ServerResponse): void {
     if (unanswerable(req)) return;
-    setDateHeader(res);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('only GET /metrics\n');
       return;

@@ -1,5 +1,4 @@
 import { AbortedError, BusyError } from '../errors.js';
-import { performance } from '../util/monotonic.js';
 
 // One owner of the microphone at a time. ALSA would let a second arecord open a shared `default`
 // device and both recordings would then hold half of the samples, or refuse a hw: device with a

@@ -9,7 +9,6 @@ import type { VoiceprintRegistry, VoiceprintSource } from './registry.js';
 import type { WavFileInfo } from './wav-check.js';
 import { makeDir } from '../util/make-dir.js';
 import { canonicalName, nameProblem } from '../client/names.js';
-import { isoTime } from '../util/iso-time.js';
 
 // One way to register a voiceprint, whoever asks (a recording, `voiceprint register FILE`): the
 // WAV sent is kept under state_dir/voiceprints/ with a JSON of what the service answered, the
@@ -65,7 +64,7 @@ export function auditDir(stateDir: string): string {
 
 /** A new audit base path (no extension): time first so `ls` sorts them, then the name. */
 export function newAuditBase(stateDir: string, name: string, at = new Date()): string {
-  const stamp = isoTime(at.getTime()).replace(/[-:]/g, '').replace('.', '');
+  const stamp = at.toISOString().replace(/[-:]/g, '').replace('.', '');
   const safe = name.normalize('NFKD').replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '').slice(0, 40) || 'voiceprint';
   return join(auditDir(stateDir), `${stamp}-${safe}-${randomBytes(2).toString('hex')}`);
 }
@@ -99,7 +98,7 @@ export async function registerVoiceprintWav(deps: RegisterDeps, input: RegisterI
     );
   } catch (err) {
     const error = isAgentError(err) ? err.toJSON() : { error: describeError(err) };
-    const base = { name: input.name, source: input.source, sent, quality: input.quality, at: isoTime() };
+    const base = { name: input.name, source: input.source, sent, quality: input.quality, at: new Date().toISOString() };
     await writeFileAtomic(auditJsonPath(wavPath), `${JSON.stringify({ ...base, ok: false, ...error }, null, 2)}\n`).catch(() => {});
     throw err;
   }
@@ -136,7 +135,7 @@ async function recordRegistration(
   const jsonPath = auditJsonPath(r.auditPath);
   const voiceprintId = r.result.voiceprint_id ?? null;
   await writeFileAtomic(jsonPath, `${JSON.stringify({
-    name: r.name, source: r.source, sent: r.sent, quality: r.quality, at: isoTime(), ok: true,
+    name: r.name, source: r.source, sent: r.sent, quality: r.quality, at: new Date().toISOString(), ok: true,
     voiceprint_id: voiceprintId, voiceprint_info: r.result.voiceprint_info, code: r.result.code, message: r.result.message,
   }, null, 2)}\n`);
   if (!voiceprintId) deps.logger?.warn({ name: r.name }, 'the service registered the voiceprint but returned no voiceprint_id; it is listed without one');

@@ -1,6 +1,5 @@
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/database.js';
-import { isoTime } from '../util/iso-time.js';
 
 // The agent's own list of the voiceprints it registered: the API has no list call, so this table is
 // the only place an operator can see what the terminal enrolled (and the id needed to delete it).
@@ -133,6 +132,6 @@ function toRow(r: DbRow): VoiceprintRow {
     info: JSON.parse(r.info_json) as Record<string, unknown>,
     audit_wav: r.audit_wav,
     audit_json: r.audit_json,
-    created_at: isoTime(r.created_at),
+    created_at: new Date(r.created_at).toISOString(),
   };
 }

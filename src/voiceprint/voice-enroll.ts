@@ -19,8 +19,6 @@ import { makeDir } from '../util/make-dir.js';
 import type { EventPublisher } from '../events/event-bus.js';
 import { createLevelMeter } from './level-meter.js';
 import { audioDeviceErrors } from '../audio/speech-metrics.js';
-import { isoTime } from '../util/iso-time.js';
-import { performance } from '../util/monotonic.js';
 import { withLinkedSignal } from '../util/linked-signal.js';
 
 // Records a person from the terminal's microphone and registers the voiceprint: name checked
@@ -123,7 +121,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     const releaseMic = await mic.acquire(name, signal);
     let pcm: Buffer;
     try {
-      current = { name, phase: 'recording', since: isoTime() };
+      current = { name, phase: 'recording', since: new Date().toISOString() };
       const releasePlayback = deps.playback ? await deps.playback.hold() : undefined;
       recording.set(1);
       logger.info({ name, seconds, device, recorder: config.voiceprint.recorder }, 'recording a voiceprint');
@@ -139,7 +137,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
       releaseMic();
     }
 
-    current = { name, phase: 'checking', since: isoTime() };
+    current = { name, phase: 'checking', since: new Date().toISOString() };
     const report = measurePcm(pcm, sampleRate);
     const quality = toJson(report);
     if (Number.isFinite(report.peakDbfs)) lastPeak.set(report.peakDbfs);
@@ -153,7 +151,7 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
     // does not list could never be found or deleted (the API has no list call). The agent's stop
     // waits for it too, up to uploadStopGraceMs.
     if (signal.aborted) throw new AbortedError(`voiceprint enrollment of '${name}' cancelled before anything was sent: ${abortReason(signal, 'cancelled')}`);
-    current = { name, phase: 'uploading', since: isoTime() };
+    current = { name, phase: 'uploading', since: new Date().toISOString() };
     // The recording is kept as the audit copy of what was sent: never into the free-space floor.
     await createDiskFloor(config.state_dir, config.state_min_free ?? 'auto').assertRoom(pcm.length + 44, 'voiceprint recordings');
     await makeDir(auditDir(config.state_dir));
@@ -187,14 +185,14 @@ export function createVoiceEnroll(deps: VoiceEnrollDeps): VoiceEnroll {
         totals.ok++;
         enrollments.inc({ outcome: 'ok' });
         deps.events?.publish('voiceprint.registered', { name: result.name, voiceprint_id: result.voiceprint_id, levels: result.levels });
-        last = { name: result.name, ok: true, at: isoTime(), ms: Math.round(performance.now() - started), voiceprint_id: result.voiceprint_id, quality: result.quality, levels: result.levels };
+        last = { name: result.name, ok: true, at: new Date().toISOString(), ms: Math.round(performance.now() - started), voiceprint_id: result.voiceprint_id, quality: result.quality, levels: result.levels };
         return result;
       } catch (err) {
         totals.failed++;
         const code = isAgentError(err) ? err.code : 'TA_ERR_FAILURE';
         enrollments.inc({ outcome: outcomeOf(code) });
         if (code === 'TA_ERR_RECORDER') deviceErrors.inc({ role: 'input' });
-        last = { name: req.name, ok: false, at: isoTime(), error: describeError(err), code };
+        last = { name: req.name, ok: false, at: new Date().toISOString(), error: describeError(err), code };
         logger.warn({ name: req.name, code, err: describeError(err) }, 'voiceprint enrollment failed');
         deps.events?.publish('voiceprint.failed', { name: req.name, code, reason: describeError(err) });
         throw err;

@@ -27,7 +27,6 @@ run sync-tls BENCH_FS=ext4-nojournal BENCH_TLS=1 BENCH_FIRST_ONLY=1 RUNS=2 VARIA
 run enroll-disk BENCH_FS=ext4 RUNS=2 VARIANTS=0 AFTER_SECONDS=0 node test/bench/enroll.mjs
 run disk-idle BENCH_FS=ext4 node test/bench/disk-idle.mjs
 run speech node test/bench/speech.mjs
-run syncfs node test/bench/syncfs.mjs
 run console-syncs node test/bench/console-syncs.mjs
 run tls-cipher node test/bench/tls-cipher.mjs
 run console-10k BENCH_FACES=10000 ROUNDS=20 node test/bench/console.mjs

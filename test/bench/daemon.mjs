@@ -10,8 +10,8 @@
 // Beside them, node's floor: a node that loads the built-in modules the idle daemon has loaded and
 // listens on a unix socket, run as the unit runs the daemon: what node itself takes for them (on
 // Node 24 about 13 MB over a bare node, on Node 20 about 5), which no code of the agent's changes;
-// and since r43 that floor again with node's start-up pages released as the daemon releases its
-// own (src/daemon/heap-trim.ts), its like for like.
+// Memory is reported as VmRSS and as RssAnon (anonymous memory: the heaps; node's binary and other
+// file pages, which the kernel can drop and read again, left out): the idle budget is RssAnon.
 // And a daemon of a large group (BIG_GROUP faces, default 10,000, 2 KB images, from its own
 // emulator): its idle RSS is measured once its first sync is over (its cache holds them all) and
 // 15 s have passed, the figure of a terminal with a large group cached. BIG_GROUP=0 skips it.
@@ -24,7 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { inCgroup, quarterCoreCgroup } from './pi-budget.mjs';
-import { MAIN, NODE, indexEntries, procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
+import { MAIN, NODE, indexEntries, procAnonMb, procRssMb, schedPrefix, unitEnv, unitNodeArgs, writeDaemonConfig } from './lib/daemon-run.mjs';
 import { startTlsFront } from './lib/tls-front.mjs';
 import { seedMembers } from './lib/images.mjs';
 
@@ -172,7 +172,7 @@ async function tracedBuiltins() {
   const { child } = await startDaemon(unitEnv, undefined, ['--require', TRACE_HOOK], cfg, { TA_TRACE_FILE: trace });
   const index = join(dir, 'state-trace', 'faces', 'index.json');
   for (let i = 0; i < 200 && indexEntries(index) < 20; i++) await sleep(50);
-  // What the daemon does once its first sync is over (steady-v8-flags.ts imports node:v8 then).
+  // What the daemon does once its first sync is over.
   await sleep(2000);
   await new Promise((resolve, reject) => {
     const req = httpRequest({ socketPath: join(dir, 'ctl-trace.sock'), path: '/status' }, (res) => { res.resume(); res.on('end', resolve); });
@@ -187,13 +187,8 @@ async function tracedBuiltins() {
 }
 const FLOOR_MODULES = ROUNDS > 0 ? await tracedBuiltins() : [];
 if (ROUNDS > 0) console.log(`node's floor loads the ${FLOOR_MODULES.length} public built-in modules the daemon loaded (traced): ${FLOOR_MODULES.join(', ')}`);
-// Since r43 the daemon unmaps node's start-up pages once start-up has settled (heap-trim.ts): the
-// floor's like for that is the same node releasing them the same way after as long (the checkout's
-// addon, whatever build BENCH_MAIN runs). The floor as before stays beside it.
-const RELEASE_ADDON = join(ROOT, 'dist/native/malloc_trim.node');
-function spawnFloor(round, released = false) {
-  const release = released ? `setTimeout(() => require(${JSON.stringify(RELEASE_ADDON)}).releaseNodePages(), 15000);` : '';
-  const code = `for (const m of ${JSON.stringify(FLOOR_MODULES)}) require(m); require('net').createServer().listen(${JSON.stringify(join(dir, `floor-${round}${released ? '-r' : ''}.sock`))}); ${release} setInterval(() => {}, 1000)`;
+function spawnFloor(round) {
+  const code = `for (const m of ${JSON.stringify(FLOOR_MODULES)}) require(m); require('net').createServer().listen(${JSON.stringify(join(dir, `floor-${round}.sock`))}); setInterval(() => {}, 1000)`;
   return spawn(NODE, [...unitNodeArgs, '-e', code], { env: { ...alsaEnv, ...unitEnv }, stdio: 'ignore' });
 }
 
@@ -222,7 +217,6 @@ async function idleRound(round) {
   const overTls = tlsFront.error ? undefined : spawnOverTls(round);
   const baseline = spawn(NODE, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
   const floor = spawnFloor(round);
-  const floorReleased = spawnFloor(round, true);
   const big = bigEmulator ? spawnBig(round) : undefined;
   await sleep(SETTLE_SECONDS * 1000);
   if (big) {
@@ -231,13 +225,14 @@ async function idleRound(round) {
     while (indexEntries(big.index) < BIG_GROUP && performance.now() - t0 < 300_000 && big.child.exitCode === null) await sleep(500);
     await sleep(15_000);
   }
-  const watched = { daemon: child.pid, plain: plain.pid, baseline: baseline.pid, floor: floor.pid, floorReleased: floorReleased.pid, ...(overTls ? { tls: overTls.pid } : {}), ...(big ? { big: big.child.pid } : {}) };
+  const watched = { daemon: child.pid, plain: plain.pid, baseline: baseline.pid, floor: floor.pid, ...(overTls ? { tls: overTls.pid } : {}), ...(big ? { big: big.child.pid } : {}) };
   const start = Object.fromEntries(Object.entries(watched).map(([k, pid]) => [k, { self: procCpuSeconds(pid), all: cpuOf(family(pid)) }]));
-  const max = Object.fromEntries(Object.keys(watched).map((k) => [k, { self: 0, all: 0 }]));
+  const max = Object.fromEntries(Object.keys(watched).map((k) => [k, { self: 0, all: 0, anon: 0 }]));
   for (let s = 0; s < IDLE_SECONDS; s++) {
     await sleep(1000);
     for (const [k, pid] of Object.entries(watched)) {
       max[k].self = Math.max(max[k].self, procRssMb(pid));
+      max[k].anon = Math.max(max[k].anon, procAnonMb(pid));
       max[k].all = Math.max(max[k].all, rssOf(family(pid)));
     }
   }
@@ -246,7 +241,7 @@ async function idleRound(round) {
   const tlsSynced = overTls ? cachedFaces(`tls-${round}`) : 0;
   const r = {
     rss: max.daemon.self, cpu: cpu('daemon', 'self'), children: family(child.pid).length - 1, rssAll: max.daemon.all, cpuAll: cpu('daemon', 'all'),
-    plainRss: max.plain.self, plainCpu: cpu('plain', 'self'), baseRss: max.baseline.self, baseCpu: cpu('baseline', 'self'), floorRss: max.floor.self, floorReleasedRss: max.floorReleased.self,
+    plainRss: max.plain.self, plainCpu: cpu('plain', 'self'), baseRss: max.baseline.self, baseCpu: cpu('baseline', 'self'), floorRss: max.floor.self, anon: max.daemon.anon, baseAnon: max.baseline.anon, floorAnon: max.floor.anon,
     ...(overTls && tlsSynced === 20 ? { tlsRss: max.tls.self, tlsCpu: cpu('tls', 'self') } : {}),
     ...(big && indexEntries(big.index) === BIG_GROUP ? { bigRss: max.big.self, bigCpu: cpu('big', 'self') } : {}),
   };
@@ -254,14 +249,13 @@ async function idleRound(round) {
     : `; with ${BIG_GROUP} faces cached ${r.bigRss.toFixed(1)} MB, ${r.bigCpu.toFixed(2)} %`;
   const tlsPart = !overTls ? '' : r.tlsRss === undefined ? `; over https: NOT MEASURED (its cache holds ${tlsSynced} of 20 faces: it did not sync through the front)`
     : `; over https ${r.tlsRss.toFixed(1)} MB, ${r.tlsCpu.toFixed(2)} %`;
-  console.log(`  round ${round + 1}: daemon as the unit runs it RSS max ${r.rss.toFixed(1)} MB, CPU ${r.cpu.toFixed(2)} % (with its ${r.children} children: ${r.rssAll.toFixed(1)} MB, ${r.cpuAll.toFixed(2)} %); ` +
-    `without the unit's Environment= ${r.plainRss.toFixed(1)} MB, ${r.plainCpu.toFixed(2)} %; bare node ${r.baseRss.toFixed(1)} MB, ${r.baseCpu.toFixed(2)} %; node's floor ${r.floorRss.toFixed(1)} MB, its start-up pages released ${r.floorReleasedRss.toFixed(1)} MB${tlsPart}${bigPart}`);
+  console.log(`  round ${round + 1}: daemon as the unit runs it RSS max ${r.rss.toFixed(1)} MB, RssAnon max ${r.anon.toFixed(1)} MB, CPU ${r.cpu.toFixed(2)} % (with its ${r.children} children: ${r.rssAll.toFixed(1)} MB, ${r.cpuAll.toFixed(2)} %); ` +
+    `without the unit's Environment= ${r.plainRss.toFixed(1)} MB, ${r.plainCpu.toFixed(2)} %; bare node ${r.baseRss.toFixed(1)} MB (RssAnon ${r.baseAnon.toFixed(1)}), ${r.baseCpu.toFixed(2)} %; node's floor ${r.floorRss.toFixed(1)} MB (RssAnon ${r.floorAnon.toFixed(1)})${tlsPart}${bigPart}`);
   plain.kill('SIGTERM');
   overTls?.kill('SIGTERM');
   big?.child.kill('SIGTERM');
   baseline.kill();
   floor.kill();
-  floorReleased.kill();
   await stop(child);
   await Promise.all([plain, ...(overTls ? [overTls] : []), ...(big ? [big.child] : [])].map((p) => new Promise((res) => (p.exitCode !== null ? res() : p.once('close', res)))));
   return r;
@@ -291,9 +285,7 @@ if (rounds.length > 0) {
   const medFloor = median(col('floorRss'));
   console.log(`baseline node's floor (the built-in modules the daemon loads, a listening unix socket, as the unit runs it): RSS median ${medFloor.toFixed(1)} MB; ` +
     `the daemon holds ${(medRss - medFloor).toFixed(1)} MB over it (median of the rounds' differences ${median(rounds.map((r) => r.rss - r.floorRss)).toFixed(1)} MB)`);
-  const medFloorReleased = median(col('floorReleasedRss'));
-  console.log(`baseline node's floor with its start-up pages released as the daemon (since r43) releases its own, 15 s after start: RSS median ${medFloorReleased.toFixed(1)} MB; ` +
-    `the daemon holds ${(medRss - medFloorReleased).toFixed(1)} MB over it (median of the rounds' differences ${median(rounds.map((r) => r.rss - r.floorReleasedRss)).toFixed(1)} MB)`);
+  console.log(`RssAnon (the idle budget, <= 25 MB): daemon median ${median(col('anon')).toFixed(1)} MB, max ${maxOf(col('anon')).toFixed(1)} MB; bare node ${median(col('baseAnon')).toFixed(1)} MB; node's floor ${median(col('floorAnon')).toFixed(1)} MB`);
   const tlsRounds = rounds.filter((r) => r.tlsRss !== undefined);
   if (tlsRounds.length > 0) {
     const tls = (k) => tlsRounds.map((r) => r[k]);

@@ -34,8 +34,8 @@
 //   a terminal talks to its cloud: every upload encrypted, each new connection a TLS handshake),
 //   AFTER_SECONDS=N (default 15 in the no-latency runs, 0 in the others): how long the daemon is
 //   kept once the burst is done, for its RSS then against its RSS just before the burst (the
-//   memory a burst leaves behind: V8 frees the images at a full GC seconds later, and the agent
-//   hands glibc's free pages back after it, src/daemon/heap-trim.ts)
+//   memory a burst leaves behind: V8 frees the images at a full GC seconds later; RssAnon beside
+//   it, the anonymous memory alone)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { readdirSync, statSync, watch } from 'node:fs';
@@ -45,7 +45,7 @@ import { benchWorkDir, createCost, deviceWrittenBytes, settleDisk } from './lib/
 import { startTlsFront } from './lib/tls-front.mjs';
 import { slowSyncEnv } from './lib/slow-sync.mjs';
 import { randomJpeg, seedMembers } from './lib/images.mjs';
-import { createPiBudget, startJournalReceiver, procCpuSplitMs, procThreadCpuMs, procPeakRssMb, procRssMb, procWriteBytes, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
+import { createPiBudget, startJournalReceiver, procCpuSplitMs, procThreadCpuMs, procAnonMb, procPeakRssMb, procRssMb, procWriteBytes, spawnDaemon, spawnNode, spread, writeDaemonConfig, ROOT } from './lib/daemon-run.mjs';
 
 const { startEmulator } = await import(join(ROOT, 'dist/emulator/index.js'));
 const { configSchema } = await import(join(ROOT, 'dist/config/schema.js'));
@@ -232,6 +232,7 @@ async function oneRun(latencyMs, budget, runNo) {
     settleDisk(root);
     const pid = daemon.pid;
     const rssBeforeMb = procRssMb(pid);
+    const anonBeforeMb = procAnonMb(pid);
     const cpu0 = procCpuSplitMs(pid);
     const threads0 = procThreadCpuMs(pid);
     const written0 = procWriteBytes(pid);
@@ -273,9 +274,11 @@ async function oneRun(latencyMs, budget, runNo) {
     const peakRssMb = procPeakRssMb(pid);
     const afterSeconds = Number(process.env.AFTER_SECONDS ?? (latencyMs === 0 && !budget ? 15 : 0));
     let rssAfterMb;
+    let anonAfterMb;
     if (afterSeconds > 0) {
       await sleep(afterSeconds * 1000);
       rssAfterMb = procRssMb(pid);
+      anonAfterMb = procAnonMb(pid);
     }
     await daemon.stop();
     const journalEntries = await journal.stop();
@@ -303,8 +306,8 @@ async function oneRun(latencyMs, budget, runNo) {
     const deviceKb = device0 === null || device1 === null ? undefined : (device1 - device0) / 1024 / COUNT;
     const diskPart = writtenKb === undefined ? '' : `; disk per file: the daemon wrote ${writtenKb.toFixed(1)} KB` +
       (deviceKb === undefined ? '' : `, the device took ${deviceKb.toFixed(1)} KB (the copy into the inbox included)`) + ` for an image of ${(IMAGE_BYTES / 1024).toFixed(0)} KB`;
-    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, nodePlainMs: nodePlain.ms, nodePlainCpuMs: nodePlain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, rssBeforeMb, rssAfterMb, allOnce, lists, createUs, stallMs, writtenKb, deviceKb };
-    const afterPart = rssAfterMb === undefined ? '' : `; RSS ${afterSeconds} s after the burst ${rssAfterMb.toFixed(1)} MB (just before it ${rssBeforeMb.toFixed(1)} MB)`;
+    const r = { plainMs: plain.ms, plainCpuMs: plain.cpuMs, nodePlainMs: nodePlain.ms, nodePlainCpuMs: nodePlain.cpuMs, endMs, doneAllMs, copyMs, cpuMs, userMs, peakRssMb, rssBeforeMb, rssAfterMb, anonBeforeMb, anonAfterMb, allOnce, lists, createUs, stallMs, writtenKb, deviceKb };
+    const afterPart = rssAfterMb === undefined ? '' : `; RSS ${afterSeconds} s after the burst ${rssAfterMb.toFixed(1)} MB (just before it ${rssBeforeMb.toFixed(1)} MB), RssAnon ${anonAfterMb.toFixed(1)} MB (before ${anonBeforeMb.toFixed(1)} MB)`;
     r.ratio = endMs / plain.ms;
     r.ok = endMs <= SETTLE_MS + 1.25 * plain.ms;
     r.nodeRatio = endMs / nodePlain.ms;

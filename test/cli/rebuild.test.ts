@@ -67,12 +67,8 @@ describe('rebuilding under a running process', () => {
     const names = readdirSync(OUT).filter((n) => /\.(js|cjs|idx|json)$/.test(n));
     expect(names.length).toBeGreaterThan(20);
     const before = contents(names.map((n) => join(OUT, n)));
-    const caches = readdirSync(OUT).filter((n) => n.endsWith('.v8')).sort();
-    expect(caches.length).toBeGreaterThan(10);
-    // Left by an older build (a chunk of another text, its code cache; a cache of a chunk still
-    // built, for node flags the unit no longer sets) and by a build killed midway.
-    const liveChunk = names.find((n) => /^chunk-\w+\.js$/.test(n))!;
-    const stale = ['chunk-STALE000.js', 'chunk-STALE000.js.0123abcd.v8', `${liveChunk}.0badc0de.v8`, '.main.cjs.99999.tmp'];
+    // Left by an older build (a chunk of another text) and by a build killed midway.
+    const stale = ['chunk-STALE000.js', '.main.cjs.99999.tmp'];
     for (const name of stale) {
       writeFileSync(join(OUT, name), 'stale');
       utimesSync(join(OUT, name), new Date('2026-01-01'), new Date('2026-01-01'));
@@ -81,14 +77,12 @@ describe('rebuilding under a running process', () => {
     const r = await watchThrough(root, 'scripts/bundle.mjs', before);
     expect(r.code, r.stderr).toBe(0);
     expect(r.problems).toEqual([]);
-    // The build took long enough to be watched through (esbuild, the packs, the code caches).
-    expect(r.rounds).toBeGreaterThan(20);
+    // The build took long enough to be watched through.
+    expect(r.rounds).toBeGreaterThan(5);
 
     for (const name of stale) expect(existsSync(join(OUT, name)), name).toBe(false);
     expect(readdirSync(OUT).filter((n) => /\.(js|cjs|idx|json)$/.test(n)).sort()).toEqual([...names].sort());
     expect(readdirSync(OUT).filter((n) => n.endsWith('.tmp'))).toEqual([]);
-    // The code caches made again, for the same chunks and flags.
-    expect(readdirSync(OUT).filter((n) => n.endsWith('.v8')).sort()).toEqual(caches);
     const version = spawnSync(process.execPath, [join(root, 'dist', 'main.js'), '--version'], { encoding: 'utf8' });
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+/);
   }, 60_000);

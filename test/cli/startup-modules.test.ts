@@ -32,7 +32,6 @@ function modulesOf(traceFile: string): string[] {
   const out = new Set<string>();
   for (const path of paths) {
     const rel = relative(REPO_ROOT, path).split('\\').join('/');
-    if (/^dist\/bundle\/pack-[A-Z0-9]+\.js$/.test(rel)) continue; // its chunks are traced as they run
     const chunk = meta.outputs[rel];
     if (chunk) for (const input of Object.keys(chunk.inputs)) out.add(input);
     else out.add(rel.replace(/^dist\/(.*)\.js$/, 'src/$1.ts'));
@@ -53,10 +52,10 @@ async function traceCli(
 // prints through process.stdout/stderr and reads its arguments with node:util's parseArgs: Node's
 // own parts, whatever they load):
 // - node:fs/promises (with readline and fs watchers), about 2 ms;
-// - node:crypto, about 3 ms; node:module (the chunk loader's createRequire), about 0.5 ms.
+// - node:crypto, about 3 ms.
+// (node:module is loaded by every command: the entry turns on Node's compile cache with it.)
 const FS_PROMISES = 'fs/promises';
 const CRYPTO = 'crypto';
-const LOADER_EXTRAS = ['module'];
 
 const DAEMON = /^src\/(daemon\/(daemon|agent|components)|cli\/daemon-env)\.ts$/;
 const EMULATOR = /^src\/emulator\//;
@@ -129,7 +128,7 @@ describe('what each CLI command loads at start-up', () => {
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('usage: terminal-agent');
       expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(zod|yaml|pino|better-sqlite3)\//]), args.join(' ')).toEqual([]);
-      expect(r.builtins.filter((b) => [FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b)), args.join(' ')).toEqual([]);
+      expect(r.builtins.filter((b) => [FS_PROMISES, CRYPTO].includes(b)), args.join(' ')).toEqual([]);
     }
   });
 
@@ -143,8 +142,8 @@ describe('what each CLI command loads at start-up', () => {
     expect(loadedOf(r.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3|zod|yaml)\//, /^src\/config\/schema\.ts$/, /^src\/cli\/api-client\.ts$/, /^src\/client\//,
       // nor the disk floor's or the enrollment folders' code (node:fs/promises) for one line of text.
       /^src\/disk\/disk-floor\.ts$/, /^src\/enroll\/layout\.ts$/])).toEqual([]);
-    // No fs/promises, crypto or extra loader modules.
-    expect(r.builtins.filter((b) => [FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
+    // No fs/promises or crypto.
+    expect(r.builtins.filter((b) => [FS_PROMISES, CRYPTO].includes(b))).toEqual([]);
   });
 
   it('status with a config file that no longer validates still asks the daemon at its socket; with no daemon there it reports the problem (exit 78)', async () => {
@@ -169,7 +168,7 @@ describe('what each CLI command loads at start-up', () => {
     expect(check.stdout).toContain('config OK');
     expect(loadedOf(check.modules, [...HEAVY, /^node_modules\/(pino|better-sqlite3)\//])).toEqual([]);
     // Nor node:crypto (for reading a password hash: src/util/password-hash-format.ts).
-    expect(check.builtins.filter((b) => [CRYPTO, 'module'].includes(b))).toEqual([]);
+    expect(check.builtins.filter((b) => [CRYPTO].includes(b))).toEqual([]);
 
     const cached = await traceCli('faces-cached', ['faces', 'list', '--cached', '--config', files.configPath]);
     expect(cached.code, cached.stderr).toBe(0);
@@ -179,6 +178,6 @@ describe('what each CLI command loads at start-up', () => {
       // nor the service commands' helpers (image and name checks) or what `faces sync` needs.
       /^src\/(client\/faces-api|util\/fs-atomic)\.ts$/, /^src\/cli\/(api-client|progress-format|live-area)\.ts$/, /^src\/client\/media-types\.ts$/,
       /^src\/cli\/faces-sync-command\.ts$/, /^src\/events\/event-bus\.ts$/])).toEqual([]);
-    expect(cached.builtins.filter((b) => [FS_PROMISES, CRYPTO, ...LOADER_EXTRAS].includes(b))).toEqual([]);
+    expect(cached.builtins.filter((b) => [FS_PROMISES, CRYPTO].includes(b))).toEqual([]);
   });
 });

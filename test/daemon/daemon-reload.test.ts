@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../helpers/cli.js';
 import { startTestEmulator } from '../helpers/emulator.js';
 import { tmpDir } from '../helpers/tmp.js';
-import { controlRequest, daemonFiles, installedCopy, isReady, spawnDaemon } from './daemon-harness.js';
+import { controlRequest, daemonFiles, isReady, spawnDaemon } from './daemon-harness.js';
 import type { AgentStatus } from '../../src/control/types.js';
 
 describe('SIGHUP reloads the configuration', () => {
@@ -107,25 +106,5 @@ describe('SIGHUP reloads the configuration', () => {
     // Neither the old nor the new secret is in the log.
     expect(d.stdout()).not.toContain('wrong-secret-value-000000');
     expect(d.stdout()).not.toContain(emulator.terminals[0]!.terminal_secret);
-  });
-
-  it('says the program files were replaced, not that the config is invalid, when a SIGHUP finds its chunk gone, and exits 1 for systemd to restart it', async () => {
-    // What an upgrade's unpack would do under a daemon left running (the package's preinst stops it
-    // first): the built tree copied, the daemon run from it, the config reader's chunk deleted.
-    const emulator = await startTestEmulator();
-    const files = daemonFiles(tmpDir('ta-hup-'), emulator);
-    const copy = installedCopy();
-    const d = spawnDaemon(files.configPath, {}, ['run'], REPO_ROOT, join(copy, 'main.js'));
-    await d.waitLog(isReady);
-    const gone = readdirSync(join(copy, 'bundle')).filter((n) => /^load-config-\w+\.js$/.test(n)).map((f) => join(copy, 'bundle', f));
-    expect(gone).toHaveLength(1);
-    rmSync(gone[0]!);
-    d.signal('SIGHUP');
-    expect(await d.exited).toEqual({ code: 1, signal: null });
-    expect(d.logs().filter((l) => l.msg.startsWith('reload refused'))).toEqual([]);
-    const replaced = d.logs().find((l) => /program files were replaced/.test(l.msg));
-    expect(replaced).toMatchObject({ level: 'error', where: 'SIGHUP reload', missing: gone[0] });
-    expect(replaced!.msg).toMatch(/it stops and exits 1, so that systemd \(Restart=always\) starts the installed files; .* reinstall the package/);
-    expect(d.logs().at(-1)).toMatchObject({ msg: 'stopped', clean: true });
   });
 });

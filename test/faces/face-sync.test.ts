@@ -115,7 +115,7 @@ describe('face sync against the emulator', () => {
     expect(expectIndexMatchesServer(h.facesDir, h.emu).filter((e) => e.name.endsWith('-new'))).toHaveLength(3);
   });
 
-  it('a large first sync (one syncfs for the batch) caches every image whole', async () => {
+  it('a large first sync caches every image whole', async () => {
     const h = await harness();
     h.emu.seedFaces(GROUP, Array.from({ length: 60 }, (_, i) => ({ name: `f${i}`, image: i % 2 ? jpeg(3000) : png(3000) })));
     const report = await h.make().syncNow();

@@ -110,8 +110,8 @@ export function deviceWrittenBytes(dir) {
 
 /**
  * Writes out what is dirty on `dir`'s file system (syncfs, coreutils `sync -f`) before a timed
- * phase, untimed: the daemon makes its images durable with syncfs calls, and each of them would
- * otherwise also write the previous phase's files (the plain loop's 300 MB, the emulator's seeded
+ * phase, untimed: the daemon's fdatasync calls would otherwise wait behind the previous phase's
+ * files (the plain loop's 300 MB, the emulator's seeded
  * images), which a terminal's disk never holds.
  */
 export function settleDisk(dir) {

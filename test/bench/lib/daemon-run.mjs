@@ -28,8 +28,8 @@ export function procCpuMs(pid) {
 }
 
 /**
- * Its own and its children's, reaped or still running, with theirs (a `sync` it spawned, or the
- * syncfs helper shell that runs them, is the daemon's cost too).
+ * Its own and its children's, reaped or still running, with theirs (a child it spawned is the
+ * daemon's cost too).
  */
 export function procCpuSplitMs(pid) {
   let stat;
@@ -92,6 +92,11 @@ export function procPeakRssMb(pid) {
 /** Resident now (VmRSS), MB. */
 export function procRssMb(pid) {
   return procStatusMb(pid, 'VmRSS');
+}
+
+/** Anonymous resident memory (RssAnon: heaps, stacks; not the pages of files such as node's binary) of a live process, MB. */
+export function procAnonMb(pid) {
+  return procStatusMb(pid, 'RssAnon');
 }
 
 /**

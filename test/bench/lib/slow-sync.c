@@ -1,7 +1,6 @@
 // Preloaded into the daemon by BENCH_SLOW_SYNC_MS (lib/slow-sync.mjs): every fsync, fdatasync and
 // syncfs through libc first sleeps SLOW_SYNC_MS. It stands in for an SD card's flush (tens of ms),
-// which this VM's disk (1 to 3 ms) cannot show. Benchmarks only; the syncfs helper (perl, its own
-// empty environment, syscall() by number) is not slowed.
+// which this VM's disk (1 to 3 ms) cannot show. Benchmarks only.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>
