@@ -7,7 +7,7 @@
 #
 #   sudo packaging/check-arm64.sh [DEB]        (default: the newest dist-pkg/*_arm64.deb)
 #   SUITE=bookworm packaging/check-arm64.sh    Debian 12 instead (the base of Raspberry Pi OS)
-# Slow: everything arm64 runs emulated (see README for the time). The base root is debootstrapped
+# Slow: everything arm64 runs emulated (docs/packaging.md). The base root is debootstrapped
 # once into $TA_CHECK_CACHE (default /var/cache/terminal-agent-pkg); each run uses a fresh copy.
 set -euo pipefail
 . "$(dirname "$0")/check/lib.sh"

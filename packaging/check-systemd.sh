@@ -5,7 +5,7 @@
 #   install N          postinst enables and starts the unit; with empty credentials it fails with
 #                      exit 78 naming them, and is not restarted (RestartPreventExitStatus)
 #   configure          systemctl restart: READY (Type=notify) timed from systemd's own timestamps;
-#                      by 20 s after its start the daemon has given back node's start-up pages
+#                      the daemon's RssAnon 20 s after its start is reported
 #   faces uploading    emulator with --latency, then apt-get install N+1: preinst stops the unit
 #                      (SIGTERM drain) before the unpack, postinst starts it, every face reaches
 #                      done/ and the emulator once
@@ -198,9 +198,9 @@ echo "check: apt remove stopped the unit (inactive) and kept /var/lib/terminal-a
 in_sd purge_pkg
 in_sd stop_emulator
 
-# systemd/install.sh (README "From a checkout"), on the same systemd now that the package is gone:
+# systemd/install.sh (docs/packaging.md, "Without the package: from a checkout"), on the same systemd now that the package is gone:
 # the checkout's dist/ and node_modules/, and on PATH the node they were built with (its native
-# addons fit only that node's ABI; the package's node is another major since r36).
+# addons fit only that node's ABI; the package's node is another major).
 [ -f "$PKGDIR/../dist/main.js" ] || { echo "check: FAIL: no dist/ in the checkout for install.sh (npm run build)" >&2; exit 1; }
 nodebin=$(readlink -f "$(command -v node)")
 # Copied alone into the root: Debian's nodejs keeps node in libnode.so, which would not come along.

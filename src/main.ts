@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     for (const l of reloadListeners) l();
   });
   // A bug (an unhandled 'error' event, a rejected promise nobody awaited) leaves the process in an
-  // unknown state: say so in the log, then exit 1 so systemd's Restart=on-failure starts afresh.
+  // unknown state: say so in the log, then exit 1 so systemd's Restart=always starts afresh.
   const onUncaught = (err: unknown, origin: string) => {
     // The daemon's listener logs through its logger, which scrubs the secrets; the raw stderr line
     // is only for commands without one (and if that logging itself failed).

@@ -27,7 +27,7 @@ describe('the soak RSS floor', () => {
     expect(ratio(leaking)).toBeGreaterThan(1.05);
   });
 
-  it('is not set by one end caught just after a heap trim when the quarter has other bottoms', () => {
+  it('is not set by one end caught just after memory was handed back when the quarter has other bottoms', () => {
     const trimmed = [...R48_SOAK];
     trimmed[34] = 40; // a trim right after the full GC, once
     trimmed.splice(36, 4, 50.2, 62.0, 66.0, 51.0); // and a second tooth bottom in the last quarter

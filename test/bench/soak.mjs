@@ -14,8 +14,8 @@
 // `status` is asked every 15 s, an event stream (GET /events) stays open, syncs run every 15 s.
 // Measured: the daemon's RSS at the end of each cycle (its work done, before the next drop),
 // against its own RSS after the warm-up cycles (the baseline, same run). It is a saw (r24: 74 to
-// 91 MB, 3 minutes a tooth: V8's old space fills with the images' garbage until a full GC, and the
-// heap trimmer gives the pages back after it), so what is compared is its floor, the lowest RSS
+// 91 MB, 3 minutes a tooth: V8's old space fills with the images' garbage until a full GC, which
+// gives the pages back), so what is compared is its floor, the lowest RSS
 // in the last quarter of the cycles against the second's (since r48 the median of each quarter's
 // tooth bottoms, lib/rss-floor.mjs; its lower quartile before): a leak lifts the floor.
 // Also the slope of a line through the second half's figures (MB per hour), and the same floors of

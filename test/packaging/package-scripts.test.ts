@@ -7,7 +7,7 @@ import { REPO_ROOT } from '../helpers/cli.js';
 import { needMountNamespace } from '../helpers/tmp.js';
 
 // What can be checked of the Debian packaging without building it (npm run package takes minutes
-// and cross-compiles) or emulating arm64: packaging/check-*.sh do that by hand (see README).
+// and cross-compiles) or emulating arm64: packaging/check-*.sh do that by hand (docs/packaging.md).
 const PKG = join(REPO_ROOT, 'packaging');
 const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: 'utf8', cwd: REPO_ROOT });
 

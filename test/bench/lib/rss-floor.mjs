@@ -1,5 +1,5 @@
 // The floor of a saw: the soak's RSS at its cycles' ends climbs as V8's old space fills with
-// garbage and drops at each full GC (and heap trim), a tooth every few cycles. A leak lifts the
+// garbage and drops at each full GC, a tooth every few cycles. A leak lifts the
 // bottoms of the teeth, so those are what a quarter's floor is made of.
 //
 // The lower quartile of a quarter's cycle ends (the floor until r48) depends on how many teeth fall
@@ -28,7 +28,7 @@ export function bottoms(series) {
 /**
  * The floor of `series[from..to)`: the median of the tooth bottoms in it, looked for in the whole
  * series (a bottom's neighbours may be in the next quarter). The median, not the lowest: one end
- * caught just after a heap trim (r26: 82.5 MB among 96.9 to 126.9) would otherwise set it. A
+ * caught just after memory was handed back (82.5 MB among 96.9 to 126.9) would otherwise set it. A
  * stretch with no bottom (no full GC in it) falls back to its lower quartile.
  */
 export function floorOf(series, from, to) {
