@@ -67,7 +67,7 @@ function groupsOf(commands) {
  */
 function exampleNotes(known) {
   const notes = new Map();
-  let section = '';
+  const open = []; // the sections the line is inside, outermost first: { indent, path }
   let comment = [];
   for (const line of readFileSync(join(ROOT, 'config', 'config.example.yaml'), 'utf8').split('\n')) {
     if (line.trim() === '') {
@@ -76,11 +76,12 @@ function exampleNotes(known) {
     }
     const m = /^( *)(# )?([a-z_]+):(.*)$/.exec(line);
     const indent = m ? m[1].length : -1;
-    const sectionOfLine = indent === 0 ? '' : section;
+    while (m && open.length > 0 && open.at(-1).indent >= indent) open.pop();
+    const sectionOfLine = m ? (open.at(-1)?.path ?? '') : '';
     if (m && (known[sectionOfLine] ?? []).includes(m[3]) && !(m[2] && notes.has(`${sectionOfLine}.${m[3]}`))) {
       const [value, trailing] = splitComment(m[4]);
-      if (indent === 0 && known[m[3]]) section = m[3];
       const key = sectionOfLine ? `${sectionOfLine}.${m[3]}` : m[3];
+      if (known[key] && !m[2]) open.push({ indent, path: key });
       notes.set(key, { text: [...comment, ...(trailing ? [trailing] : [])].join(' '), value: value.trim(), commented: Boolean(m[2]) });
       comment = [];
       continue;
@@ -112,7 +113,7 @@ async function configMarkdown() {
     for (const key of keys) {
       const path = section ? `${section}.${key}` : key;
       const note = notes.get(path);
-      out.push(`| \`${path}\` | ${defaultText(configSchema, minimal, defaults, section, key, note)} | ${onHup(path)} | ${cell(note?.text ?? '')} |`);
+      out.push(`| \`${path}\` | ${KNOWN_KEYS[path] ? 'its keys, below' : defaultText(configSchema, minimal, defaults, section, key, note)} | ${onHup(path)} | ${cell(note?.text ?? '')} |`);
     }
     out.push('');
   }
@@ -122,15 +123,17 @@ async function configMarkdown() {
 /** The default as the YAML would write it: the example's value when it is the default, else the schema's. */
 function defaultText(schema, minimal, defaults, section, key, note) {
   if (section === 'service' && key in minimal.service) return '(required)';
-  const value = section ? defaults[section]?.[key] : defaults[key];
+  const path = section ? [...section.split('.'), key] : [key];
+  const at = (obj) => path.reduce((o, k) => o?.[k], obj);
+  const value = at(defaults);
   if (value === undefined) return '(none)';
   if (note && !note.commented) {
     const input = structuredClone(minimal);
-    const given = parseYaml(`v: ${note.value}`).v;
-    if (section) input[section] = { ...input[section], [key]: given };
-    else input[key] = given;
+    let parent = input;
+    for (const k of path.slice(0, -1)) parent = parent[k] = { ...parent[k] };
+    parent[key] = parseYaml(`v: ${note.value}`).v;
     const parsed = schema.safeParse(input);
-    const got = parsed.success ? (section ? parsed.data[section][key] : parsed.data[key]) : Symbol('none');
+    const got = parsed.success ? at(parsed.data) : Symbol('none');
     if (JSON.stringify(got) === JSON.stringify(value)) return `\`${note.value}\``;
   }
   return `\`${JSON.stringify(value)}\``;
@@ -293,7 +296,7 @@ export function changelog(debian) {
       .split(/\n(?= {2}\* )/).map((item) => item.replace(/^ {2}\* /, '').replace(/\s*\n\s*/g, ' ').trim()).filter(Boolean);
     const kinds = new Map();
     for (const item of items) {
-      const kind = /^(First|New) /.test(item) ? 'Added' : /\bCVEs?\b/.test(item) ? 'Security' : 'Changed';
+      const kind = /^(First|New)\b/.test(item) ? 'Added' : /\bCVEs?\b/.test(item) ? 'Security' : 'Changed';
       kinds.set(kind, [...(kinds.get(kind) ?? []), item]);
     }
     out.push('', head[2] === 'UNRELEASED' ? '## [Unreleased]' : `## [${head[1]}] - ${day}`);
