@@ -30,5 +30,8 @@ run speech node test/bench/speech.mjs
 run console-syncs node test/bench/console-syncs.mjs
 run tls-cipher node test/bench/tls-cipher.mjs
 run console-10k BENCH_FACES=10000 ROUNDS=20 node test/bench/console.mjs
+run face-check node test/bench/face-check.mjs 200
+run face-freshness node test/bench/face-freshness.mjs
+run transport COUNT=1000 ROUNDS=3 node test/bench/transport.mjs
 printf '%s  done; the summaries:\n' "$(date -u +%H:%M:%S)"
 grep -H -E '=>|median|RSS median|within|OUTSIDE|CPU [0-9.]+x|re-sync|thread|handshakes|a sync|GET /api/faces|thumb \(warm|first screen|peak RSS' "$out"/*.txt | grep -v '"level"' | awk '!seen[$0]++'
