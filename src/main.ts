@@ -111,11 +111,13 @@ async function main(): Promise<void> {
   // a finished CLI alive. A finished exchange with the daemon leaves its socket, closed on the next
   // turn of the loop: exiting now loses nothing once no text waits in stdout's or stderr's queue
   // (a slow reader of a pipe) and nothing but sockets is left (no child, timer or file request).
+  // The last resort is armed even when nothing shows: a native addon's handle (the journal's
+  // datagram socket, unix-dgram) keeps the loop alive without being listed.
+  setTimeout(() => process.exit(code), 2000).unref();
   const left = process.getActiveResourcesInfo();
   if (left.length === 0) return;
   const flushed = (!stdoutReady || process.stdout.writableLength === 0) && process.stderr.writableLength === 0;
   if (flushed && left.every((r) => r === 'PipeWrap' || r === 'TTYWrap' || r === 'Immediate')) process.exit(code);
-  setTimeout(() => process.exit(code), 2000).unref();
 }
 
 void main();
