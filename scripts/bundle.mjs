@@ -25,7 +25,7 @@
 // recorder shim, package.json, createRequire) would see the chunk's URL instead; the plugin below
 // gives each source file the URL of its tsc output, so those paths resolve as before.
 import { build, transform } from 'esbuild';
-import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildPlacement, placeSymlink } from './place-file.mjs';
@@ -108,6 +108,8 @@ async function removeOldLoader() {
 }
 
 await removeOldLoader();
+// A fresh clone's first build: tsc has made dist/, not dist/bundle/.
+await mkdir(OUT, { recursive: true });
 const result = await build({
   absWorkingDir: ROOT,
   entryPoints: { main: join(SRC, 'main.ts') },
