@@ -100,7 +100,8 @@ export interface DaemonProcess {
 
 /** `node dist/main.js run --config CONFIG` (or other args; no --config when `configPath` is undefined). */
 /** `wrap`: a command that runs node, as `prlimit --fsize=N --` (it must exec node, keeping the pid). */
-export function spawnDaemon(configPath: string | undefined, env: Record<string, string | undefined> = {}, args: string[] = ['run'], cwd = REPO_ROOT, entry = CLI_ENTRY, wrap: string[] = []): DaemonProcess {
+/** `node`: the node that runs `entry`, with node's own flags (default: this node, no flags). */
+export function spawnDaemon(configPath: string | undefined, env: Record<string, string | undefined> = {}, args: string[] = ['run'], cwd = REPO_ROOT, entry = CLI_ENTRY, wrap: string[] = [], node: readonly string[] = [process.execPath]): DaemonProcess {
   const base: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG', 'ALSA_CONFIG_PATH']) if (process.env[k] !== undefined) base[k] = process.env[k]!;
   const fullEnv: Record<string, string> = { ...base };
@@ -109,7 +110,7 @@ export function spawnDaemon(configPath: string | undefined, env: Record<string, 
     else fullEnv[k] = v;
   }
   const argv = [entry, ...args, ...(configPath === undefined ? [] : ['--config', configPath])];
-  const [cmd, ...pre] = [...wrap, process.execPath];
+  const [cmd, ...pre] = [...wrap, ...node];
   const child = spawn(cmd!, [...pre, ...argv], { cwd, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI_ENTRY } from '../helpers/cli.js';
@@ -18,12 +18,16 @@ import { controlRequest, daemonFiles, isReady, spawnDaemon, type DaemonFiles, ty
 //
 // The race runs TA_OPERATOR_RACE_S seconds (default 10 here; packaging/check-operator.sh runs 60).
 // TA_OLD_ENTRY=/path/to/an/older/dist/main.js runs the same cases against another build (before
-// issue 71 the swapped folder, the swapped done/ and the hard link all fail).
+// issue 71 the swapped folder, the swapped done/ and the hard link all fail), and
+// TA_OPERATOR_NODE="/path/to/node --flag ..." runs the daemon on another node (check-operator.sh
+// --deb: the package's own node and tree, with the unit's node flags).
 
 const DAEMON_UID = 65534;
 const GROUP = 64170;
 const OPERATOR = 64171;
 const RACE_S = Number(process.env.TA_OPERATOR_RACE_S ?? 10);
+const ENTRY = process.env.TA_OLD_ENTRY ?? CLI_ENTRY;
+const NODE = process.env.TA_OPERATOR_NODE?.split(' ').filter(Boolean) ?? [process.execPath];
 
 /** A script run as the operator (a member of enroll.dir's group, nothing more). */
 function asOperator(script: string, cwd: string): { status: number | null; stderr: string } {
@@ -55,8 +59,10 @@ function ownedByDaemon(path: string, mode: number, gid = DAEMON_UID): void {
 
 beforeAll(async () => {
   needRoot('run the daemon as nobody and an operator as another member of enroll.dir\'s group');
-  if (spawnSync('setpriv', [`--reuid=${DAEMON_UID}`, `--regid=${DAEMON_UID}`, '--clear-groups', 'test', '-r', CLI_ENTRY]).status !== 0) {
-    throw new Error(`nobody cannot read ${CLI_ENTRY}: clone the project where other users may read it`);
+  for (const f of [ENTRY, NODE[0]!]) {
+    if (spawnSync('setpriv', [`--reuid=${DAEMON_UID}`, `--regid=${DAEMON_UID}`, '--clear-groups', 'test', '-r', f]).status !== 0) {
+      throw new Error(`nobody cannot read ${f}: put it where other users may read it`);
+    }
   }
   const tmp = tmpDirManual('ta-operator-');
   cleanup = tmp.remove;
@@ -85,9 +91,19 @@ beforeAll(async () => {
   mkdirSync(privateOut);
   ownedByDaemon(privateOut, 0o700);
 
-  const daemon = spawnDaemon(files.configPath, {}, ['run'], home, process.env.TA_OLD_ENTRY ?? CLI_ENTRY, ['setpriv', `--reuid=${DAEMON_UID}`, `--regid=${GROUP}`, '--clear-groups', '--']);
+  const daemon = spawnDaemon(files.configPath, {}, ['run'], home, ENTRY, ['setpriv', `--reuid=${DAEMON_UID}`, `--regid=${GROUP}`, '--clear-groups', '--'], NODE);
   await daemon.waitLog(isReady, 20_000, 'the ready line');
   w = { root, files, emulator, daemon, privateDir, privatePhoto, privateText, privateOut, secret: emulator.terminals[0]!.terminal_secret };
+  // The daemon under test is the node and the tree asked for, native addons included (check-operator.sh
+  // --deb: the package's, not this checkout's).
+  const exe = readlinkSync(`/proc/${daemon.pid}/exe`);
+  const addons = [...new Set(readFileSync(`/proc/${daemon.pid}/maps`, 'utf8').split('\n').map((l) => l.split(/\s+/)[5] ?? '').filter((f) => f.endsWith('.node')))];
+  const tree = dirname(dirname(ENTRY));
+  const trees = [realpathSync(tree), realpathSync(join(tree, 'node_modules'))];
+  console.log(`operator tests: the daemon is ${exe} ${ENTRY}, version ${String(daemon.logs().find(isReady)?.version)}, addons loaded: ${addons.join(' ')}`);
+  expect(exe).toBe(realpathSync(NODE[0]!));
+  expect(addons.length).toBeGreaterThan(0);
+  for (const a of addons) expect(trees.some((t) => a.startsWith(`${t}/`)), a).toBe(true);
 }, 60_000);
 
 afterAll(async () => {
