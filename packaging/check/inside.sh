@@ -63,8 +63,11 @@ configure() {
   sed -i -e "s#^  base_url: .*#  base_url: http://127.0.0.1:$PORT#" \
     -e "s#^  face_base_url: .*#  face_base_url: http://127.0.0.1:$PORT/v1/api#" \
     -e 's#^  output_device: default#  output_device: "null"#' -e 's#^  input_device: default#  input_device: "null"#' \
-    -e 's#^  settle_time: 1s#  settle_time: 300ms#' "$CONF"
+    -e 's#^  settle_time: 1s#  settle_time: 300ms#' -e 's#^    mode: refuse#    mode: "off"#' "$CONF"
   grep -q "^  base_url: http://127.0.0.1:$PORT\$" "$CONF" || fail "could not set service.base_url in $CONF"
+  # The checks' faces are coloured discs (make-faces.mjs), which the face check refuses: it is off
+  # for them, and the face_check step tries it on the package's own sample photos.
+  ! grep -q '^    mode: refuse$' "$CONF" || fail "could not set enroll.face_check.mode in $CONF"
   # No sound card in a chroot: ALSA's default device becomes a null sink (speaker opens "default"
   # when it loads, whatever audio.output_device says, and aborts when it cannot).
   [ -e /etc/asound.conf ] || printf 'pcm.!default { type null }\nctl.!default { type hw card 0 }\n' >/etc/asound.conf
@@ -203,6 +206,19 @@ system_ca() {
   kill -TERM "$(cat "$C/tls-front.pid")" 2>/dev/null || true
   rm -f /usr/local/share/ca-certificates/check-private-ca.crt; update-ca-certificates >/dev/null 2>&1
   run_daemon restart
+}
+
+# The face check as the package runs it (its Node, TensorFlow.js, the model in models/): the sample
+# portrait accepted and the sample group photo refused, by `faces add` with the check on.
+face_check() {
+  local samples=/usr/lib/terminal-agent/samples/faces refuse="$C/config-face-check.yaml" rc=0
+  sed 's#^    mode: "off"$#    mode: refuse#' "$CONF" >"$refuse"
+  creds terminal-agent faces add --name check-portrait "$samples/Grace Hopper.jpg" --config "$refuse" >"$C/face-check-ok.txt" 2>&1 ||
+    fail "faces add refused the sample portrait: $(cat "$C/face-check-ok.txt")"
+  creds terminal-agent faces add --name check-group "$samples/group photo.jpg" --config "$refuse" >"$C/face-check-group.txt" 2>&1 || rc=$?
+  [ "$rc" -eq 65 ] && grep -q 'faces found' "$C/face-check-group.txt" ||
+    fail "faces add of the sample group photo: exit $rc: $(cat "$C/face-check-group.txt")"
+  note "face check: the sample portrait accepted, the group photo refused ($(grep -o '[0-9]* faces found[^"]*' "$C/face-check-group.txt" | head -n 1))"
 }
 
 drop_faces() { # prefix count

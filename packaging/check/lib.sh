@@ -94,6 +94,7 @@ install_check() { # suite arch deb
   in_root "$root" compile_cache
   in_root "$root" start_emulator
   in_root "$root" doctor
+  in_root "$root" face_check
   in_root "$root" run_daemon
   in_root "$root" drop_faces face
   in_root "$root" wait_done face 5
