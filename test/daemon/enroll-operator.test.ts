@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readd
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_ENTRY } from '../helpers/cli.js';
+import { CLI_ENTRY, cliEntryFor } from '../helpers/cli.js';
 import { startTestEmulator, type Emulator } from '../helpers/emulator.js';
 import { needRoot, tmpDirManual } from '../helpers/tmp.js';
 import { jpeg, sha256 } from '../enroll/fixtures.js';
@@ -26,7 +26,8 @@ const DAEMON_UID = 65534;
 const GROUP = 64170;
 const OPERATOR = 64171;
 const RACE_S = Number(process.env.TA_OPERATOR_RACE_S ?? 10);
-const ENTRY = process.env.TA_OLD_ENTRY ?? CLI_ENTRY;
+// The checkout's build, or a copy nobody can read when the clone is not (under /root): set in beforeAll.
+let ENTRY = process.env.TA_OLD_ENTRY ?? CLI_ENTRY;
 const NODE = process.env.TA_OPERATOR_NODE?.split(' ').filter(Boolean) ?? [process.execPath];
 
 /** A script run as the operator (a member of enroll.dir's group, nothing more). */
@@ -59,6 +60,7 @@ function ownedByDaemon(path: string, mode: number, gid = DAEMON_UID): void {
 
 beforeAll(async () => {
   needRoot('run the daemon as nobody and an operator as another member of enroll.dir\'s group');
+  if (!process.env.TA_OLD_ENTRY) ENTRY = cliEntryFor(DAEMON_UID, DAEMON_UID);
   for (const f of [ENTRY, NODE[0]!]) {
     if (spawnSync('setpriv', [`--reuid=${DAEMON_UID}`, `--regid=${DAEMON_UID}`, '--clear-groups', 'test', '-r', f]).status !== 0) {
       throw new Error(`nobody cannot read ${f}: put it where other users may read it`);
