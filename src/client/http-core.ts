@@ -233,7 +233,7 @@ export function createHttpCore(deps: HttpCoreDeps): HttpCore {
   function programGone(operation: string, err: unknown): ProgramReplacedError {
     deps.onProgramReplaced?.(err, operation);
     return new ProgramReplacedError(`${operation}: not sent: ${describeError(err)}`, {
-      operation, cause: err, notSent: true, details: { operation, errno: 'ERR_TA_CHUNK_MISSING' },
+      operation, cause: err, notSent: true, details: { operation, errno: (err as NodeJS.ErrnoException).code ?? 'MODULE_NOT_FOUND' },
     });
   }
 
