@@ -54,8 +54,8 @@ const NOT_PLAIN = /(?:^|\/)\.{0,2}(?:\/|$)/;
 /**
  * path.join(base, ...rel.split('/')) for a `base` that is path.join's own output. A plain `rel`,
  * the only kind the agent makes (a listing's names, chokidar's paths made relative, the outbox's
- * source and final paths), is appended as it is: path.join normalizes character by character, and
- * its garbage was about 15 KB per file in a burst. Any other still goes through path.join.
+ * source and final paths), is appended as it is: path.join normalizes character by character,
+ * several times per file in a burst. Any other still goes through path.join.
  */
 export function joinUnder(base: string, rel: string): string {
   return NOT_PLAIN.test(rel) ? join(base, ...rel.split('/')) : folderPrefix(base) + rel;
