@@ -12,8 +12,6 @@ export interface CliIo {
 
 export interface CliContext {
   env: NodeJS.ProcessEnv;
-  /** Node's own command-line flags (process.execArgv): the unit's ExecStart= may set V8's there. */
-  nodeFlags: readonly string[];
   cwd: string;
   io: CliIo;
   version: string;
