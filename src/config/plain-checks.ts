@@ -1,6 +1,6 @@
-// Checks of config values that the running daemon needs too (file names in the enrollment folders,
-// listen addresses, secrets). They live apart from the schema so that code using them does not
-// import zod: the daemon loads the schema only while it reads its config (see load-config.ts).
+// Checks of config values that code outside the config reader needs too (file names in the
+// enrollment folders, listen addresses, base URLs, secrets), apart from the schema so that using
+// them does not import zod.
 
 /** A control character (line break, NUL, DEL...) cannot travel in an HTTP header. */
 export function hasControlChar(s: string): boolean {
