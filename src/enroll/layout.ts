@@ -139,7 +139,7 @@ function extOf(base: string): string {
   return dot <= 0 ? '' : base.slice(dot).toLowerCase();
 }
 
-function stemOf(base: string): string {
+export function stemOf(base: string): string {
   const dot = base.lastIndexOf('.');
   return dot <= 0 ? base : base.slice(0, dot);
 }
