@@ -77,3 +77,16 @@ export function listOpt(args: ParsedArgs, name: string): string[] {
   if (Array.isArray(v)) return v;
   return typeof v === 'string' ? [v] : [];
 }
+
+/** Standard input, whole; `tooLarge` is thrown once more than `max` bytes came. */
+export async function readStdin(ctx: CliContext, max: number, tooLarge: () => Error): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.io.stdin) {
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += b.length;
+    if (size > max) throw tooLarge();
+    chunks.push(b);
+  }
+  return Buffer.concat(chunks);
+}
