@@ -25,7 +25,7 @@
 // recorder shim, package.json, createRequire) would see the chunk's URL instead; the plugin below
 // gives each source file the URL of its tsc output, so those paths resolve as before.
 import { build, transform } from 'esbuild';
-import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildPlacement, placeSymlink } from './place-file.mjs';
@@ -99,15 +99,6 @@ const slimPino = {
 const placed = buildPlacement();
 const place = (name, data, mode) => placed.text(join(OUT, name), data, mode);
 
-// Files of the loader this bundle replaced (a CommonJS chunk loader with V8 code caches), left in a
-// tree built before: dist/main.js was a symlink to bundle/main.cjs.
-async function removeOldLoader() {
-  for (const name of await readdir(DIST)) {
-    if (/^[\w.-]+-[A-Z0-9]{8}\.js(\.map)?$/.test(name) || name === 'main.js.map') await rm(join(DIST, name), { force: true });
-  }
-}
-
-await removeOldLoader();
 // A fresh clone's first build: tsc has made dist/, not dist/bundle/.
 await mkdir(OUT, { recursive: true });
 const result = await build({

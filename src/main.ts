@@ -75,7 +75,6 @@ async function main(): Promise<void> {
 
   const ctx: CliContext = {
     env: process.env,
-    nodeFlags: process.execArgv,
     cwd: process.cwd(),
     io: {
       get stdout() {

@@ -196,8 +196,8 @@ export function createPlayer(deps: PlayerDeps): Player {
       };
       // An 'exit' listener, removed at the end, not a reaction on child.exited: a warm child plays
       // phrase after phrase for months, its `exited` stays pending all that time, and every
-      // reaction on it kept its phrase's settle() and with it the decoder, the streams and their
-      // buffers (the soak, test/bench/soak.mjs: about 40 KB of live heap more per phrase).
+      // reaction on it would keep its phrase's settle() and with it the decoder, the streams and
+      // their buffers.
       const onExit = () => settle(deviceError(deps.device, child, 'the player process ended before the audio was played'));
       const settle = (err: unknown, value?: { bytes: number }) => {
         if (settled) return;

@@ -1,6 +1,7 @@
 import type { MinFree } from '../disk/disk-floor.js';
 import { InvalidInputError } from '../errors.js';
 import type { TtsParams } from './tts-cache.js';
+import type { TtsRequest } from '../client/types.js';
 
 // The public shapes of the speech component: what `say` (CLI), `POST /say` (control socket) and
 // other components send and get back. JSON-facing fields are snake_case like the rest of the
@@ -38,13 +39,8 @@ export function ttsBounds(limits: TtsLimits, text: string): TtsBounds {
   return { maxAudioMs: Math.min(limits.max_duration, BASE_AUDIO_MS + chars * limits.max_duration_per_char), maxBytes: limits.max_size };
 }
 
-export interface SayRequest {
-  text: string;
-  /** Overrides tts.voice; '' = the service's default voice. */
-  voice?: string;
-  volume_ratio?: number;
-  speed_ratio?: number;
-  pitch_ratio?: number;
+/** `voice` overrides tts.voice; '' = the service's default voice. */
+export interface SayRequest extends TtsRequest {
   /** Stop the current utterance and drop the queue (queued ones resolve as interrupted). */
   interrupt?: boolean;
   /** Caller gave up (client disconnected...): removes the utterance, or stops it if playing. */

@@ -12,8 +12,6 @@ export interface CliIo {
 
 export interface CliContext {
   env: NodeJS.ProcessEnv;
-  /** Node's own command-line flags (process.execArgv): the unit's ExecStart= may set V8's there. */
-  nodeFlags: readonly string[];
   cwd: string;
   io: CliIo;
   version: string;
@@ -78,4 +76,17 @@ export function listOpt(args: ParsedArgs, name: string): string[] {
   const v = args.values[name];
   if (Array.isArray(v)) return v;
   return typeof v === 'string' ? [v] : [];
+}
+
+/** Standard input, whole; `tooLarge` is thrown once more than `max` bytes came. */
+export async function readStdin(ctx: CliContext, max: number, tooLarge: () => Error): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.io.stdin) {
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += b.length;
+    if (size > max) throw tooLarge();
+    chunks.push(b);
+  }
+  return Buffer.concat(chunks);
 }

@@ -1,21 +1,9 @@
 // `terminal-agent console hash-password`: the console's password as the hash console.password_hash
 // takes. Read from stdin (never an argument: it would show in `ps` and the shell history).
-import type { CliContext, CommandSpec } from './command.js';
+import { readStdin, type CommandSpec } from './command.js';
 import { writeLine } from './output.js';
 import { UsageError } from '../errors.js';
 import { hashPassword } from '../util/password-hash.js';
-
-async function readStdin(ctx: CliContext, max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.io.stdin) {
-    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
-    size += b.length;
-    if (size > max) throw new UsageError(`the password on stdin is longer than ${max} bytes`);
-    chunks.push(b);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 export const consoleCommands: CommandSpec[] = [
   {
@@ -26,7 +14,8 @@ hash ($scrypt$ln=15,r=8,p=1$SALT$HASH) for console.password_hash. The password i
 stored. Example:  read -rs PW && printf %s "$PW" | terminal-agent console hash-password
 A systemd credential (LoadCredential=console_password:PATH) may hold the password or this hash instead.`,
     async run(_args, ctx) {
-      const password = (await readStdin(ctx, 1024)).replace(/\r?\n$/, '');
+      const tooLong = () => new UsageError('the password on stdin is longer than 1024 bytes');
+      const password = (await readStdin(ctx, 1024, tooLong)).toString('utf8').replace(/\r?\n$/, '');
       if (password === '') throw new UsageError('no password on stdin: pipe it in, e.g. printf %s "$PW" | terminal-agent console hash-password');
       if (password.length < 8) throw new UsageError('the password is shorter than 8 characters: the console may be reachable from the network, choose a longer one');
       writeLine(ctx, await hashPassword(password));

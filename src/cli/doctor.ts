@@ -26,8 +26,7 @@ export async function runDoctor(ctx: CliContext, configPath: string, json: boole
 
   let loaded;
   try {
-    // Imported here, as everywhere: the bundle then keeps zod and YAML to the config module's own
-    // group of chunks, which the daemon loads afresh for each read and releases (bundle.mjs).
+    // Imported here, as everywhere: only the commands that read the whole config load zod and YAML.
     const { loadConfigDetailed } = await import('../config/load-config.js');
     loaded = await loadConfigDetailed({ path: configPath, env: ctx.env, cwd: ctx.cwd, blocking: true });
     // The files it names too: the daemon would stop at start on them, and the client below needs ca_file.

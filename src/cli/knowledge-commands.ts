@@ -1,7 +1,6 @@
 import { NotRegularFileError, openRegularFile } from '../util/safe-open.js';
 import { resolve } from 'node:path';
-import type { Readable } from 'node:stream';
-import { stringOpt, type CliContext, type CommandSpec } from './command.js';
+import { readStdin, stringOpt, type CliContext, type CommandSpec } from './command.js';
 import { writeJson, writeLine } from './output.js';
 import { withClient } from './api-client.js';
 import type { CodeResult } from '../client/types.js';
@@ -11,22 +10,10 @@ import { InvalidInputError, UsageError } from '../errors.js';
 
 const MAX_CONTENT_BYTES = 16 * 1024 * 1024;
 
-async function readStdin(stdin: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of stdin) {
-    const buf = Buffer.isBuffer(c) ? c : Buffer.from(c as string);
-    size += buf.length;
-    if (size > MAX_CONTENT_BYTES) throw new InvalidInputError(`standard input is over ${MAX_CONTENT_BYTES} bytes; a knowledge entry is text`);
-    chunks.push(buf);
-  }
-  return Buffer.concat(chunks);
-}
-
 async function readContent(arg: string, ctx: CliContext): Promise<string> {
   let bytes: Buffer;
   if (arg === '-') {
-    bytes = await readStdin(ctx.io.stdin);
+    bytes = await readStdin(ctx, MAX_CONTENT_BYTES, () => new InvalidInputError(`standard input is over ${MAX_CONTENT_BYTES} bytes; a knowledge entry is text`));
   } else {
     const path = resolve(ctx.cwd, arg);
     try {

@@ -1,15 +1,15 @@
-import type { Logger } from 'pino';
 import { AbortedError, ConfigError, InvalidInputError, NetworkError, ProgramReplacedError, ServiceError, describeError, isProgramReplaced } from '../errors.js';
-import { backoffDelay, wait, type BackoffPolicy } from '../util/backoff.js';
+import { backoffDelay, wait } from '../util/backoff.js';
 import type { CallOptions, RequestEvent, StreamedBody } from './types.js';
 import {
   badResponse, errorForCode, redirectError, errorForException, errorForStatus, parseRetryAfter, serverMessageOf,
   type CredentialName, type ErrorContext,
 } from './error-mapping.js';
-import { abortRelay, checkBaseUrl, type ServiceConfig, type Target, type Transport, type TransportRequest } from './transport.js';
+import { abortRelay, checkBaseUrl, type Target, type Transport, type TransportRequest } from './transport.js';
 import type { EncodedBody } from './multipart.js';
 import { MAX_BUFFERED_BYTES, decodeUtf8, readCapped } from './body-limits.js';
 import { readLimited, streamed } from './response-body.js';
+import type { ServiceClientDeps } from './service-client.js';
 
 // One place that sends a request: base URL and credential, a deadline per attempt, status and
 // `code` checks, retries (GET/PUT/DELETE; POST only when nothing reached the server) with backoff
@@ -55,17 +55,9 @@ export interface BufferedResponse {
   invalidUtf8: boolean;
 }
 
-export interface HttpCoreDeps {
-  config: ServiceConfig;
+/** The client's own settings (service-client.ts says what each is), and the transport it sends through. */
+export interface HttpCoreDeps extends Pick<ServiceClientDeps, 'config' | 'logger' | 'userAgent' | 'onRequest' | 'onProgramReplaced' | 'backoff' | 'maxRetryAfterMs'> {
   transport: Transport;
-  logger: Logger;
-  userAgent: string;
-  onRequest?: (event: RequestEvent) => void;
-  /** A part of the program the transport loads when first needed was found gone (see createServiceClient). */
-  onProgramReplaced?: (err: unknown, operation: string) => void;
-  backoff?: BackoffPolicy;
-  /** A Retry-After longer than this is not waited for inside a call; the error carries it. */
-  maxRetryAfterMs?: number;
 }
 
 export interface HttpCore {

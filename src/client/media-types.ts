@@ -1,4 +1,4 @@
-import { IMAGE_EXTENSIONS, IMAGE_MIMES, sniffImageType, type ImageMime } from '../util/media-sniff.js';
+import { IMAGE_MIMES, sniffImageType, type ImageMime } from '../util/media-sniff.js';
 
 export { readHead, readHeadOrWhole } from '../util/media-sniff.js';
 
@@ -9,9 +9,6 @@ export { readHead, readHeadOrWhole } from '../util/media-sniff.js';
 export type SniffedType = ImageMime | 'audio/wav';
 
 export const IMAGE_TYPES: readonly SniffedType[] = IMAGE_MIMES;
-
-/** File extension for a sniffed type, for cached copies and `faces image -o`. */
-export const EXTENSION_OF: Record<SniffedType, string> = { ...IMAGE_EXTENSIONS, 'audio/wav': 'wav' };
 
 /** Needs the first 18 bytes at least; pass 64. */
 export function sniffMediaType(head: Uint8Array): SniffedType | undefined {

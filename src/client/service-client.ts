@@ -49,16 +49,7 @@ export function createServiceClient(deps: ServiceClientDeps): ServiceClient {
   const hasAes = deps.cpuHasAes ?? (https ? cpuHasAes(readCpuinfo()) : true);
   if (!hasAes) deps.logger.debug('no AES instructions on this CPU (/proc/cpuinfo): TLS offers ChaCha20-Poly1305 first');
   const transport = createTransport(deps.config, deps.env ?? {}, deps.config.request_timeout, ciphersFor(hasAes));
-  const core = createHttpCore({
-    config: deps.config,
-    transport,
-    logger: deps.logger,
-    userAgent: deps.userAgent,
-    ...(deps.onRequest ? { onRequest: deps.onRequest } : {}),
-    ...(deps.onProgramReplaced ? { onProgramReplaced: deps.onProgramReplaced } : {}),
-    ...(deps.backoff ? { backoff: deps.backoff } : {}),
-    ...(deps.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: deps.maxRetryAfterMs } : {}),
-  });
+  const core = createHttpCore({ ...deps, transport });
   let closing: Promise<void> | undefined;
   return {
     ...facesApi(core),

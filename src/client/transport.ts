@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { ConfigError } from '../errors.js';
 import { readCaFile } from '../config/named-files.js';
+import { isLoopbackHost } from '../config/plain-checks.js';
 import type { UndiciTransportOptions } from './undici-transport.js';
 
 // The connection side of the client: proxy from the environment the caller passes in (never
@@ -120,11 +121,6 @@ export function createTransport(config: ServiceConfig, env: ProxyEnv, timeoutMs:
       await loaded?.close();
     },
   };
-}
-
-export function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
 }
 
 /** Refuses plain http:// to a non-loopback host unless the operator allowed it. */

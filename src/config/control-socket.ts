@@ -1,5 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { scanPlainValue } from './plain-scan.js';
+import { isRecord } from './plain-checks.js';
 import { readPlainConfigSync } from './read-config-file.js';
 
 // The control socket named by a config file, read without the schema (zod) or the secrets, for
@@ -37,8 +38,4 @@ export async function controlSocketOf(configPath: string, cwd: string): Promise<
   } catch {
     return undefined;
   }
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -14,6 +14,7 @@ import { resolveSecret, secretEnvName, type ResolvedSecret, type SecretName, typ
 import { keyLine, valueLine } from './yaml-locate.js';
 import { readConfigFile, readConfigFileSync } from './read-config-file.js';
 import { parseConsoleListen } from './listen-address.js';
+import { isRecord } from './plain-checks.js';
 
 export interface LoadConfigOptions {
   /** The YAML file; a relative path is taken from `cwd` (default: the process's working dir). */
@@ -256,8 +257,4 @@ function sortProblems(problems: ConfigProblem[]): ConfigProblem[] {
     .map((p, i) => ({ p, i }))
     .sort((a, b) => (a.p.line ?? 0) - (b.p.line ?? 0) || a.i - b.i)
     .map(({ p }) => p);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -1,6 +1,6 @@
-// Checks of config values that the running daemon needs too (file names in the enrollment folders,
-// listen addresses, secrets). They live apart from the schema so that code using them does not
-// import zod: the daemon loads the schema only while it reads its config (see load-config.ts).
+// Checks of config values that code outside the config reader needs too (file names in the
+// enrollment folders, listen addresses, base URLs, secrets), apart from the schema so that using
+// them does not import zod.
 
 /** A control character (line break, NUL, DEL...) cannot travel in an HTTP header. */
 export function hasControlChar(s: string): boolean {
@@ -14,4 +14,9 @@ export function hasControlChar(s: string): boolean {
 export function isLoopbackHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
   return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** A YAML mapping (not a list, not a scalar). */
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

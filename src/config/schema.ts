@@ -232,8 +232,6 @@ export const configSchema = z.pipe(
 
 /** The resolved configuration every component codes against. `file` is the YAML it came from. */
 export type AgentConfig = z.output<typeof configSchema> & { file?: string };
-/** What the YAML may hold (before defaults and units). */
-export type AgentConfigInput = z.input<typeof configSchema>;
 
 /** Known keys per section ('' = top level), for unknown-key did-you-mean and the example test. */
 export const KNOWN_KEYS: Readonly<Record<string, readonly string[]>> = {

@@ -2,9 +2,8 @@ import type { AgentStatus } from '../control/types.js';
 import type { CachedFace } from '../faces/types.js';
 import { PreparedJson } from './http.js';
 
-// GET /api/faces: the gallery's list. For a big group it is the console's costliest answer
-// (10,000 faces: about 95 ms of the daemon's CPU and tens of MB of garbage here, several times
-// that on a Pi's cores), and the gallery asks again every minute while it is open, and at every
+// GET /api/faces: the gallery's list. For a big group it is the console's costliest answer, and
+// the gallery asks again every minute while it is open, and at every
 // sync. So the list is kept, as the API's objects, their JSON text and its gzip, until the face
 // cache changes (the cache's version: a new object at every write to it) or KEEP_MS after the last
 // ask, when it is let go: a daemon nobody browses holds none of it.

@@ -69,13 +69,13 @@ const GZIP_ABOVE = 8 * 1024;
 
 /** sendJson, gzipped (in libuv's threads, off the event loop) when large and the browser takes it:
  * the face list of a big group goes to a phone over Wi-Fi in a fifth to a tenth of the bytes. At
- * zlib's fastest level: 10,000 faces' 2.8 MB took 18 ms of CPU against 50 at level 6, for 563 KB
- * against 537 (their face_ids and image versions are random hex, which no level compresses). */
+ * zlib's fastest level: its face_ids and image versions are random hex, which no level compresses,
+ * so a higher one costs CPU for nearly nothing. */
 export async function sendJsonCompressed(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): Promise<void> {
   const prepared = body instanceof PreparedJson ? body : undefined;
   const text = prepared ? prepared.text : JSON.stringify(body ?? null);
   if (text.length < GZIP_ABOVE || !/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) {
-    // The text already made, not a second JSON.stringify: 10,000 faces are 2.6 MB of it.
+    // The text already made, not a second JSON.stringify of a large group's list.
     sendJsonText(res, status, text);
     return;
   }

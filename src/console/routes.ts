@@ -62,7 +62,7 @@ export function createRoutes(deps: RouteDeps) {
   });
 
   // A lookup, not a search of faces(): a gallery asks for a thumbnail per face shown, and each
-  // search built the whole list (10,000 faces: about 10 MB of garbage and 30 ms here, per thumbnail).
+  // search would build the whole list.
   async function findFace(faceId: string): Promise<CachedFace> {
     const face = (await deps.handlers.face(faceId)) as CachedFace | undefined;
     if (!face) throw notFound(`no face ${faceId} in the local cache`, 'the face may have been removed at the last sync');

@@ -7,7 +7,6 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 export interface Session {
   id: string;
   csrf: string;
-  createdAt: number;
   lastSeen: number;
   expiresAt: number;
 }
@@ -37,7 +36,7 @@ export function createSessionStore(opts: SessionStoreOptions) {
       const t = now();
       for (const [id, s] of sessions) if (!alive(s, t)) sessions.delete(id);
       while (sessions.size >= max) sessions.delete(sessions.keys().next().value!);
-      const s: Session = { id: token(), csrf: token(), createdAt: t, lastSeen: t, expiresAt: t + opts.ttlMs };
+      const s: Session = { id: token(), csrf: token(), lastSeen: t, expiresAt: t + opts.ttlMs };
       sessions.set(s.id, s);
       return s;
     },

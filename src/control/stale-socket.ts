@@ -1,7 +1,7 @@
-import { connect } from 'node:net';
 import { lstat, unlink } from 'node:fs/promises';
 import type { Logger } from '../log/logger.js';
 import { AlreadyRunningError, UsageError } from '../errors.js';
+import { daemonAnswers } from './control-client.js';
 
 /**
  * A socket file left by a crash would make listen() fail with EADDRINUSE. Connect first: if someone
@@ -17,15 +17,7 @@ export async function removeStaleSocket(path: string, logger: Logger): Promise<v
   if (!st.isSocket()) {
     throw new UsageError(`control.socket ${path} exists and is not a socket; remove it or choose another path`);
   }
-  const live = await new Promise<boolean>((resolve) => {
-    const s = connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-  if (live) {
+  if (await daemonAnswers(path)) {
     throw new AlreadyRunningError(`another terminal-agent is already answering on the control socket ${path}; stop it first (systemctl stop terminal-agent), or set a different control.socket`, { details: { socket: path } });
   }
   logger.warn({ socket: path }, 'replacing a stale control socket left by a previous run');

@@ -30,11 +30,12 @@ export interface WatchdogOptions {
   /** A one-line STATUS= text, sent when it changes. */
   statusLine: () => string;
   logger: Logger;
-  /** Tick period when no watchdog is asked for (STATUS= refresh only). */
-  idlePeriodMs?: number;
   /** The checks' clock, ms (default the monotonic one; tests drive their own). */
   now?: () => number;
 }
+
+/** Tick period when no watchdog is asked for (STATUS= refresh only). */
+const IDLE_PERIOD_MS = 30_000;
 
 export function createWatchdog(options: WatchdogOptions): Watchdog {
   const { notifier, watchdogMs, logger } = options;
@@ -43,7 +44,7 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
   // the ping was withheld until systemd restarted the agent.
   const now = options.now ?? (() => performance.now());
   // WATCHDOG_USEC/2 is what sd_watchdog_enabled(3) recommends: one lost ping is survivable.
-  const period = watchdogMs ? Math.max(50, Math.floor(watchdogMs / 2)) : (options.idlePeriodMs ?? 30_000);
+  const period = watchdogMs ? Math.max(50, Math.floor(watchdogMs / 2)) : IDLE_PERIOD_MS;
   const abort = new AbortController();
   let loop: Promise<void> | undefined;
   let lastFed: number | undefined;

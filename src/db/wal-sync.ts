@@ -3,8 +3,7 @@ import { close, fdatasync, open } from 'node:fs';
 
 // Commits whose fsync runs on libuv's pool instead of the event loop. agent.db runs with
 // synchronous=FULL, so every commit fsyncs the WAL inside better-sqlite3's synchronous call: the
-// event loop stands still for the whole fsync (on this VM's disks 1 to 3 ms, on an SD card tens of
-// ms). Committed with synchronous=NORMAL (the WAL written, not synced) and then an fdatasync of
+// event loop stands still for the whole fsync (tens of ms on an SD card). Committed with synchronous=NORMAL (the WAL written, not synced) and then an fdatasync of
 // the WAL on the pool, a change is as durable when its sync resolves as a FULL commit is when it
 // returns: the WAL is appended in order, so the sync covers this commit and every one before it,
 // and a checkpoint in NORMAL mode syncs the WAL before it copies it.

@@ -48,10 +48,6 @@ export interface WavInfo {
 /** Reads `len` bytes at `offset` (fewer at the end of the file). */
 export type ByteReader = (offset: number, len: number) => Buffer;
 
-export function bufferReader(buf: Buffer): ByteReader {
-  return (offset, len) => buf.subarray(offset, offset + len);
-}
-
 /**
  * Checks a WAV file by walking its chunk headers (never loading the audio): RIFF/WAVE, a PCM fmt
  * chunk, a data chunk whose declared size is really there (streaming placeholders such as

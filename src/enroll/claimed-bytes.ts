@@ -2,8 +2,8 @@ import { statOrUndefined } from '../util/state-fs.js';
 import type { Stats } from 'node:fs';
 
 // The bytes a claim read (and hashed) of a small face image, kept for its upload: without them the
-// upload opens, reads and hashes the staged copy again (staged-body.ts), four thread-pool round
-// trips and a sha256 per file, about 0.2 ms of CPU per file here and several times that on a Pi.
+// upload opens, reads and hashes the staged copy again (staged-body.ts): four thread-pool round
+// trips and a sha256 per file.
 //
 // Kept in memory only, so a power failure cannot tear them; what the upload must still notice is
 // an operator rewriting the original in place while its staged copy is a hard link to it. So a
@@ -16,11 +16,7 @@ import type { Stats } from 'node:fs';
 // order the uploads come in, and later ones are kept as uploads make room; an entry nobody takes
 // (a row cancelled or failed before its upload) ages out.
 
-/**
- * Bytes of face images kept between claim and upload (about 34 images of 30 KB: in a burst of 1,000
- * every upload still found its bytes, with 4 MB as with 1), per step of the pipeline's depth: a
- * deeper one claims that much further ahead (pipeline-depth.ts).
- */
+/** Bytes of face images kept between claim and upload, per step of the pipeline's depth (pipeline-depth.ts). */
 const KEPT_MAX_BYTES = 1024 * 1024;
 /** A kept entry older than this is dropped: its upload did not come. */
 const KEPT_MAX_AGE_MS = 60_000;

@@ -197,7 +197,7 @@ export function createConfinedDirs(root: string, onLoop: () => boolean): Confine
 
 /**
  * `dirs` where each folder is opened once and kept until `release()`: a batch of results going to
- * the same folders walks each path once (a walk of done/faces was about 40 µs).
+ * the same folders walks each path once.
  */
 export function sharedDirs(dirs: ConfinedDirs): ConfinedDirs & { release(): Promise<void> } {
   const held = new Map<string, Promise<DirRef>>();

@@ -11,16 +11,15 @@ import { KINDS } from './types.js';
 // system (the default: enroll.dir is state_dir/enroll), else through libuv's thread pool.
 //
 // Why: a pool trip costs tens of µs of the daemon's CPU (a pool thread's wake-up, an eventfd
-// round, the event loop's wake-up), against 3 µs for an lstat made in place (r29: 33 to 64 µs
-// per lstat through fs/promises on this machine), and a burst made about ten per file here. The
+// round, the event loop's wake-up) against a few µs for an lstat made in place, about ten per
+// file in a burst. The
 // pool is for a USB stick or a network share that hangs: a call on a hung mount would stall the
 // event loop (and the watchdog would restart the daemon into the same hang). On state_dir's file
 // system that risk is the daemon's already: agent.db is read and written on the event loop at
 // every commit, and staging's files are too (util/state-fs.ts). Nothing here syncs (fsyncs stay
 // on the pool) and nothing here reads or writes more than a result file's JSON.
 
-/** fs.writeFile with callbacks: fs/promises' FileHandle (open, writeFile, close) cost about 70 µs
- * more CPU per result file (measured 283 against 209 µs for the three trips). */
+/** fs.writeFile with callbacks: fs/promises' FileHandle (open, writeFile, close) costs more CPU per result file. */
 const writeNewFile = promisify(writeFile);
 
 export interface EnrollFs {

@@ -23,9 +23,7 @@ const RESOLVE_TRIES = 3;
 /**
  * Faces waiting for their id are listed once this many gather (or after a wait, dispatcher.ts).
  * A listing costs the service and us the whole group, so the batch grows with it: a 16th of the
- * group's faces, within these bounds. With 64 for any group, a burst of 1,000 files into a group
- * of 10,000 faces listed all 10,000 15 to 17 times; now 6 or 7 (test/bench/enroll.mjs with
- * BENCH_GROUP=10000: about 6 % less CPU per file, and less than half the listings for the service).
+ * group's faces, within these bounds.
  */
 const RESOLVE_BATCH_MIN = 64;
 const RESOLVE_BATCH_MAX = 256;

@@ -54,8 +54,8 @@ const NOT_PLAIN = /(?:^|\/)\.{0,2}(?:\/|$)/;
 /**
  * path.join(base, ...rel.split('/')) for a `base` that is path.join's own output. A plain `rel`,
  * the only kind the agent makes (a listing's names, chokidar's paths made relative, the outbox's
- * source and final paths), is appended as it is: path.join normalizes character by character, and
- * its garbage was about 15 KB per file in a burst. Any other still goes through path.join.
+ * source and final paths), is appended as it is: path.join normalizes character by character,
+ * several times per file in a burst. Any other still goes through path.join.
  */
 export function joinUnder(base: string, rel: string): string {
   return NOT_PLAIN.test(rel) ? join(base, ...rel.split('/')) : folderPrefix(base) + rel;
@@ -139,9 +139,25 @@ function extOf(base: string): string {
   return dot <= 0 ? '' : base.slice(dot).toLowerCase();
 }
 
-function stemOf(base: string): string {
+export function stemOf(base: string): string {
   const dot = base.lastIndexOf('.');
   return dot <= 0 ? base : base.slice(0, dot);
+}
+
+/**
+ * What `rel` would be in its kind's folder, whatever its extension: a file in it (or, for faces,
+ * in a folder of it), with no temp or hidden name on the way; else undefined.
+ */
+function candidateAt(rel: string): Candidate | undefined {
+  const parts = rel.split('/');
+  if (parts.some((p) => p === '' || isIgnoredName(p))) return undefined;
+  const kind = parts[0] as Kind;
+  if (!(KINDS as readonly string[]).includes(kind)) return undefined;
+  const base = parts.at(-1)!;
+  const inner = parts.slice(1).join('/');
+  if (parts.length === 2) return { kind, name: stemOf(base), ext: extOf(base), rel, inner };
+  if (parts.length === 3 && kind === 'faces') return { kind, name: parts[1]!, ext: extOf(base), rel, inner };
+  return undefined;
 }
 
 /**
@@ -149,43 +165,22 @@ function stemOf(base: string): string {
  * temp names, unknown extensions, too deep, a speaker's companion .txt).
  */
 export function classify(rel: string): Candidate | undefined {
-  const parts = rel.split('/');
-  if (parts.some((p) => p === '' || isIgnoredName(p))) return undefined;
-  const kind = parts[0] as Kind;
-  if (!(KINDS as readonly string[]).includes(kind)) return undefined;
-  const inner = parts.slice(1).join('/');
-  const base = parts.at(-1)!;
-  const ext = extOf(base);
-  if (kind === 'faces') {
-    if (!(IMAGE_EXTS as readonly string[]).includes(ext)) return undefined;
-    if (parts.length === 2) return { kind, name: stemOf(base), ext, rel, inner };
-    if (parts.length === 3) return { kind, name: parts[1]!, ext, rel, inner };
-    return undefined;
-  }
-  if (parts.length !== 2) return undefined;
-  const name = stemOf(base);
-  if (kind === 'knowledge') return KNOWLEDGE_EXTS.includes(ext) ? { kind, name, ext, rel, inner } : undefined;
-  return AUDIO_EXTS[kind].includes(ext) ? { kind, name, ext, rel, inner } : undefined;
+  const c = candidateAt(rel);
+  if (!c) return undefined;
+  const exts: readonly string[] = c.kind === 'faces' ? IMAGE_EXTS : c.kind === 'knowledge' ? KNOWLEDGE_EXTS : AUDIO_EXTS[c.kind];
+  return exts.includes(c.ext) ? c : undefined;
 }
 
 /**
  * A candidate for something that is not a regular file (a FIFO, socket, device node, or a folder
  * where a file belongs), whatever its extension: it is refused with a reason instead of being
  * left in place unexplained. Knowledge is left out: it is a mirror of entries by file name, and
- * only its .txt/.md names (classify) are entries.
+ * only its .txt/.md names (classify) are entries. A speaker's LABEL.txt is judged by the claim of
+ * its LABEL.wav, which takes it along.
  */
 export function classifyNotAFile(rel: string): Candidate | undefined {
-  const parts = rel.split('/');
-  if (parts.some((p) => p === '' || isIgnoredName(p))) return undefined;
-  const kind = parts[0] as Kind;
-  if (kind !== 'faces' && kind !== 'voiceprints' && kind !== 'speakers') return undefined;
-  const base = parts.at(-1)!;
-  const inner = parts.slice(1).join('/');
-  // A speaker's LABEL.txt is judged by the claim of its LABEL.wav, which takes it along.
-  if (kind === 'speakers' && extOf(base) === '.txt') return undefined;
-  if (parts.length === 2) return { kind, name: stemOf(base), ext: extOf(base), rel, inner };
-  if (parts.length === 3 && kind === 'faces') return { kind, name: parts[1]!, ext: extOf(base), rel, inner };
-  return undefined;
+  const c = candidateAt(rel);
+  return !c || c.kind === 'knowledge' || (c.kind === 'speakers' && c.ext === '.txt') ? undefined : c;
 }
 
 /** The speaker's text file that goes with `speakers/LABEL.wav`. */

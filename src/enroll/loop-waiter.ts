@@ -1,8 +1,7 @@
 // The outbox loop's sleep between passes (dispatcher.ts): until its timer, a wake() (new rows, a
 // step recorded, a slot freed: several per file in a burst) or the abort of the run's signal.
-// One abort listener serves the whole run: adding and removing one around every sleep (an
-// EventTarget's listener list is costly to change) took about 0.04 ms of CPU per file in an
-// enrollment burst (--cpu-prof: addEventListener, removeEventListener and their checks).
+// One abort listener serves the whole run: an EventTarget's listener list is costly to change,
+// and there are several sleeps per file in a burst.
 
 export interface LoopWaiter {
   /** Sleeps up to `ms`; true when the timer ended it, false for a wake() or the abort. */

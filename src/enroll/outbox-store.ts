@@ -4,10 +4,8 @@ import type { Kind, OutboxRow, RowMeta, RowState } from './types.js';
 // Every statement on the outbox tables, prepared once. Callers group them in inTransaction().
 //
 // The hot statements (every file runs them several times in a burst) bind by position and read
-// rows as arrays built into objects here: better-sqlite3 binds named parameters by looking each
-// name up on the object, and builds an object row by setting each column by name, which cost about
-// twice what positional binding and one object literal do (an insert 5.3 against 1.9 µs, a row by
-// id 5.8 against 2.8 µs, warm, on this machine; more in a fresh daemon).
+// rows as arrays built into objects here: better-sqlite3's named parameters and object rows
+// (looked up and set column by column) cost about twice as much.
 
 /** Every column of outbox, in the order rowOf reads them. */
 const ROW_COLUMNS = `id, kind, name, source_path, source_size, source_mtime_ms, staged_path, content_sha256, size, action, meta_json, state,

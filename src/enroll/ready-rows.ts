@@ -14,9 +14,8 @@ import type { OutboxStore } from './outbox-store.js';
 // Claims wait here (whenBelow) so that a burst is claimed a few files ahead of its uploads, not
 // all at once: the bytes a claim read are then still kept when its upload comes (claimed-bytes.ts)
 // instead of read again. What waits ahead is the rows read and not taken, plus the rows queued
-// since the last read (queued()): counting only the first let claims run on while the last rows
-// read were being taken, about 50 files ahead with 20 ms of service latency, and 890 of a burst's
-// 1,000 uploads read and hashed their staged copies again (7 with none).
+// since the last read (queued()): counting only the first would let claims run on while the last
+// rows read are being taken.
 
 /** Startable rows fetched per query. */
 const READY_BATCH = 32;

@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Layout, ResultState } from './layout.js';
+import { stemOf, type Layout, type ResultState } from './layout.js';
 import type { Kind } from './types.js';
 
 /** A result file an operator swapped for a link (or a FIFO) is not shown: never followed, never waited on. */
@@ -21,11 +21,6 @@ export const NAME_MAX_BYTES = 255;
 export type { ResultState } from './layout.js';
 
 const SUFFIX: Record<ResultState, string> = { done: '.json', failed: '.error.json' };
-
-function stemOf(base: string): string {
-  const dot = base.lastIndexOf('.');
-  return dot <= 0 ? base : base.slice(0, dot);
-}
 
 /** The longest prefix of `s` that is at most `bytes` bytes of UTF-8, cut between characters. */
 function cutToBytes(s: string, bytes: number): string {

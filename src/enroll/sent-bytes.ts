@@ -3,10 +3,8 @@
 // resolve reads the staged copy again (an open, a read, a close on the thread pool and a sha256).
 //
 // Bounded in bytes, oldest dropped first: a resolve comes within a second and one batch
-// (face-uploader.ts: 64 faces, up to 256 in a large group). Counted in faces (96) until r19: with
-// a group of 10,000, whose batches are 256, 625 of a burst's 1,000 faces were read again
-// (test/bench/enroll.mjs, BENCH_GROUP=10000). 8 MB holds the largest batch of ~30 KB images, and
-// faces of 1 MB (IN_MEMORY_MAX) hold 8 MB, where 96 of them held 96.
+// (face-uploader.ts: 64 faces, up to 256 in a large group). 8 MB holds the largest batch of
+// ~30 KB images, and bounds memory whatever the images' size.
 
 /** Bytes kept at most. */
 export const SENT_KEPT_BYTES = 8 * 1024 * 1024;

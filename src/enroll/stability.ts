@@ -44,20 +44,16 @@ async function look(fs: LookFs, path: string): Promise<{ size: number; mtimeMs: 
 }
 
 /**
- * Looks made at once in a tick. Through the pool (enroll-fs.ts: enroll.dir not on state_dir's file
- * system), one at a time, each lstat was a whole thread-pool round (a wake-up
- * of a pool thread and of the event loop): about 34 µs of CPU, against 8 µs each when 16 go
- * together and share the wake-ups (fs/promises lstat in a loop, r18's note). A burst looks at
- * every file twice here (burst mode lists its folders without stats). Bounded, so that a tick's looks never queue more
- * than this in front of the uploads' own pool work (their reads, the WAL syncs).
+ * Looks made at once in a tick: through the pool (enroll-fs.ts), lstats made together share the
+ * wake-ups of a pool thread and of the event loop, one at a time each pays its own. Bounded, so
+ * that a tick's looks never queue more than this in front of the uploads' own pool work.
  */
 const LOOK_WINDOW = 16;
 
 export function createStabilityTracker(deps: StabilityTrackerDeps) {
   const watching = new Map<string, Watch | null>();
   // A file is taken at the first tick after its settle_time is over: at most one tick late. A
-  // tick only walks the map (files are looked at when first seen and when due), so a short one is
-  // cheap; 250 ms made the first upload of a burst wait 1.25 s on average instead of about 1 s.
+  // tick only walks the map (files are looked at when first seen and when due), so a short one is cheap.
   const tickMs = Math.max(20, Math.min(50, Math.floor(deps.settleMs / 4)));
   let timer: NodeJS.Timeout | undefined;
   let started = false;

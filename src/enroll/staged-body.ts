@@ -25,8 +25,7 @@ export function stagedInMemory(kind: Kind, size: number): boolean {
   return kind === 'faces' && size <= IN_MEMORY_MAX;
 }
 
-// crypto.hash (Node 20.12 on): one call, no Hash object; createHash().update().digest() cost about
-// 9 µs per file more in a fresh daemon's burst (its JS path not yet optimized).
+// crypto.hash (Node 20.12 on): one call, no Hash object.
 export const sha256Of = (buf: Buffer): string => hash('sha256', buf, 'hex');
 
 /** The file's bytes when they are exactly `size` long with this sha256 (one byte more is read, to see growth). */

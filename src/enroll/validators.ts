@@ -1,5 +1,6 @@
 import { open } from 'node:fs/promises';
 import { InvalidInputError } from '../errors.js';
+import { VOICEPRINT_NAME_MAX_BYTES } from '../client/speaker-limits.js';
 import { readHead, sniffImageType, type ImageMime } from '../util/media-sniff.js';
 
 // Checks run on the staged copy before anything is sent: what the service would refuse anyway,
@@ -105,8 +106,6 @@ export function checkPcmLength(bytes: number, channels: number, shownAs: string)
     throw new EnrollInputError('TA_ERR_BAD_PCM', `${shownAs} is ${bytes} bytes, not a whole number of ${frame}-byte frames of 16-bit PCM with ${channels} channel(s); it is truncated or not raw 16-bit PCM`);
   }
 }
-
-export const VOICEPRINT_NAME_MAX_BYTES = 32;
 
 export function checkVoiceprintName(name: string): void {
   const bytes = Buffer.byteLength(name, 'utf8');

@@ -20,8 +20,8 @@ import { withLinkedSignal } from '../util/linked-signal.js';
 /**
  * Burst mode's scan period while the last scan found more files than the one before (a copy still
  * going on). A file is settled only settle_time after a scan first saw it, so the files copied
- * after the first scan of a burst waited for the next one, half a settle_time later: with the
- * default 1 s, the uploads ran dry for 130 to 280 ms in the middle of a burst of 1,000 files.
+ * after the first scan of a burst would wait for the next one, half a settle_time later, and the
+ * uploads run dry meanwhile.
  */
 const ARRIVING_SCAN_MS = 100;
 

@@ -61,8 +61,7 @@ export function createCacheFiles(folder: string) {
   const dir = join(folder, '.');
   // Each row's line of index.json, kept while the row object lives: the face store replaces a
   // changed row's object and never changes one it gave out (face-store.ts), so a pass for a few
-  // faces renders their lines only, not the whole group's again (10,000 lines took about 20 ms
-  // of the event loop, for every pass of an enrollment burst).
+  // faces (every pass of an enrollment burst) renders their lines only, not the whole group's again.
   const lines = new WeakMap<FaceRow, string>();
   const render = (rows: readonly FaceRow[]): string => {
     const out: string[] = [];
@@ -77,7 +76,7 @@ export function createCacheFiles(folder: string) {
     }
     // One record per line: diffable by an operator, still one JSON array for programs. The
     // brackets go into the first and last lines, so that the join makes the whole text flat: added
-    // around it, they made a rope that the version's hash copied again (1.5 MB with 10,000 faces).
+    // around it, they would make a rope that the version's hash copies again.
     if (out.length === 0) return '[]\n';
     out[0] = `[\n${out[0]!}`;
     out[out.length - 1] = `${out[out.length - 1]!}\n]\n`;
@@ -119,7 +118,7 @@ export function createCacheFiles(folder: string) {
   return {
     dir,
     indexPath,
-    /** A plain file name in the folder; not path.join, which costs ~5 µs a call (10,000 per first sync). */
+    /** A plain file name in the folder; not path.join, called for every image of a sync. */
     pathOf(file: string): string {
       return `${dir}/${file}`;
     },

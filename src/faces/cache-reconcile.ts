@@ -1,15 +1,7 @@
-import type { Logger } from 'pino';
 import { makeDir } from '../util/make-dir.js';
-import type { CacheFiles } from './cache-files.js';
-import type { FaceStore } from './face-store.js';
-import type { Staging } from './staging.js';
+import type { SyncPassContext } from './sync-run.js';
 
-export interface ReconcileContext {
-  store: FaceStore;
-  files: CacheFiles;
-  staging: Staging;
-  logger: Logger;
-}
+export type ReconcileContext = Pick<SyncPassContext, 'store' | 'files' | 'staging' | 'logger'>;
 
 /**
  * Start-up repair of the face cache after whatever stopped the last daemon (a crash, `kill -9`, a

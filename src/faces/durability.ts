@@ -9,8 +9,7 @@ import { runPool } from './image-download.js';
 // fsyncs their folder after its renames. A large batch is made durable with one syncfs(2) of the
 // cache's file system instead: coreutils' `sync --file-system` (Node has no binding), which also
 // makes every rename and file creation in the folder before it durable. One fdatasync per file
-// costs a journal commit each: a first sync of 10,000 faces took 1.59x its plain loop (1.29 ms of
-// CPU per face) with them, 0.83x (0.53 ms) with syncfs (docs/design.md, "Durability").
+// costs a journal commit each (docs/design.md, "Durability").
 
 const run = promisify(execFile);
 const SYNCFS_TIMEOUT_MS = 300_000;
@@ -20,12 +19,7 @@ function syncfs(dir: string, signal: AbortSignal): Promise<void> {
   return run('sync', ['--file-system', dir], { timeout: SYNCFS_TIMEOUT_MS, signal }).then(() => undefined);
 }
 
-/**
- * From this many new files on, one syncfs is cheaper than a fdatasync each. 256 was tried, to
- * spare the refresh syncs enrollment starts the fork of `sync` (~15-20 ms of CPU each): the
- * fdatasyncs then tied up the thread pool and cost the burst more CPU and time than the forks
- * (test/bench/enroll.mjs, runs alternated with the old code).
- */
+/** From this many new files on, one syncfs (a fork of `sync`) is cheaper than a fdatasync each. */
 export const SYNCFS_THRESHOLD = 32;
 /** Whether `count` new files are made durable by one syncfs rather than a fdatasync each. */
 export function syncfsPays(count: number): boolean {
@@ -41,9 +35,8 @@ export const WRITEBACK_EVERY_BYTES = 8 * 1024 * 1024;
 /**
  * Early syncfs calls while a large pass downloads, one at a time, each after WRITEBACK_EVERY_BYTES
  * more: the disk writes while the network brings more, and the syncfs before the commit (which
- * alone makes the pass durable) finds little left to write. Without this, the page cache of a
- * machine with plenty of memory held all 300 MB of a 10,000-face first sync until that last call
- * (0.5 s here, seconds on an SD card). Costs one fork of `sync` each (~10 ms of CPU).
+ * alone makes the pass durable) finds little left to write, instead of a whole first sync's
+ * images held in the page cache until that last call. Costs one fork of `sync` each.
  */
 export function createWriteback(dir: string, signal: AbortSignal, logger: Logger, everyBytes = WRITEBACK_EVERY_BYTES) {
   let since = 0;

@@ -54,7 +54,7 @@ const KEEP_RUNS = 200;
 const CACHED_COLUMNS = 'face_id, group_id, id, name, image_file, image_sha256, image_bytes, updated_at';
 /** The served faces in CachedFace's columns, as index.json orders them; rows for cachedFaceOf (raw). */
 export const CACHED_FACES_SQL = `SELECT ${CACHED_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`;
-/** Rows read per step of loadRows: about 2 ms of the event loop here, between two steps it runs other work. */
+/** Rows read per step of loadRows: between two steps the event loop runs other work. */
 const LOAD_BATCH = 500;
 
 /** A row's columns in ROW_COLUMNS' order, as the upsert binds them. */
@@ -64,9 +64,8 @@ type UpsertParams = [string, string, number | null, string, string | null, strin
 type RawRow = unknown[];
 
 /**
- * The row object from its columns. better-sqlite3 builds each row object property by property;
- * read as arrays and made here as one object literal, 10,000 rows cost 43 to 65 ms of CPU against
- * 73 to 128 on the development machine (three runs), and every row has the same shape.
+ * The row object from its columns: better-sqlite3 builds each row object property by property,
+ * while rows read as arrays and made here as one object literal cost less and all share one shape.
  */
 function rowOf(r: RawRow, at: number): FaceRow {
   return {
@@ -83,13 +82,12 @@ export function createFaceStore(db: Db, syncer: WalSyncer) {
   const all = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces`).raw(true);
   const batch = db.prepare<[number, number], RawRow>(`SELECT rowid, ${ROW_COLUMNS} FROM faces WHERE rowid > ? ORDER BY rowid LIMIT ?`).raw(true);
   const served = db.prepare<[], RawRow>(`SELECT ${ROW_COLUMNS} FROM faces WHERE image_file IS NOT NULL ORDER BY id, face_id`).raw(true);
-  // What `listCached` shows, read straight into its shape: through rowOf and toCachedFace a console
-  // visit of 10,000 faces made 10,000 rows of 14 fields first.
+  // What `listCached` shows, read straight into its shape, not through 14-field rows first.
   const cached = db.prepare<[], RawRow>(CACHED_FACES_SQL).raw(true);
   const cachedOne = db.prepare<[string], RawRow>(`SELECT ${CACHED_COLUMNS} FROM faces WHERE face_id = ? AND image_file IS NOT NULL`).raw(true);
   const countServed = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM faces WHERE image_file IS NOT NULL');
-  // Positional parameters: better-sqlite3 binds named ones by looking each up on the object, which
-  // made 10,000 upserts 45 ms against 26 here (the first sync's commit waits on them).
+  // Positional parameters: better-sqlite3 binds named ones by looking each up on the object, and
+  // the first sync's commit waits on 10,000 upserts.
   const upsert = db.prepare<UpsertParams>(`INSERT INTO faces (${ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT(face_id) DO UPDATE SET group_id = excluded.group_id, id = excluded.id, name = excluded.name,
       image_file = excluded.image_file, image_sha256 = excluded.image_sha256, image_etag = excluded.image_etag,
@@ -130,15 +128,15 @@ export function createFaceStore(db: Db, syncer: WalSyncer) {
   // The rows as of the last commit, kept in memory while the cache is busy: a pass compares the
   // listing with this map, and an enrollment burst's passes render only their new lines of
   // index.json (cache-files.ts keeps each row object's line). This store is the only writer of
-  // the table. They are dropped after every sync but enrollment's refreshes (release): about 750
-  // bytes a face, 7 to 8 MB of an idle daemon's RSS with 10,000 faces cached.
+  // the table. They are dropped after every sync but enrollment's refreshes (release): they would
+  // be most of an idle daemon's memory with a large group cached.
   let mirror: Map<string, FaceRow> | undefined;
   /** Bumped by every write: a loadRows that saw one meanwhile does not keep what it read. */
   let writes = 0;
   /** A new object at every write: what a reader of cachedFaces() compares to know it has changed. */
   let version: object = {};
-  /** The last failedRows answer and the writes it saw: status asks at every watchdog tick, and each
-   * ask scanned the whole table (no index on error), 2 ms with 10,000 faces here. */
+  /** The last failedRows answer and the writes it saw: status asks at every watchdog tick, and the
+   * query scans the whole table (no index on error). */
   let failed: { writes: number; limit: number; rows: FaceRow[] } | undefined;
   /** The last recheckStats answer and the writes it saw (status asks it, as failedRows). */
   let stats: { writes: number; value: RecheckCacheStats } | undefined;
@@ -147,8 +145,7 @@ export function createFaceStore(db: Db, syncer: WalSyncer) {
   return {
     /**
      * Reads the rows into memory if they are not there, LOAD_BATCH at a time with the event loop
-     * free between steps: at once, 10,000 rows held it for 50 to 80 ms here (several times that
-     * on a Pi), at every sync once they had been dropped.
+     * free between steps: a large group read at once would hold it at every sync.
      */
     async loadRows(): Promise<void> {
       if (mirror) return;
@@ -166,8 +163,7 @@ export function createFaceStore(db: Db, syncer: WalSyncer) {
     },
     /**
      * Drops the in-memory rows (the next pass reads them again), and SQLite's page cache of this
-     * connection (`PRAGMA shrink_memory`: another 1.3 MB with 10,000 faces; the pages are read
-     * back from the kernel's cache when next needed).
+     * connection (`PRAGMA shrink_memory`: the pages are read back from the kernel's cache when next needed).
      */
     release(): void {
       mirror = undefined;
@@ -209,8 +205,8 @@ export function createFaceStore(db: Db, syncer: WalSyncer) {
       return servedOf(after.values());
     },
     countServed(): number {
-      // From the rows in memory when they are there: the statement scans the table (after every
-      // refresh of an enrollment burst, 1 to 2 ms with 10,000 faces).
+      // From the rows in memory when they are there: the statement scans the table, after every
+      // refresh of an enrollment burst.
       if (!mirror) return countServed.get()?.n ?? 0;
       let n = 0;
       for (const r of mirror.values()) if (r.image_file !== null) n++;

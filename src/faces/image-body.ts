@@ -3,14 +3,9 @@ import type { ImageTap } from './image-check.js';
 
 // The body of an image answer read in batches of up to 64 KB (a usual face image: one batch), with
 // event listeners, paused at each batch, instead of an async iterator (a promise, an iterator
-// result and a microtask turn per chunk). On the path of every image of a sync (10,000 in a first
-// sync of a large group).
-// The file calls that follow stay on the thread pool. Made on the event loop, like the seed pass's
-// images (util/state-fs.ts), they saved the pool trips (~0.5 to 1 s of CPU per 10,000 images) but
-// put the kernel's file creation on the main thread (~50 µs each on a journaled ext4): the main
-// thread is what a large sync is bound by, and a write held by the kernel's dirty-page throttling
-// on a slow SD card would then stop every download, not one (test/bench/faces-sync.mjs, BENCH_FS=ext4:
-// Pi budget 54 s -> 60 s with 27 % less CPU: the daemon waited, it did not compute).
+// result and a microtask turn per chunk): this is on the path of every image of a sync.
+// The file calls that follow stay on the thread pool: on the event loop, a write held by the
+// kernel's dirty-page throttling on a slow SD card would stop every download, not one.
 
 export interface Batch {
   chunks: Buffer[];

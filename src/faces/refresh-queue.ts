@@ -2,10 +2,9 @@ import { wait } from '../util/backoff.js';
 import type { SyncReport } from './types.js';
 
 /**
- * A refresh for faces this agent just uploaded rewrites index.json, the whole group each time:
- * with 10,000 faces cached 1.5 MB, about 60 ms of the event loop. In an enrollment burst they ran
- * back to back, a few files each, and a large group made every enrolled file cost 1.4 ms more of
- * the daemon's CPU. The next refresh waits this many times the last index write's duration (at
+ * A refresh for faces this agent just uploaded rewrites index.json, the whole group each time: in
+ * an enrollment burst into a large group, refreshes back to back would cost every enrolled file
+ * far more than its upload. The next refresh waits this many times the last index write's duration (at
  * most MAX_REFRESH_GAP_MS): index writes take at most a fifth of the time, at once with a small
  * group (a millisecond or two), a few a second with a large one. Only the index write counts:
  * the rest of a pass costs the same per face however they are grouped.

@@ -5,6 +5,7 @@ import type { FaceRow } from './face-store.js';
 import type { ImageOutcome } from './image-download.js';
 import { firstRecheckAt } from './recheck.js';
 import type { FaceFailure } from './types.js';
+import type { SyncPassContext } from './sync-run.js';
 
 // The third phase of a sync pass (sync-run.ts), before anything is written: from the group's
 // listing, the cached rows and what each image job came to, the rows to write and delete, the
@@ -29,12 +30,8 @@ export interface RowDecisions {
   failures: FaceFailure[];
 }
 
-/** What the pass's clock and re-check policy say (SyncPassContext's). */
-export interface DecideContext {
-  nowMs: number;
-  recheckMs: number;
-  random: () => number;
-}
+/** What the pass's clock and re-check policy say. */
+export type DecideContext = Pick<SyncPassContext, 'nowMs' | 'recheckMs' | 'random'>;
 
 export function decideRows(
   remote: ReadonlyMap<string, FaceRecord>, rows: ReadonlyMap<string, FaceRow>, outcomes: ReadonlyMap<string, ImageOutcome>, ctx: DecideContext,

@@ -76,11 +76,7 @@ export interface CachedFace extends FaceRecord {
 }
 
 /** One entry of `<state_dir>/faces/index.json`; `image` is relative to the folder of index.json. */
-export interface IndexEntry {
-  face_id: string;
-  group_id: string;
-  id: number;
-  name: string;
+export interface IndexEntry extends FaceRecord {
   image: string;
 }
 

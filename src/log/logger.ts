@@ -1,6 +1,5 @@
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import { scrubSecrets } from './scrub-secrets.js';
-import { redactKeys } from './redact-keys.js';
 
 export type { Logger } from 'pino';
 export { scrubSecrets } from './scrub-secrets.js';
@@ -14,19 +13,26 @@ export interface LoggerSetup {
   destination?: DestinationStream;
   /**
    * Returns the secret values currently in use. Any occurrence in a finished log line is replaced,
-   * a last line of defence behind the secret-named keys (redact-keys.ts): a secret must never reach the
+   * a last line of defence behind the secret-named keys (REDACT_PATHS): a secret must never reach the
    * journal, even inside an error message from a library.
    */
   secrets?: () => readonly string[];
 }
+
+/** Secret-named keys, censored wherever a log call or a child's bindings carry them. */
+const REDACT_PATHS = [
+  'terminal_secret', 'api_key', 'authorization', 'Authorization', 'secret', 'password', 'token',
+  '*.terminal_secret', '*.api_key', '*.authorization', '*.Authorization', '*.secret', '*.token',
+  'headers.authorization', 'req.headers.authorization', '*.headers.authorization',
+];
 
 export function createLogger(setup: LoggerSetup = {}): Logger {
   const options: LoggerOptions = {
     level: setup.level ?? 'info',
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
-    // Secret-named keys are censored before serializing (redact-keys.ts says why not pino's redact).
-    formatters: { level: (label) => ({ level: label }), log: redactKeys },
+    redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+    formatters: { level: (label) => ({ level: label }) },
   };
   const secrets = setup.secrets;
   if (secrets) {
@@ -34,16 +40,7 @@ export function createLogger(setup: LoggerSetup = {}): Logger {
       streamWrite: (line) => scrubSecrets(line, secrets()),
     };
   }
-  const logger = setup.destination ? pino(options, setup.destination) : pino(options);
-  // A child's bindings are serialized once, when it is made, without the log formatter. Children
-  // inherit from their parent, so this one override covers every descendant.
-  type Child = (this: Logger, bindings: Record<string, unknown>, options?: unknown) => Logger;
-  const child = logger.child as unknown as Child;
-  const redacting: Child = function (bindings, childOptions) {
-    return child.call(this, redactKeys(bindings), childOptions);
-  };
-  logger.child = redacting as unknown as Logger['child'];
-  return logger;
+  return setup.destination ? pino(options, setup.destination) : pino(options);
 }
 
 /** A logger that discards everything, for CLI commands that print their own output. */

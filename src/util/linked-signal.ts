@@ -1,13 +1,9 @@
 // An AbortSignal that aborts when any of its sources does, unlinked from them when done with.
 //
-// Not AbortSignal.any(): on Node 20 each call leaves a WeakRef of its composite in every source's
-// set of dependants for as long as the source lives (nodejs/node#55351; a composite that still has
-// a listener stays whole, about 1.2 KB). The agent combined a component's lifetime signal, which
-// lives as long as the daemon, with a short one (a sync's deadline, a wake-up, a rescan's kick)
-// several times a minute, up to twice a second while files arrive: about 85 bytes of V8's heap for
-// good each time, some 10 MB a month of an idle terminal that runs for years. Found by the soak of
-// a group of 10,000 (heap snapshots 15 minutes apart: +552 WeakRefs). Here the link is an ordinary
-// listener on each source, removed by dispose().
+// Not AbortSignal.any(): on Node 20 and 24 each call leaves a WeakRef of its composite in every
+// source's set of dependants for as long as the source lives (nodejs/node#55351). A component's
+// lifetime signal lives as long as the daemon and is linked to short ones several times a minute,
+// for years. Here the link is an ordinary listener on each source, removed by dispose().
 
 export interface LinkedSignal {
   readonly signal: AbortSignal;

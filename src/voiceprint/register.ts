@@ -9,12 +9,11 @@ import type { VoiceprintRegistry, VoiceprintSource } from './registry.js';
 import type { WavFileInfo } from './wav-check.js';
 import { makeDir } from '../util/make-dir.js';
 import { canonicalName, nameProblem } from '../client/names.js';
+import { VOICEPRINT_NAME_MAX_BYTES as MAX_NAME_BYTES } from '../client/speaker-limits.js';
 
 // One way to register a voiceprint, whoever asks (a recording, `voiceprint register FILE`): the
 // WAV sent is kept under state_dir/voiceprints/ with a JSON of what the service answered, the
 // multipart fields describe the audio actually sent, and the local registry gets the result.
-
-export const MAX_NAME_BYTES = 32;
 
 export interface RegisterDeps {
   client: ServiceClient;

@@ -12,7 +12,7 @@ function context(env: NodeJS.ProcessEnv = {}) {
   stdout.on('data', (d) => (out += d));
   stderr.on('data', (d) => (err += d));
   const ctx: CliContext = {
-    env, nodeFlags: [], cwd: '/', version: '9.9.9',
+    env, cwd: '/', version: '9.9.9',
     io: { stdout, stderr, stdin: Readable.from([]) },
     shutdown: new AbortController().signal,
     onReload: () => () => undefined,

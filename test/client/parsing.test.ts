@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseRetryAfter, serverMessageOf, errorForStatus } from '../../src/client/error-mapping.js';
 import { sniffMediaType } from '../../src/client/media-types.js';
-import { isLoopbackHost } from '../../src/client/transport.js';
+import { isLoopbackHost } from '../../src/config/plain-checks.js';
 import { AuthError, BadRequestError, ServerError } from '../../src/errors.js';
 import { PNG_BYTES, JPEG_BYTES, wavHeader } from './fixtures.js';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { capture } from './capture.js';
 import { createLogger } from '../../src/log/logger.js';
-import { CENSOR, redactKeys } from '../../src/log/redact-keys.js';
 
-describe('redactKeys', () => {
-  it('censors every path pino redacted before: top-level names, one level down, and headers.authorization', () => {
+describe('secret-named keys in log lines', () => {
+  it('are censored at the top level, one level down, and in headers.authorization; the caller keeps its object', () => {
+    const { lines, destination } = capture();
     const v = 'SECRETVALUE';
     const rec = {
       terminal_secret: v, api_key: v, authorization: v, Authorization: v, secret: v, password: v, token: v,
@@ -13,22 +13,22 @@ describe('redactKeys', () => {
       req: { headers: { authorization: v, host: 'h' }, method: 'GET' },
       name: 'person-1',
     };
-    const out = redactKeys(rec);
-    expect(JSON.stringify(out)).not.toContain(v);
-    expect(out).toMatchObject({ name: 'person-1', cfg: { kept: 'ok' }, headers: { accept: 'json' }, req: { method: 'GET', headers: { host: 'h', authorization: CENSOR } } });
-    // The caller's object is left as it was.
+    createLogger({ destination }).info(rec, 'x');
+    expect(lines[0]).not.toContain(v);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      name: 'person-1', cfg: { kept: 'ok', secret: '[REDACTED]' }, headers: { accept: 'json' },
+      req: { method: 'GET', headers: { host: 'h', authorization: '[REDACTED]' } },
+    });
     expect(rec.cfg.secret).toBe(v);
     expect(rec.req.headers.authorization).toBe(v);
   });
 
-  it('returns the record itself when nothing is secret, and keeps an Error an Error', () => {
-    const rec = { kind: 'faces', file: 'faces/a.jpg', err: new Error('boom') };
-    expect(redactKeys(rec)).toBe(rec);
+  it('leaves an error its message, censors its secret-named fields, and leaves the error as it was', () => {
+    const { lines, destination } = capture();
     const err = Object.assign(new Error('refused'), { token: 'tok-123456' });
-    const out = redactKeys({ err }) as { err: Error & { token: string } };
-    expect(out.err).toBeInstanceOf(Error);
-    expect(out.err.message).toBe('refused');
-    expect(out.err.token).toBe(CENSOR);
+    createLogger({ destination }).warn({ err }, 'x');
+    expect(lines[0]).not.toContain('tok-123456');
+    expect(JSON.parse(lines[0]!)).toMatchObject({ err: { message: 'refused', token: '[REDACTED]' } });
     expect(err.token).toBe('tok-123456');
   });
 
