@@ -14,8 +14,6 @@ const BRIGHT = 250;
 /** A photo whose long side is more than this times its short side is searched in square tiles (a 4:3 or 3:2 photo is not). */
 const WIDE = 1.5;
 const MAX_TILES = 4;
-/** The decoded copy's short side: 960 keeps a 1280 x 960 photo whole, and shrinks a 12 MP one while decoding. */
-const BASE_SHORT = 960;
 /**
  * One face this wide against the short side makes a portrait the near pass has judged alone:
  * someone beside the person, at the same distance, has a face big enough for it to see too.
@@ -29,28 +27,20 @@ export interface Passes {
   far: Pass;
 }
 
-/**
- * The one decode of the image (EXIF orientation applied), RGB, its short side at most BASE_SHORT:
- * a bigger photo shrinks while it decodes (JPEG), and everything else is cut and scaled from it.
- */
-async function decodeBase(bytes: Uint8Array, width: number, height: number): Promise<Scaled> {
-  const k = Math.min(1, BASE_SHORT / Math.max(1, Math.min(width, height)));
-  let img = sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate();
-  if (k < 1) img = img.resize(Math.max(1, Math.round(width * k)), Math.max(1, Math.round(height * k)), { fit: 'fill' });
-  const { data, info } = await img.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-  return { rgb: data, width: info.width, height: info.height };
-}
+const decoder = (bytes: Uint8Array) => sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate();
 
 /**
- * The far pass's input: the image fit inside side x side; a wide one (long side over short above
- * WIDE) gets its short side to `side` instead, for farPass's tiles, and at most MAX_TILES sides along.
+ * The far pass's input, decoded from the image (EXIF orientation applied) straight to its size, so
+ * that a JPEG shrinks while it decodes: fit inside side x side; a wide one (long side over short
+ * above WIDE) gets its short side to `side` instead, for farPass's tiles, and at most MAX_TILES sides along.
  */
-function farInput(base: Scaled, side: number): Promise<Scaled> {
-  const aspect = Math.max(base.width, base.height) / Math.max(1, Math.min(base.width, base.height));
+async function decodeFar(bytes: Uint8Array, width: number, height: number, side: number): Promise<Scaled> {
+  const aspect = Math.max(width, height) / Math.max(1, Math.min(width, height));
   const fit = aspect <= WIDE ? { width: side, height: side, fit: 'inside' as const }
     : aspect <= MAX_TILES ? { width: side, height: side, fit: 'outside' as const }
     : { width: side * MAX_TILES, height: side * MAX_TILES, fit: 'inside' as const };
-  return resized(base, fit);
+  const { data, info } = await decoder(bytes).resize(fit).removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  return { rgb: data, width: info.width, height: info.height };
 }
 
 async function resized(img: Scaled, fit: sharp.ResizeOptions): Promise<Scaled> {
@@ -82,22 +72,14 @@ function farPass(pass: Pass, img: Scaled): RawBox[] {
 }
 
 /**
- * The face's grey crop scaled to SHARPNESS_SIDE px: cut from the decoded copy, or, when that copy
- * was shrunk below the face's own detail (a large photo, a small face), from the image decoded again.
+ * The face's grey crop scaled to SHARPNESS_SIDE px, cut from the image at its own resolution (a
+ * JPEG decodes only down to the face's last row).
  */
-async function faceCrop(bytes: Uint8Array, base: Scaled, face: FaceBox, width: number, height: number) {
-  const k = base.width / width;
-  const fromBase = k >= 1 || face.width * k >= SHARPNESS_SIDE;
-  const kk = fromBase ? k : 1;
-  const w = fromBase ? base.width : width;
-  const h = fromBase ? base.height : height;
-  const left = Math.min(w - 1, Math.floor(face.x * kk));
-  const top = Math.min(h - 1, Math.floor(face.y * kk));
-  const box = { left, top, width: Math.max(1, Math.min(w - left, Math.round(face.width * kk))), height: Math.max(1, Math.min(h - top, Math.round(face.height * kk))) };
-  const img = fromBase
-    ? sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } })
-    : sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate().removeAlpha();
-  const { data, info } = await img.extract(box).resize(SHARPNESS_SIDE, SHARPNESS_SIDE, { fit: 'fill' }).greyscale().raw().toBuffer({ resolveWithObject: true });
+async function faceCrop(bytes: Uint8Array, face: FaceBox, width: number, height: number) {
+  const left = Math.min(width - 1, Math.floor(face.x));
+  const top = Math.min(height - 1, Math.floor(face.y));
+  const box = { left, top, width: Math.max(1, Math.min(width - left, Math.round(face.width))), height: Math.max(1, Math.min(height - top, Math.round(face.height))) };
+  const { data, info } = await decoder(bytes).extract(box).resize(SHARPNESS_SIDE, SHARPNESS_SIDE, { fit: 'fill' }).removeAlpha().greyscale().raw().toBuffer({ resolveWithObject: true });
   return { grey: data, width: info.width, height: info.height };
 }
 
@@ -184,8 +166,7 @@ export async function measure(bytes: Uint8Array, passes: Passes): Promise<FaceMe
   // of at least DOMINANT of the short side, or several faces. Otherwise the far pass looks for
   // faces down to about 1/16 of the long side, which is what a group photo holds or a photo taken
   // from too far.
-  const base = await decodeBase(bytes, width, height);
-  const far = await farInput(base, passes.far.side);
+  const far = await decodeFar(bytes, width, height, passes.far.side);
   const near = await resized(far, { width: passes.near.side, height: passes.near.side, fit: 'inside' });
   let boxes = detect(passes.near, near.rgb, near.width, near.height).map((b) => toBox(b, near.width / width, width, height));
   const portrait = boxes.length === 1 && boxes[0]!.width >= DOMINANT * Math.min(width, height);
@@ -193,6 +174,6 @@ export async function measure(bytes: Uint8Array, passes: Passes): Promise<FaceMe
   const faces = mergeBoxes(boxes);
   if (faces.length === 0) return { width, height, faces, ...exposure(luma(far.rgb)) };
   const largest = faces.reduce((a, b) => (b.width > a.width ? b : a));
-  const crop = await faceCrop(bytes, base, largest, width, height);
+  const crop = await faceCrop(bytes, largest, width, height);
   return { width, height, faces, sharpness: laplacianVariance(crop.grey, crop.width, crop.height), ...exposure(crop.grey) };
 }
