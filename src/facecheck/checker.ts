@@ -70,14 +70,16 @@ export function createFaceChecker(opts: FaceCheckerOptions = {}) {
     // The runtime's own console lines are not the daemon's log.
     w.stdout.resume();
     w.stderr.resume();
-    w.on('message', (reply: CheckReply) => {
-      const p = pending.get(reply.id);
-      if (!p) return;
-      pending.delete(reply.id);
-      clearTimeout(p.timer);
-      if ('measurements' in reply) p.resolve(reply.measurements);
-      else if (reply.kind === 'undecodable') p.reject(new InvalidInputError(reply.error));
-      else p.reject(new FaceCheckUnavailableError(reply.error));
+    w.on('message', (replies: CheckReply[]) => {
+      for (const reply of replies) {
+        const p = pending.get(reply.id);
+        if (!p) continue;
+        pending.delete(reply.id);
+        clearTimeout(p.timer);
+        if ('measurements' in reply) p.resolve(reply.measurements);
+        else if (reply.kind === 'undecodable') p.reject(new InvalidInputError(reply.error));
+        else p.reject(new FaceCheckUnavailableError(reply.error));
+      }
       settle(w);
     });
     w.on('error', (err) => end(w, new FaceCheckUnavailableError(`the face check's thread failed: ${err.message}`, { cause: err })));
