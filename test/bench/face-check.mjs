@@ -133,13 +133,17 @@ async function burst(mode, budget) {
     await sleep(1500);
     const inbox = join(dir, 'enroll', 'faces');
     const control = controlClient(join(dir, 'ctl.sock'), { timeoutMs: 60_000 });
+    let t0 = performance.now();
     const statusMs = [];
+    let slowestAt = 0;
     let probing = true;
     const probe = (async () => {
       while (probing) {
         const t = performance.now();
         await control.status();
-        statusMs.push(performance.now() - t);
+        const took = performance.now() - t;
+        if (took > Math.max(0, ...statusMs)) slowestAt = t - t0;
+        statusMs.push(took);
         await sleep(250);
       }
     })();
@@ -155,7 +159,7 @@ async function burst(mode, budget) {
     })();
     const throttle0 = throttling(budget);
     const cpu0 = procCpuSplitMs(daemon.pid);
-    const t0 = performance.now();
+    t0 = performance.now();
     for (const n of names) await copyFile(join(source, `${n}.jpg`), join(inbox, `${n}.jpg`));
     let done = 0;
     let failed = 0;
@@ -179,7 +183,7 @@ async function burst(mode, budget) {
     const speech = sink.phrases.reduce((acc, p) => ({ phrases: acc.phrases + 1, audioS: acc.audioS + p.bytes / SPEECH_BYTES_PER_SEC, underruns: acc.underruns + p.underruns, gapMs: acc.gapMs + p.gap_ms, at: [...acc.at, ...p.at_ms.map((ms) => `${(ms / 1000).toFixed(2)} s into phrase ${acc.phrases + 1}`)] }), { phrases: 0, audioS: 0, underruns: 0, gapMs: 0, at: [] });
     return {
       reasons, ms, cpuMs: cpu1.user + cpu1.sys - cpu0.user - cpu0.sys, peakMb, done, failed, speech,
-      status: { max: sorted.at(-1), p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), count: sorted.length },
+      status: { max: sorted.at(-1), at: slowestAt, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), count: sorted.length },
       throttle: throttle0 && { periods: throttle1.periods - throttle0.periods, throttled: throttle1.throttled - throttle0.throttled, ms: throttle1.throttledMs - throttle0.throttledMs },
     };
   } finally {
@@ -189,7 +193,7 @@ async function burst(mode, budget) {
   }
 }
 
-const statusText = (r) => `status: ${r.status.count} calls, median ${r.status.p50.toFixed(1)} ms, p90 ${r.status.p90.toFixed(1)} ms, slowest ${r.status.max.toFixed(1)} ms`;
+const statusText = (r) => `status: ${r.status.count} calls, median ${r.status.p50.toFixed(1)} ms, p90 ${r.status.p90.toFixed(1)} ms, slowest ${r.status.max.toFixed(1)} ms (${(r.status.at / 1000).toFixed(1)} s into the burst)`;
 const speechText = (r) => `speech: ${r.speech.phrases} phrase(s), ${r.speech.audioS.toFixed(1)} s, ${r.speech.underruns} underrun(s)${r.speech.underruns ? ` (${r.speech.gapMs} ms of silence; ${r.speech.at.join(', ')})` : ''}`;
 const throttleText = (r) => (r.throttle ? `; the cgroup throttled in ${r.throttle.throttled} of ${r.throttle.periods} periods, ${(r.throttle.ms / 1000).toFixed(1)} s in all` : '');
 
