@@ -46,9 +46,9 @@ async function decodeFar(bytes: Uint8Array, width: number, height: number, side:
 }
 
 /**
- * The near pass's input: the far one's fit inside side x side. A 4:3 or 16:9 photo's is exactly
- * half of it, each pixel the mean of four, done here rather than in one more round trip to sharp's
- * threads; any other size goes through sharp.
+ * The near pass's input: the far one's fit inside side x side. A 4:3, 3:4 or square photo's is
+ * exactly half of it, each pixel the mean of four, done here rather than in one more round trip to
+ * sharp's threads; any other size (3:2, 16:9, wide) goes through sharp.
  */
 async function nearInput(far: Scaled, side: number): Promise<Scaled> {
   const width = far.width / 2;
