@@ -21,6 +21,8 @@ export interface Pass {
   model: GraphModel;
   /** Anchor centres, x then y, in input pixels. */
   anchors: Float32Array;
+  /** The model's input, side x side RGB scaled to -1..1, filled anew for each image (one thread uses it). */
+  input: Float32Array;
 }
 
 /** A found face in input pixels. */
@@ -70,7 +72,7 @@ export async function loadPass(modelDir: string, name: string, side: number, min
   const bin = await readFile(join(modelDir, manifest.paths[0]!));
   const weightData = bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.byteLength);
   const model = await loadGraphModel({ load: async () => ({ modelTopology: json.modelTopology, weightSpecs: manifest.weights, weightData, format: json.format }) });
-  return { side, minScore, model, anchors: anchorsFor(side) };
+  return { side, minScore, model, anchors: anchorsFor(side), input: new Float32Array(side * side * 3) };
 }
 
 function iou(a: RawBox, b: RawBox): number {
@@ -86,7 +88,7 @@ function iou(a: RawBox, b: RawBox): number {
  */
 export function detect(pass: Pass, rgb: Uint8Array, width: number, height: number): RawBox[] {
   const { side } = pass;
-  const input = new Float32Array(side * side * 3).fill(-1);
+  const input = pass.input.fill(-1);
   for (let y = 0; y < height; y++) {
     for (let i = 0; i < width * 3; i++) input[y * side * 3 + i] = rgb[y * width * 3 + i]! / 127.5 - 1;
   }

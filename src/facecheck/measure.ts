@@ -14,13 +14,13 @@ const BRIGHT = 250;
 /** A photo whose long side is more than this times its short side is searched in square tiles (a 4:3 or 3:2 photo is not). */
 const WIDE = 1.5;
 const MAX_TILES = 4;
-/** The decoded copy's short side: 960 keeps a 1280 x 960 photo whole, and shrinks a 12 MP one while decoding. */
-const BASE_SHORT = 960;
 /**
- * One face this wide against the short side makes a portrait the near pass has judged alone:
- * someone beside the person, at the same distance, has a face big enough for it to see too.
+ * One face this wide against the long side makes a portrait the near pass has judged alone. The
+ * near pass finds faces from about 0.16 of the long side up (measured: a portrait scaled on a
+ * 1280 x 960 canvas is found from 170 to 200 px wide); at 0.2, someone beside the person at the
+ * same distance, with a face up to a fifth smaller, is still big enough for it to see.
  */
-const DOMINANT = 1 / 3;
+const DOMINANT = 0.2;
 
 export interface Passes {
   /** Faces from about 1/8 of the long side up (BlazeFace front, 128 px): every image. */
@@ -29,33 +29,45 @@ export interface Passes {
   far: Pass;
 }
 
-/**
- * The one decode of the image (EXIF orientation applied), RGB, its short side at most BASE_SHORT:
- * a bigger photo shrinks while it decodes (JPEG), and everything else is cut and scaled from it.
- */
-async function decodeBase(bytes: Uint8Array, width: number, height: number): Promise<Scaled> {
-  const k = Math.min(1, BASE_SHORT / Math.max(1, Math.min(width, height)));
-  let img = sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate();
-  if (k < 1) img = img.resize(Math.max(1, Math.round(width * k)), Math.max(1, Math.round(height * k)), { fit: 'fill' });
-  const { data, info } = await img.removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-  return { rgb: data, width: info.width, height: info.height };
-}
+const decoder = (bytes: Uint8Array) => sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate();
 
 /**
- * The far pass's input: the image fit inside side x side; a wide one (long side over short above
- * WIDE) gets its short side to `side` instead, for farPass's tiles, and at most MAX_TILES sides along.
+ * The far pass's input, decoded from the image (EXIF orientation applied) straight to its size, so
+ * that a JPEG shrinks while it decodes: fit inside side x side; a wide one (long side over short
+ * above WIDE) gets its short side to `side` instead, for farPass's tiles, and at most MAX_TILES sides along.
  */
-function farInput(base: Scaled, side: number): Promise<Scaled> {
-  const aspect = Math.max(base.width, base.height) / Math.max(1, Math.min(base.width, base.height));
+async function decodeFar(bytes: Uint8Array, width: number, height: number, side: number): Promise<Scaled> {
+  const aspect = Math.max(width, height) / Math.max(1, Math.min(width, height));
   const fit = aspect <= WIDE ? { width: side, height: side, fit: 'inside' as const }
     : aspect <= MAX_TILES ? { width: side, height: side, fit: 'outside' as const }
     : { width: side * MAX_TILES, height: side * MAX_TILES, fit: 'inside' as const };
-  return resized(base, fit);
+  const { data, info } = await decoder(bytes).resize(fit).removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  return { rgb: data, width: info.width, height: info.height };
 }
 
-async function resized(img: Scaled, fit: sharp.ResizeOptions): Promise<Scaled> {
-  const { data, info } = await sharp(img.rgb, { raw: { width: img.width, height: img.height, channels: 3 } }).resize(fit).raw().toBuffer({ resolveWithObject: true });
-  return { rgb: data, width: info.width, height: info.height };
+/**
+ * The near pass's input: the far one's fit inside side x side. A 4:3, 3:4 or square photo's is
+ * exactly half of it, each pixel the mean of four, done here rather than in one more round trip to
+ * sharp's threads; any other size (3:2, 16:9, wide) goes through sharp.
+ */
+async function nearInput(far: Scaled, side: number): Promise<Scaled> {
+  const width = far.width / 2;
+  const height = far.height / 2;
+  if (Math.max(width, height) !== side || !Number.isInteger(width) || !Number.isInteger(height)) {
+    const { data, info } = await sharp(far.rgb, { raw: { width: far.width, height: far.height, channels: 3 } }).resize({ width: side, height: side, fit: 'inside' }).raw().toBuffer({ resolveWithObject: true });
+    return { rgb: data, width: info.width, height: info.height };
+  }
+  const rgb = new Uint8Array(width * height * 3);
+  const row = far.width * 3;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const from = y * 2 * row + x * 6;
+      for (let c = 0; c < 3; c++) {
+        rgb[(y * width + x) * 3 + c] = (far.rgb[from + c]! + far.rgb[from + 3 + c]! + far.rgb[from + row + c]! + far.rgb[from + row + 3 + c]! + 2) >> 2;
+      }
+    }
+  }
+  return { rgb, width, height };
 }
 
 /**
@@ -82,22 +94,14 @@ function farPass(pass: Pass, img: Scaled): RawBox[] {
 }
 
 /**
- * The face's grey crop scaled to SHARPNESS_SIDE px: cut from the decoded copy, or, when that copy
- * was shrunk below the face's own detail (a large photo, a small face), from the image decoded again.
+ * The face's grey crop scaled to SHARPNESS_SIDE px, cut from the image at its own resolution (a
+ * JPEG decodes only down to the face's last row).
  */
-async function faceCrop(bytes: Uint8Array, base: Scaled, face: FaceBox, width: number, height: number) {
-  const k = base.width / width;
-  const fromBase = k >= 1 || face.width * k >= SHARPNESS_SIDE;
-  const kk = fromBase ? k : 1;
-  const w = fromBase ? base.width : width;
-  const h = fromBase ? base.height : height;
-  const left = Math.min(w - 1, Math.floor(face.x * kk));
-  const top = Math.min(h - 1, Math.floor(face.y * kk));
-  const box = { left, top, width: Math.max(1, Math.min(w - left, Math.round(face.width * kk))), height: Math.max(1, Math.min(h - top, Math.round(face.height * kk))) };
-  const img = fromBase
-    ? sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } })
-    : sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error' }).rotate().removeAlpha();
-  const { data, info } = await img.extract(box).resize(SHARPNESS_SIDE, SHARPNESS_SIDE, { fit: 'fill' }).greyscale().raw().toBuffer({ resolveWithObject: true });
+async function faceCrop(bytes: Uint8Array, face: FaceBox, width: number, height: number) {
+  const left = Math.min(width - 1, Math.floor(face.x));
+  const top = Math.min(height - 1, Math.floor(face.y));
+  const box = { left, top, width: Math.max(1, Math.min(width - left, Math.round(face.width))), height: Math.max(1, Math.min(height - top, Math.round(face.height))) };
+  const { data, info } = await decoder(bytes).extract(box).resize(SHARPNESS_SIDE, SHARPNESS_SIDE, { fit: 'fill' }).removeAlpha().greyscale().raw().toBuffer({ resolveWithObject: true });
   return { grey: data, width: info.width, height: info.height };
 }
 
@@ -181,18 +185,17 @@ export async function measure(bytes: Uint8Array, passes: Passes): Promise<FaceMe
   const width = (turned ? meta.height : meta.width) ?? 0;
   const height = (turned ? meta.width : meta.height) ?? 0;
   // The near pass (a quarter of the far one's work) settles the common case: a portrait, one face
-  // of at least DOMINANT of the short side, or several faces. Otherwise the far pass looks for
+  // of at least DOMINANT of the long side, or several faces. Otherwise the far pass looks for
   // faces down to about 1/16 of the long side, which is what a group photo holds or a photo taken
   // from too far.
-  const base = await decodeBase(bytes, width, height);
-  const far = await farInput(base, passes.far.side);
-  const near = await resized(far, { width: passes.near.side, height: passes.near.side, fit: 'inside' });
+  const far = await decodeFar(bytes, width, height, passes.far.side);
+  const near = await nearInput(far, passes.near.side);
   let boxes = detect(passes.near, near.rgb, near.width, near.height).map((b) => toBox(b, near.width / width, width, height));
-  const portrait = boxes.length === 1 && boxes[0]!.width >= DOMINANT * Math.min(width, height);
+  const portrait = boxes.length === 1 && boxes[0]!.width >= DOMINANT * Math.max(width, height);
   if (boxes.length < 2 && !portrait) boxes = [...boxes, ...farPass(passes.far, far).map((b) => toBox(b, far.width / width, width, height))];
   const faces = mergeBoxes(boxes);
   if (faces.length === 0) return { width, height, faces, ...exposure(luma(far.rgb)) };
   const largest = faces.reduce((a, b) => (b.width > a.width ? b : a));
-  const crop = await faceCrop(bytes, base, largest, width, height);
+  const crop = await faceCrop(bytes, largest, width, height);
   return { width, height, faces, sharpness: laplacianVariance(crop.grey, crop.width, crop.height), ...exposure(crop.grey) };
 }

@@ -7,6 +7,7 @@ export interface CheckRequest {
   bytes: Uint8Array;
 }
 
+/** The worker posts its replies in arrays, several at once in a burst (worker.ts says why). */
 export type CheckReply =
   | { id: number; measurements: FaceMeasurements }
   /** undecodable: the image itself (sharp could not read it); unavailable: the detector (model, runtime). */

@@ -23,6 +23,7 @@ function yieldToTheDaemon(): void {
 }
 
 const WORKER_NICE = 10;
+const BATCH = 4;
 const data = workerData as WorkerData;
 yieldToTheDaemon();
 // As the console's thumbnails set it (libvips's settings are the process's): no operation cache,
@@ -43,7 +44,9 @@ async function load(): Promise<Passes> {
 const passes = load();
 // Reported on the first request; a rejection nobody awaited yet must not end the thread.
 passes.catch(() => undefined);
-let queue: Promise<void> = Promise.resolve();
+const waiting: CheckRequest[] = [];
+const answered: CheckReply[] = [];
+let working = false;
 
 async function handle(req: CheckRequest): Promise<CheckReply> {
   let loaded: Passes;
@@ -60,6 +63,21 @@ async function handle(req: CheckRequest): Promise<CheckReply> {
   }
 }
 
+/**
+ * Images in the order they came. The answers go back together when no image waits any more, or
+ * BATCH of them: in a burst the daemon then takes several results in one turn of its loop and
+ * commits, syncs and uploads them together, as it does with the check off, instead of one by one.
+ */
+async function work(): Promise<void> {
+  working = true;
+  while (waiting.length > 0) {
+    answered.push(await handle(waiting.shift()!));
+    if (waiting.length === 0 || answered.length >= BATCH) port.postMessage(answered.splice(0));
+  }
+  working = false;
+}
+
 port.on('message', (req: CheckRequest) => {
-  queue = queue.then(async () => port.postMessage(await handle(req)));
+  waiting.push(req);
+  if (!working) void work();
 });

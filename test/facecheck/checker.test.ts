@@ -31,4 +31,14 @@ describe('face checker', () => {
     await expect(checker.check(Buffer.from('not an image at all'))).rejects.toMatchObject({ code: 'TA_ERR_BAD_INPUT', message: expect.stringMatching(/unsupported image format/) });
     expect((await checker.check(faceImage('none-cat.jpg'))).faces).toEqual([]);
   });
+
+  it('gives each of many images sent at once its own answer (the worker answers a burst several at a time)', async () => {
+    const checker = testFaceChecker();
+    const images = ['ok-hopper.jpg', 'group-2-hopper-twice.jpg', 'none-cat.jpg', 'ok-astronaut.jpg', 'group-2-hopper-twice.jpg', 'none-cat.jpg', 'ok-hopper.jpg'];
+    const sent = [...images.map((f) => checker.check(faceImage(f))), checker.check(Buffer.from('not an image at all'))];
+    const got = await Promise.allSettled(sent);
+    expect(got.slice(0, -1).map((r) => (r.status === 'fulfilled' ? r.value.faces.length : r.reason))).toEqual([1, 2, 0, 1, 2, 0, 1]);
+    expect(got.at(-1)).toMatchObject({ status: 'rejected', reason: { code: 'TA_ERR_BAD_INPUT' } });
+    expect(checker.starts()).toBe(1);
+  });
 });
