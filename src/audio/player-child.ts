@@ -23,12 +23,19 @@ interface SpeakerOptions {
   sampleRate: number;
   signed: boolean;
   device: string;
+  samplesPerFrame: number;
 }
 type SpeakerStream = Writable & { close(flush?: boolean): void };
 type SpeakerClass = new (opts: SpeakerOptions) => SpeakerStream;
 
-/** Frames handed to ALSA in the first write: small, so that the first-frame report is prompt. */
-const FIRST_WRITE_FRAMES = 1024;
+/**
+ * Seconds of sound in each write to ALSA (speaker's samplesPerFrame; its default is 1024 frames,
+ * 46 ms at 22,050 Hz). The device starts playing at the first write, so what that write holds is
+ * all the device has if this process is then kept off the CPU for a while (a busy terminal, or a
+ * CPU quota): 0.2 s rides out such a pause, and still fits ALSA's 0.5 s buffer at once, so the
+ * first write returns, and the first-frame report goes, as soon as it is copied.
+ */
+const WRITE_SECONDS = 0.2;
 /**
  * The parent's watchdog reads these reports: a write ALSA never completes (a hung driver) stops
  * them, and the parent kills this process. Trailing-edge, so the last write is always reported and
@@ -73,6 +80,7 @@ function startJob(Speaker: SpeakerClass, job: PlayerJob): Job | undefined {
       if (!failed) send({ type: 'progress', bytes: written });
     }, PROGRESS_EVERY_MS);
   };
+  const writeFrames = Math.max(1, Math.round(format.sampleRate * WRITE_SECONDS));
   let speaker: SpeakerStream;
   try {
     speaker = new Speaker({
@@ -82,6 +90,7 @@ function startJob(Speaker: SpeakerClass, job: PlayerJob): Job | undefined {
       // WAV stores 8-bit PCM unsigned and everything wider signed.
       signed: format.bitsPerSample !== 8,
       device: job.device,
+      samplesPerFrame: writeFrames,
     });
   } catch (err) {
     fail(err);
@@ -102,7 +111,7 @@ function startJob(Speaker: SpeakerClass, job: PlayerJob): Job | undefined {
       bytes += pcm.length;
       if (first) {
         first = false;
-        const head = pcm.subarray(0, FIRST_WRITE_FRAMES * blockAlign);
+        const head = pcm.subarray(0, writeFrames * blockAlign);
         const counted = onWritten(head.length);
         speaker.write(head, (err) => {
           if (!err && !failed) send({ type: 'first-frame' });
