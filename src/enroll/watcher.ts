@@ -1,5 +1,6 @@
 import type { Stats } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import { setImmediate } from 'node:timers/promises';
 import { watch, type FSWatcher } from 'chokidar';
 import type { Logger } from '../log/logger.js';
 import { wait } from '../util/backoff.js';
@@ -28,6 +29,12 @@ const ARRIVING_SCAN_MS = 100;
 /** Files waiting (settling, or in the folders) above which the watcher switches to scanning. */
 const BURST_ENTER = 128;
 const BURST_LEAVE = 32;
+/**
+ * A scan hands this many files to the tracker in one turn of the event loop, then lets the
+ * daemon's other work run (`status`, speech, uploads): a folder holding thousands of files
+ * would otherwise hold the loop for as long as they all take.
+ */
+const OFFERS_PER_TURN = 64;
 
 export interface FolderWatcherDeps {
   layout: Layout;
@@ -121,6 +128,11 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
   /** Offers every file of the inboxes; returns how many there are. */
   async function rescan(): Promise<number> {
     let count = 0;
+    let offered = 0;
+    const offer = async (rel: string, notAFile: boolean, scanned: boolean) => {
+      deps.onCandidate(rel, notAFile, scanned);
+      if (++offered % OFFERS_PER_TURN === 0) await setImmediate();
+    };
     for (const kind of KINDS) {
       const inbox = layout.inbox(kind);
       const entries = await list(inbox);
@@ -130,7 +142,7 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
         if (isIgnoredName(e.name)) continue;
         if (!e.dir) {
           count++;
-          deps.onCandidate(`${kind}/${e.name}`, e.special, true);
+          await offer(`${kind}/${e.name}`, e.special, true);
         } else if (kind === 'faces') {
           // faces/NAME/any.jpg: one level of person folders.
           const inner = await list(`${inbox}/${e.name}`);
@@ -138,11 +150,11 @@ export function createFolderWatcher(deps: FolderWatcherDeps) {
           for (const f of inner) {
             if (f.dir || isIgnoredName(f.name)) continue;
             count++;
-            deps.onCandidate(`${kind}/${e.name}/${f.name}`, f.special, true);
+            await offer(`${kind}/${e.name}/${f.name}`, f.special, true);
           }
         } else {
           // A folder in voiceprints/ or speakers/, where only files belong.
-          deps.onCandidate(`${kind}/${e.name}`, true, true);
+          await offer(`${kind}/${e.name}`, true, true);
         }
       }
     }
