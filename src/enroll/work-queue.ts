@@ -17,7 +17,10 @@ export function createWorkQueue<K>(limit: number | (() => number), work: (key: K
         .finally(() => {
           queued.delete(key);
           active--;
-          pump();
+          // The next key starts on a later turn of the event loop: a key whose work never waits
+          // for I/O (a small file read and hashed on the loop) would otherwise run the queue dry
+          // in one turn, and `status` or a control request would wait behind all of it.
+          setImmediate(pump);
           if (active === 0 && waiting.length === 0) {
             for (const w of idleWaiters) w();
             idleWaiters = [];
