@@ -98,9 +98,12 @@ const add: CommandSpec = {
     const name = checkNameArg(stringOpt(args, 'name'), "'faces add'");
     const path = resolve(ctx.cwd, args.positionals[0]!);
     const contentType = await checkImageFile(path);
-    await withClient(args, ctx, async ({ client, call, config }) => {
+    await withClient(args, ctx, async (session) => {
+      const { client, call, config } = session;
       await checkFaceImage(ctx, args.global.json, config, path, args.positionals[0]!);
-      printFace(ctx, args.global.json, await createFaceAndFind(client, name, { path, contentType }, call), 'created');
+      const face = await createFaceAndFind(client, name, { path, contentType }, call);
+      printFace(ctx, args.global.json, face, 'created');
+      await (await import('./faces-update-cache.js')).refreshOwnCache(ctx, args.global.json, session, face.face_id);
     });
   },
 };

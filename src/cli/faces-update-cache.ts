@@ -9,10 +9,11 @@ import type { SyncReport } from '../faces/types.js';
 import type { CliContext } from './command.js';
 import { writeWarning } from './output.js';
 
-// `faces update` changed a face on the service: this terminal's own cache takes the change at once
-// instead of at the face's turn in the re-checks (faces/recheck.ts). The running daemon is asked to
-// fetch that face (POST /faces/sync with its face_id); with no daemon, the cache in state_dir (if
-// there is one) is brought up to date by this process, that face only. The update itself has
+// `faces add` or `faces update` changed the group on the service: this terminal's own cache takes
+// the change at once instead of at the next sync or the face's turn in the re-checks
+// (faces/recheck.ts). The running daemon is asked to fetch that face (POST /faces/sync with its
+// face_id); with no daemon, the cache in state_dir (if there is one) is brought up to date by this
+// process, that face only. The change itself has
 // succeeded whatever happens here: a failure is a warning, and the re-checks catch up later.
 
 export async function refreshOwnCache(ctx: CliContext, json: boolean, session: { config: AgentConfig; client: ServiceClient }, faceId: string): Promise<void> {
@@ -51,7 +52,7 @@ async function refreshHere(ctx: CliContext, session: { config: AgentConfig; clie
 
 function warn(ctx: CliContext, json: boolean, faceId: string, why: string): void {
   writeWarning(ctx, json, {
-    text: `face ${faceId} was updated on the service, but this terminal's face cache was not: ${why}; it takes the change at the face's next re-check, or run 'terminal-agent faces sync'`,
+    text: `face ${faceId} is changed on the service, but not yet in this terminal's face cache: ${why}; the cache takes it at the next sync or the face's next re-check, or run 'terminal-agent faces sync'`,
     code: 'TA_WARN_CACHE_NOT_UPDATED',
     details: { face_id: faceId },
   });

@@ -7,13 +7,13 @@ import { tmpDir } from '../helpers/tmp.js';
 import { controlRequest, daemonFiles, isReady, spawnDaemon } from '../daemon/daemon-harness.js';
 import { jpeg, png, readIndex } from '../faces/face-fixtures.js';
 
-// `faces update ID IMAGE` on this terminal: its own face cache holds the new image when the command
-// returns, fetched once, with no re-check of the other faces. The real daemon (dist/main.js run) and
-// the CLI as an operator runs it, against the emulator over loopback.
+// `faces update ID IMAGE` (and `faces add`) on this terminal: its own face cache holds the new image
+// when the command returns, fetched once, with no re-check of the other faces. The real daemon
+// (dist/main.js run) and the CLI as an operator runs it, against the emulator over loopback.
 
 const imageGets = (emu: Awaited<ReturnType<typeof startTestEmulator>>) => emu.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/image'));
 
-describe('faces update puts the new image into this terminal\'s cache at once', () => {
+describe('faces update and faces add put the new image into this terminal\'s cache at once', () => {
   it('through the running daemon: one GET of that image, no other image asked', async () => {
     const emu = await startTestEmulator();
     const faces = emu.seedFaces(emu.terminals[0]!.group_id, Array.from({ length: 5 }, (_, i) => ({ name: `f${i}`, image: jpeg(2000 + i) })));
@@ -47,6 +47,31 @@ describe('faces update puts the new image into this terminal\'s cache at once', 
     const status = await runCliProcess(['status', '--json', '--config', files.configPath]);
     expect(JSON.parse(status.stdout).faces.rechecks).toMatchObject({ mode: 'unknown', round_s: 300, oldest_check_age_s: expect.any(Number), budget: { requests_per_minute: 200 } });
     expect((await runCliProcess(['status', '--config', files.configPath])).stdout).toMatch(/^rechecks: {4}oldest check .* ago; no re-check answered yet; a replaced image is in the cache within about 5m0s/m);
+    daemon.signal('SIGTERM');
+    await daemon.exited;
+  });
+
+  it('faces add through the running daemon: the new face is in this terminal\'s cache when the command returns', async () => {
+    const emu = await startTestEmulator();
+    emu.seedFaces(emu.terminals[0]!.group_id, [{ name: 'ada', image: jpeg(2100) }]);
+    const files = daemonFiles(join(tmpDir(), 'daemon-add'), emu);
+    const daemon = spawnDaemon(files.configPath);
+    await daemon.waitLog(isReady);
+    await daemon.waitLog((l) => l.msg === 'face sync done', 15_000, 'the first face sync');
+    const image = jpeg(3100);
+    const path = join(files.dir, 'eve.jpg');
+    writeFileSync(path, image);
+
+    const res = await runCliProcess(['faces', 'add', '--name', 'eve', path, '--json', '--config', files.configPath]);
+
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    const created = JSON.parse(res.stdout) as { face_id: string };
+    const entry = readIndex(join(files.stateDir, 'faces')).find((e) => e.face_id === created.face_id);
+    expect(entry).toMatchObject({ name: 'eve' });
+    expect(readFileSync(join(files.stateDir, 'faces', entry!.image)).equals(image)).toBe(true);
+    const cached = await runCliProcess(['faces', 'list', '--cached', '--config', files.configPath]);
+    expect(cached.stdout).toMatch(/^[0-9a-f]{32} +eve /m);
     daemon.signal('SIGTERM');
     await daemon.exited;
   });
