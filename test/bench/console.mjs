@@ -70,7 +70,7 @@ emulator.seedFaces(emulator.terminals[0].group_id, Array.from({ length: FACES },
 const config = writeDaemonConfig(dir, emulator, emulator.terminals[0], ['audio:', '  output_device: "null"', '  input_device: "null"', 'console:', '  listen: 127.0.0.1:0', ''].join('\n'), 'info');
 
 // As the unit runs it (its node flags and environment: lib/daemon-run.mjs).
-const handle = spawnDaemon(dir, config, { stdout: 'pipe', extraArgs: (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean) });
+const handle = spawnDaemon(dir, config, { stdout: 'pipe' });
 const daemon = { child: handle.child, pid: handle.pid };
 let out = '';
 daemon.child.stdout.on('data', (b) => (out += b));

@@ -202,7 +202,7 @@ async function oneRun(latencyMs, budget, runNo) {
 
     seedMembers(emulator, terminals[1].group_id, GROUP);
     const config = writeDaemonConfig(dir, served, terminals[1]);
-    const prof = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+    const prof = process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [];
     journal = await startJournalReceiver(dir);
     daemon = spawnDaemon(dir, config, { budget, extraArgs: prof, env: { ...tlsEnv, ...journal.env, ...slowSync } });
     await daemon.ready;

@@ -14,7 +14,7 @@
 // Targets (issue 70): the check costs <= 40 ms of CPU per photo (CPU per file, check on minus
 // check off); <= 150 ms of wall time per photo for the daemon on a quarter core; VmHWM <= 160 MB;
 // every `status` answered within 100 ms; no underrun.
-//   npm run build && node test/bench/face-check.mjs [COUNT]     env VARIANTS=full,pi RUNS=1 BENCH_NODE_ARGS (node flags for the daemon, e.g. --cpu-prof --cpu-prof-dir=DIR)
+//   npm run build && node test/bench/face-check.mjs [COUNT]     env VARIANTS=full,pi RUNS=1, BENCH_NODE_ARGS (node flags for the daemon: lib/daemon-run.mjs)
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -128,7 +128,7 @@ async function burst(mode, budget) {
   let daemon;
   try {
     const config = writeDaemonConfig(dir, emulator, terminals[0], 'audio:\n  output_device: benchsink\n', 'warn', mode);
-    daemon = spawnDaemon(dir, config, { budget, env: sink.env, extraArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean) });
+    daemon = spawnDaemon(dir, config, { budget, env: sink.env });
     await daemon.ready;
     await sleep(1500);
     const inbox = join(dir, 'enroll', 'faces');

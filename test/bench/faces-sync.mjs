@@ -309,7 +309,7 @@ async function daemonFirstSync(emu, via, work, n, budget) {
   const t0 = performance.now();
   const wall0 = Date.now();
   let readyMs = NaN;
-  const extraArgs = [...(process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  const extraArgs = process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [];
   const daemon = spawnDaemon(dir, config, { budget, extraArgs, env: { ...via.env, ...slowSync } });
   daemon.ready.then(() => { readyMs = performance.now() - t0; }, () => {});
   let lastMtime = 0;

@@ -297,8 +297,9 @@ process.on('SIGTERM', () => { process.stdout.write(n + '\\n'); process.exit(0); 
 
 /**
  * Spawns `terminal-agent run --config CONFIG` as systemd would (NOTIFY_SOCKET, the unit's
- * environment); `ready` resolves at READY=1. `extraArgs` go to node (e.g. --cpu-prof), `env` is
- * added to its environment (NODE_EXTRA_CA_CERTS for lib/tls-front.mjs); `stdout: 'pipe'` gives its log to the caller.
+ * environment); `ready` resolves at READY=1. BENCH_NODE_ARGS, then `extraArgs`, go to node (e.g.
+ * --cpu-prof), `env` is added to its environment (NODE_EXTRA_CA_CERTS for lib/tls-front.mjs);
+ * `stdout: 'pipe'` gives its log to the caller.
  */
 export function spawnDaemon(dir, config, { budget, extraArgs = [], env: extraEnv = {}, stdout } = {}) {
   const notifyPath = join(dir, `notify-${process.hrtime.bigint()}.sock`);
@@ -307,7 +308,8 @@ export function spawnDaemon(dir, config, { budget, extraArgs = [], env: extraEnv
   sock.bind(notifyPath);
   // BENCH_DAEMON_ENV='{"NAME":"value"}': extra environment for trying settings before they go in the unit.
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...unitEnv, ...extraEnv, ...JSON.parse(process.env.BENCH_DAEMON_ENV ?? '{}'), NOTIFY_SOCKET: notifyPath, WATCHDOG_USEC: '30000000' };
-  const child = spawnNode([...unitNodeArgs, ...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', stdout ?? (process.env.BENCH_NODE_ARGS ? 'inherit' : 'ignore'), 'inherit'] }, budget);
+  const benchNodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawnNode([...unitNodeArgs, ...benchNodeArgs, ...extraArgs, MAIN, 'run', '--config', config], { env, stdio: ['ignore', stdout ?? (benchNodeArgs.length > 0 ? 'inherit' : 'ignore'), 'inherit'] }, budget);
   const exited = new Promise((resolve) => child.once('close', resolve));
   const failed = exited.then((code) => { throw new Error(`the daemon exited (${code}) before READY=1`); });
   return {
